@@ -1,0 +1,58 @@
+"""The LLM cache-key recipe of openwop-replay-and-fork.md: a closed field set, JCS, SHA-256, hex.
+
+Only the recipe's fields influence the key; anything else (max_tokens, stop, stream, metadata,
+user, seed, request ids, trace context) is ignored by construction.
+"""
+
+import hashlib
+from typing import Any, Mapping
+
+from openwop_cli.format.canonical import jcs_bytes
+
+OPTIONAL_FIELDS = ("temperature", "topP", "topK", "responseFormat")
+TOOL_FIELDS = ("name", "description", "parameters")
+
+
+class CacheKeyInputError(ValueError):
+    """The request does not have the shape of the recipe's LLMCacheKeyInput."""
+
+
+def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical object the recipe hashes: required fields, present optional fields, sorted tools."""
+    provider = request.get("provider")
+    if not isinstance(provider, str) or not provider or not provider.isascii() or provider != provider.lower():
+        raise CacheKeyInputError(f"provider must be a lowercase ASCII id such as 'openai', got {provider!r}")
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise CacheKeyInputError(f"model must be a non-empty string, got {model!r}")
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        raise CacheKeyInputError("messages must be an array of {role, content} objects")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
+            raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
+    canonical: dict[str, Any] = {"provider": provider, "model": model, "messages": list(messages)}
+    tools = request.get("tools")
+    if tools is not None:
+        canonical["tools"] = _sorted_tools(tools)
+    for field in OPTIONAL_FIELDS:
+        value = request.get(field)
+        if value is not None:
+            canonical[field] = value
+    return canonical
+
+
+def cache_key(request: Mapping[str, Any]) -> str:
+    """The 64-hex LLM cache key of a request in the recipe's LLMCacheKeyInput shape."""
+    return hashlib.sha256(jcs_bytes(cache_key_input(request))).hexdigest()
+
+
+def _sorted_tools(tools: Any) -> list[dict[str, Any]]:
+    if not isinstance(tools, list):
+        raise CacheKeyInputError("tools must be an array of {name, description?, parameters}")
+    kept = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
+            raise CacheKeyInputError(f"tools[{index}] must be an object with a string name")
+        kept.append({field: tool[field] for field in TOOL_FIELDS if tool.get(field) is not None})
+    return sorted(kept, key=lambda tool: tool["name"])

@@ -1,0 +1,106 @@
+"""manifest.json: what a capture is, written atomically at start (incomplete) and at finalize.
+
+Readers accept every older format version and refuse a newer major one with the way to upgrade.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openwop_cli.errors import CorruptCapture, IncompatibleCapture, NotACapture
+
+MANIFEST_NAME = "manifest.json"
+EVENTS_NAME = "events.jsonl"
+LINE_CHECKSUMS_NAME = "events.crc32"
+FORMAT_VERSION = 1
+
+STATUS_OK = "ok"
+STATUS_ERROR = "error"
+STATUS_INCOMPLETE = "incomplete"
+STATUSES = (STATUS_OK, STATUS_ERROR, STATUS_INCOMPLETE)
+
+UPGRADE_HINT = "upgrade wop: pip install --upgrade openwop-cli"
+
+
+def manifest_path(capture_dir: Path) -> Path:
+    """Where a capture's manifest lives."""
+    return capture_dir / MANIFEST_NAME
+
+
+def format_major(version: Any) -> int:
+    """The major part of a manifest/event format version (an int, or a 'major.minor' string)."""
+    if isinstance(version, bool):
+        raise ValueError(version)
+    if isinstance(version, int):
+        return version
+    if isinstance(version, str):
+        return int(version.split(".", 1)[0])
+    raise ValueError(version)
+
+
+def check_compatible(manifest: dict[str, Any], where: Path) -> None:
+    """Refuse a manifest of a newer major format version, naming the version and the upgrade."""
+    try:
+        major = format_major(manifest.get("version"))
+    except ValueError:
+        raise CorruptCapture(f"{where}: manifest version {manifest.get('version')!r} is not a format version") from None
+    if major > FORMAT_VERSION:
+        raise IncompatibleCapture(
+            f"{where} was written in capture format {manifest['version']}, "
+            f"newer than this wop {_tool_version()} reads (format {FORMAT_VERSION}); {UPGRADE_HINT}"
+        )
+
+
+def read_manifest(capture_dir: Path) -> dict[str, Any]:
+    """Load and check a capture's manifest; a missing or unreadable one is a clear error."""
+    path = manifest_path(capture_dir)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise NotACapture(f"{capture_dir} is not a capture: it has no {MANIFEST_NAME}") from None
+    except IsADirectoryError:
+        raise NotACapture(f"{path} is a directory, not a manifest") from None
+    try:
+        manifest = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptCapture(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise CorruptCapture(f"{path} must hold a JSON object")
+    check_compatible(manifest, capture_dir)
+    for field in ("captureId", "runId", "status"):
+        if not isinstance(manifest.get(field), str):
+            raise CorruptCapture(f"{path}: field {field!r} is missing or not a string")
+    return manifest
+
+
+def write_manifest_atomic(capture_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace manifest.json in one step (temp file, fsync, rename) so readers never see half of it."""
+    data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    fd, temp = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=capture_dir)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, manifest_path(capture_dir))
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(capture_dir)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _tool_version() -> str:
+    from openwop_cli._version import __version__
+
+    return __version__

@@ -1,0 +1,158 @@
+"""Redaction profiles, applied before any byte reaches a capture file.
+
+- none: nothing is changed.
+- default: values under secret-looking keys (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, passwords,
+  `authorization`, `x-api-key`, `cookie`, …), strings that look like provider keys or bearer tokens,
+  and the values of secret environment variables become "***REDACTED***".
+- strict: default, and message contents (content, text, prompt, …) are replaced by their hash.
+
+The hot path is `suspicious(line, data)`: a few substring checks on the serialized bytes and a walk
+over keys whose verdicts are cached; only events it flags pay for the structural `redact`.
+"""
+
+import hashlib
+import os
+import re
+from typing import Any, Iterable, Mapping
+
+REDACTED = "***REDACTED***"
+PROFILES = ("none", "default", "strict")
+DEFAULT_PROFILE = "default"
+MIN_SECRET_LENGTH = 6
+
+SECRET_KEY = re.compile(
+    r"api[_-]?key|access[_-]?key|private[_-]?key|secret|passw(or)?d|passphrase|cookie"
+    r"|token$|credentials?$|^(proxy-)?authorization$|^auth$|^x-api-key$",
+    re.IGNORECASE,
+)
+SECRET_VALUE = re.compile(
+    r"sk-[A-Za-z0-9_\-]{16,}"
+    r"|(?P<scheme>[Bb]earer\s+)[A-Za-z0-9._~+/=\-]{8,}"
+    r"|AIza[0-9A-Za-z_\-]{30,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|xox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|AKIA[0-9A-Z]{16}"
+)
+# Substrings every provider-key or bearer value the hot path must catch contains; the other
+# SECRET_VALUE forms are scrubbed whenever an event is redacted for any reason.
+VALUE_NEEDLES = (b"sk-", b"earer", b"AIza")
+CONTENT_KEYS = frozenset(
+    {"content", "text", "prompt", "completion", "input", "output", "instructions", "system", "arguments"}
+)
+
+
+class UnknownProfile(ValueError):
+    """A redaction profile name that is not none, default or strict."""
+
+
+class Redactor:
+    """Removes secrets (and, in strict, contents) from event data before it is serialized to disk."""
+
+    def __init__(self, profile: str = DEFAULT_PROFILE, secrets: Iterable[str] = ()) -> None:
+        if profile not in PROFILES:
+            raise UnknownProfile(f"unknown redaction profile {profile!r}: use one of {', '.join(PROFILES)}")
+        self.profile = profile
+        self.active = profile != "none"
+        self.strict = profile == "strict"
+        self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
+        self._needles = VALUE_NEEDLES + tuple(s.encode() for s in self.secrets)
+        self._key_verdicts: dict[str, bool] = {}
+
+    @classmethod
+    def from_environment(cls, profile: str = DEFAULT_PROFILE, environ: Mapping[str, str] | None = None) -> "Redactor":
+        """A redactor that also knows the values of this process's secret-named environment variables."""
+        env = os.environ if environ is None else environ
+        return cls(profile, secret_env_values(env))
+
+    def suspicious(self, line: bytes, data: Any) -> bool:
+        """Cheap test: could this serialized event hold something the profile removes?"""
+        if not self.active:
+            return False
+        if self.strict:
+            return True
+        for needle in self._needles:
+            if needle in line:
+                return True
+        return self._has_secret_key(data)
+
+    def redact(self, value: Any) -> Any:
+        """A copy of value with the profile applied; untouched values are returned as they are."""
+        if not self.active:
+            return value
+        return self._redact(value, False)
+
+    def scrub_text(self, text: str) -> str:
+        """A string with secret-looking tokens and known secret values replaced."""
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        if SECRET_VALUE.search(text) is None:
+            return text
+        return SECRET_VALUE.sub(_replace_secret, text)
+
+    def is_secret_key(self, key: str) -> bool:
+        """True when the profile redacts the whole value stored under this key."""
+        verdict = self._key_verdicts.get(key)
+        if verdict is None:
+            verdict = self._key_verdicts[key] = SECRET_KEY.search(key) is not None
+        return verdict
+
+    def _has_secret_key(self, value: Any) -> bool:
+        stack = [value]
+        verdicts = self._key_verdicts
+        while stack:
+            item = stack.pop()
+            if type(item) is dict:
+                for key, child in item.items():
+                    verdict = verdicts.get(key)
+                    if verdict is None:
+                        verdict = self.is_secret_key(key) if type(key) is str else False
+                    if verdict:
+                        return True
+                    kind = type(child)
+                    if kind is dict or kind is list:
+                        stack.append(child)
+            else:
+                for child in item:
+                    kind = type(child)
+                    if kind is dict or kind is list:
+                        stack.append(child)
+        return False
+
+    def _redact(self, value: Any, content: bool) -> Any:
+        kind = type(value)
+        if kind is str:
+            if content:
+                return hashed_content(value)
+            return self.scrub_text(value)
+        if kind is dict:
+            out = {}
+            for key, child in value.items():
+                safe_key = self.scrub_text(key) if type(key) is str else key
+                if type(key) is str and self.is_secret_key(key) and child is not None:
+                    out[safe_key] = REDACTED
+                else:
+                    out[safe_key] = self._redact(child, content or (self.strict and key in CONTENT_KEYS))
+            return out
+        if kind is list or kind is tuple:
+            return [self._redact(child, content) for child in value]
+        if kind is bytes:
+            text = value.decode("latin-1")
+            scrubbed = self.scrub_text(text)
+            return value if scrubbed is text else scrubbed.encode("latin-1")
+        return value
+
+
+def hashed_content(text: str) -> str:
+    """What strict redaction leaves of a message content: its hash, so equal contents still compare equal."""
+    return "***sha256:" + hashlib.sha256(text.encode()).hexdigest() + "***"
+
+
+def secret_env_values(environ: Mapping[str, str]) -> list[str]:
+    """Values of environment variables whose names look like secrets (API keys, tokens, passwords)."""
+    return [value for name, value in environ.items() if SECRET_KEY.search(name) and len(value) >= MIN_SECRET_LENGTH]
+
+
+def _replace_secret(match: re.Match[str]) -> str:
+    scheme = match.group("scheme")
+    return f"{scheme}{REDACTED}" if scheme else REDACTED

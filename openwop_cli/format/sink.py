@@ -1,0 +1,274 @@
+"""The capture sink: start / append / finalize, append-only and safe to call from many threads.
+
+- start writes manifest.json atomically with status "incomplete" and creates events.jsonl; it
+  refuses a directory that already holds a capture.
+- append assigns the next seq under one lock, redacts, moves big or binary values to blobs and
+  buffers the line; full buffers are written, hashed (sha256 of the whole file) and checksummed
+  per line (crc32, so `wop verify` can name an edited line).
+- finalize writes the per-line checksums and replaces the manifest with the final one.
+A crash at any point leaves a readable capture whose manifest says "incomplete". An I/O failure
+(disk full, read-only) never stops the program: it is reported once and the manifest says what
+was lost.
+"""
+
+import hashlib
+import os
+import sys
+import threading
+import time
+import uuid
+import zlib
+from array import array
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from openwop_cli._version import __version__
+from openwop_cli.errors import UsageError
+from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore
+from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST
+from openwop_cli.format.manifest import (
+    EVENTS_NAME,
+    FORMAT_VERSION,
+    LINE_CHECKSUMS_NAME,
+    STATUS_ERROR,
+    STATUS_INCOMPLETE,
+    STATUSES,
+    manifest_path,
+    write_manifest_atomic,
+)
+from openwop_cli.format.redact import Redactor
+
+DEFAULT_BUFFER_BYTES = 64 * 1024
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
+
+
+def now_ms() -> int:
+    """Wall-clock epoch milliseconds, the unit of every event's ts."""
+    return time.time_ns() // 1_000_000
+
+
+def new_id() -> str:
+    """A random 16-hex-digit id: short to type, unique enough to address by prefix."""
+    return uuid.uuid4().hex[:16]
+
+
+class CaptureSink:
+    """Writes one capture directory; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        capture_dir: Path,
+        *,
+        redactor: Redactor | None = None,
+        blob_threshold: int = DEFAULT_THRESHOLD,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.capture_dir = Path(capture_dir)
+        self.redactor = redactor if redactor is not None else Redactor.from_environment()
+        self.blobs = BlobStore(self.capture_dir)
+        self.blob_threshold = blob_threshold
+        self.buffer_bytes = buffer_bytes
+        self.on_warning = on_warning
+        self.manifest: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._next_seq = 0
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._written = 0
+        self._hash = hashlib.sha256()
+        self._line_checksums = array("I")
+        self._file: Any = None
+        self._failure: str | None = None
+        self._lost_from_seq: int | None = None
+        self._model: dict[str, Any] | None = None
+        self._capture_id = ""
+        self._run_id = ""
+
+    @property
+    def event_count(self) -> int:
+        """How many events have been appended (written or still buffered)."""
+        return self._next_seq
+
+    def start(self, seed: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Create the capture: directory, incomplete manifest, empty events.jsonl."""
+        self.capture_dir.mkdir(parents=True, exist_ok=True)
+        if manifest_path(self.capture_dir).exists() or (self.capture_dir / EVENTS_NAME).exists():
+            raise UsageError(f"{self.capture_dir} already holds a capture; choose another --out directory")
+        fields = dict(seed or {})
+        self._capture_id = fields.pop("captureId", None) or new_id()
+        self._run_id = fields.pop("runId", None) or new_id()
+        self.manifest = {
+            "version": FORMAT_VERSION,
+            "captureId": self._capture_id,
+            "runId": self._run_id,
+            "name": fields.pop("name", None),
+            "createdAt": now_ms(),
+            "mode": fields.pop("mode", "capture"),
+            "status": STATUS_INCOMPLETE,
+            "eventCount": 0,
+            "eventLogPath": EVENTS_NAME,
+            "redaction": {"enabled": self.redactor.active, "profile": self.redactor.profile},
+            "tool": {"name": "wop", "version": __version__},
+            **self.redactor.redact(fields),
+        }
+        self._file = open(self.capture_dir / EVENTS_NAME, "xb", buffering=0)
+        write_manifest_atomic(self.capture_dir, self.manifest)
+        return self.manifest
+
+    def append(self, event_type: str, data: dict[str, Any], *, ts: int | None = None) -> int:
+        """Record one event and return its seq; never raises for I/O trouble (see module doc)."""
+        if event_type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {event_type!r}")
+        with self._lock:
+            seq = self._next_seq
+            self._next_seq = seq + 1
+            if self._failure is not None:
+                return seq
+            if self._model is None and event_type == LLM_REQUEST:
+                self._model = {"provider": data.get("provider"), "model": data.get("model")}
+            event = {
+                "version": EVENT_VERSION,
+                "captureId": self._capture_id,
+                "runId": self._run_id,
+                "seq": seq,
+                "ts": ts if ts is not None else time.time_ns() // 1_000_000,
+                "type": event_type,
+                "data": data,
+            }
+            line = self._serialize(event, data)
+            self._buffer.append(line)
+            self._line_checksums.append(zlib.crc32(line))
+            self._buffered += len(line)
+            if self._buffered >= self.buffer_bytes:
+                self._write_buffer()
+            return seq
+
+    def flush(self) -> None:
+        """Write buffered events to the file now (the runtime calls this before slow external calls)."""
+        with self._lock:
+            self._write_buffer()
+
+    def finalize(self, status: str = "ok", error: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Write everything, then replace the manifest with the final one (status, counts, integrity)."""
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        with self._lock:
+            self._write_buffer()
+            self._close_events()
+            manifest = dict(self.manifest)
+            manifest.update(self.redactor.redact(fields))
+            manifest.update(
+                status=status,
+                completedAt=now_ms(),
+                eventCount=self._next_seq,
+                model=self._model,
+                integrity=self._integrity(),
+            )
+            if error is not None:
+                manifest["error"] = self.redactor.scrub_text(error)
+            if self._failure is not None:
+                manifest["status"] = STATUS_ERROR
+                manifest["lost"] = self._lost_report()
+                manifest["error"] = manifest["lost"]["reason"]
+            try:
+                self._write_line_checksums()
+                write_manifest_atomic(self.capture_dir, manifest)
+            except OSError as exc:
+                self._warn(f"wop: could not finalize the capture manifest in {self.capture_dir}: {exc}")
+            self.manifest = manifest
+            return manifest
+
+    def _serialize(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
+        redactor = self.redactor
+        try:
+            line = orjson.dumps(event, option=_NEWLINE)
+        except TypeError:
+            line = b""
+            data = redactor.redact(data)
+        else:
+            if redactor.active and redactor.suspicious(line, data):
+                data = redactor.redact(data)
+                line = b""
+        if not line or len(line) > self.blob_threshold:
+            threshold = self.blob_threshold
+            event["data"] = {key: self.blobs.externalize(value, threshold) for key, value in data.items()}
+            line = orjson.dumps(event, option=_NEWLINE)
+        return line
+
+    def _write_buffer(self) -> None:
+        if not self._buffer or self._failure is not None:
+            return
+        chunk = b"".join(self._buffer)
+        first_seq = self._next_seq - len(self._buffer)
+        try:
+            self._file.write(chunk)
+        except OSError as exc:
+            self._fail(first_seq, exc)
+            return
+        self._hash.update(chunk)
+        self._written += len(chunk)
+        self._buffer.clear()
+        self._buffered = 0
+
+    def _fail(self, first_lost_seq: int, exc: OSError) -> None:
+        self._failure = f"{exc.strerror or exc} ({type(exc).__name__})"
+        self._lost_from_seq = first_lost_seq
+        self._buffer.clear()
+        self._warn(
+            f"wop: capture writes to {self.capture_dir} failed at seq {first_lost_seq}: {self._failure}; "
+            "the program keeps running and later events are not recorded"
+        )
+
+    def _lost_report(self) -> dict[str, Any]:
+        lost = self._next_seq - (self._lost_from_seq or 0)
+        return {
+            "fromSeq": self._lost_from_seq,
+            "events": lost,
+            "reason": f"capture sink failed at seq {self._lost_from_seq}: {self._failure}; {lost} events were not written",
+        }
+
+    def _integrity(self) -> dict[str, Any]:
+        integrity: dict[str, Any] = {"algorithm": "sha256", "eventsHash": None, "eventsBytes": self._written}
+        if self._failure is None:
+            integrity["eventsHash"] = self._hash.hexdigest()
+            integrity["lineChecksums"] = {"algorithm": "crc32", "path": LINE_CHECKSUMS_NAME}
+        return integrity
+
+    def _write_line_checksums(self) -> None:
+        if self._failure is not None:
+            return
+        (self.capture_dir / LINE_CHECKSUMS_NAME).write_bytes(checksums_to_bytes(self._line_checksums))
+
+    def _close_events(self) -> None:
+        if self._file is None or self._file.closed:
+            return
+        try:
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            if self._failure is None:
+                self._fail(self._next_seq, exc)
+        self._file.close()
+
+    def _warn(self, message: str) -> None:
+        if self.on_warning is not None:
+            self.on_warning(message)
+
+
+def checksums_to_bytes(checksums: array) -> bytes:
+    """Per-line crc32 values as little-endian uint32, the events.crc32 file format."""
+    if sys.byteorder == "big":
+        checksums = array("I", checksums)
+        checksums.byteswap()
+    return checksums.tobytes()
+
+
+def checksums_from_bytes(data: bytes) -> array:
+    """The inverse of checksums_to_bytes."""
+    checksums = array("I")
+    checksums.frombytes(data[: len(data) - len(data) % 4])
+    if sys.byteorder == "big":
+        checksums.byteswap()
+    return checksums
