@@ -120,3 +120,28 @@ def is_inside_store(path: Path, root: Path | None = None) -> bool:
     root = (captures_root() if root is None else root).resolve()
     resolved = path.resolve()
     return resolved != root and resolved.is_relative_to(root)
+
+
+CAPTURE_FILES = ("manifest.json", "events.jsonl", "events.crc32")
+
+
+def delete_capture(path: Path) -> bool:
+    """Delete a capture's own files (manifest, events, checksums, blobs); True if the directory went too.
+
+    Files that are not part of the capture are left in place, so pointing this at the wrong
+    directory can never take a user's other files with it.
+    """
+    import shutil
+
+    blobs = path / "blobs"
+    if blobs.is_dir() and not blobs.is_symlink():
+        shutil.rmtree(blobs)
+    for name in CAPTURE_FILES:
+        (path / name).unlink(missing_ok=True)
+    for leftover in path.glob(".manifest.*.tmp"):
+        leftover.unlink(missing_ok=True)
+    try:
+        path.rmdir()
+    except OSError:
+        return False
+    return True

@@ -105,7 +105,7 @@ class CaptureSink:
             "captureId": self._capture_id,
             "runId": self._run_id,
             "name": fields.pop("name", None),
-            "createdAt": now_ms(),
+            "createdAt": fields.pop("createdAt", None) or now_ms(),
             "mode": fields.pop("mode", "capture"),
             "status": STATUS_INCOMPLETE,
             "eventCount": 0,
@@ -159,10 +159,11 @@ class CaptureSink:
             self._write_buffer()
             self._close_events()
             manifest = dict(self.manifest)
+            completed_at = fields.pop("completedAt", None) or now_ms()
             manifest.update(self.redactor.redact(fields))
             manifest.update(
                 status=status,
-                completedAt=now_ms(),
+                completedAt=completed_at,
                 eventCount=self._next_seq,
                 model=self._model,
                 integrity=self._integrity(),

@@ -1,0 +1,85 @@
+"""The `wop` entry point: the Typer app, global flags, and the one place errors become exit codes."""
+
+import sys
+
+import typer
+
+from openwop_cli._version import __version__
+from openwop_cli.cli import cache_key, gc, ls, rm, show, verify
+from openwop_cli.errors import WopError
+
+EXIT_INTERNAL = 70
+
+app = typer.Typer(
+    name="wop",
+    help=(
+        "Capture, replay and diff LLM agent runs.\n\n"
+        "\b\n"
+        "Examples:\n"
+        "  wop ls                          list stored captures\n"
+        "  wop show last                   timeline of the newest capture\n"
+        "  wop show last --seq 3           one event as a JSON tree\n"
+        "  wop verify ./captures/run1      check a capture's integrity\n"
+        "  wop cache-key request.json      the LLM cache key of a request\n\n"
+        "Exit codes: 0 ok, 1 divergence or difference, 2 usage or bad input,\n"
+        "3 corrupt, incomplete or incompatible capture, 70 internal error."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_debug = {"on": False}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"wop {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", envvar="WOP_DEBUG", help="Show tracebacks for errors."),
+) -> None:
+    """Global options."""
+    _debug["on"] = debug
+
+
+app.command("ls")(ls.command)
+app.command("show")(show.command)
+app.command("verify")(verify.command)
+app.command("cache-key")(cache_key.command)
+app.command("rm")(rm.command)
+app.command("gc")(gc.command)
+
+
+def main() -> None:
+    """Run wop; a WopError becomes one red line and its exit code, never a traceback (unless --debug)."""
+    try:
+        app()
+    except WopError as exc:
+        _report(exc.message, exc)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:  # a bug in wop: say so in one line, keep the traceback for --debug
+        _report(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", exc)
+        sys.exit(EXIT_INTERNAL)
+
+
+def _report(message: str, exc: BaseException) -> None:
+    from openwop_cli.report.console import print_error
+
+    if _debug["on"] or "--debug" in sys.argv:
+        import traceback
+
+        traceback.print_exception(exc)
+    print_error(message)

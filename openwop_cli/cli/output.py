@@ -1,0 +1,23 @@
+"""Machine-readable output shared by every `--json` flag."""
+
+import sys
+from typing import Any
+
+import orjson
+
+
+def print_json(value: Any) -> None:
+    """Write value as indented JSON to stdout."""
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE, default=_default))
+    sys.stdout.flush()
+
+
+def json_line(value: Any) -> bytes:
+    """Compact JSON bytes of a value (bytes values become a size placeholder)."""
+    return orjson.dumps(value, default=_default)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

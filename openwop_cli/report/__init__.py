@@ -1,0 +1,1 @@
+"""Rendering only: rich console output and, later, the HTML report. No logic of its own."""

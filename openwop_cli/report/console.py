@@ -1,0 +1,66 @@
+"""Every colour decision in one place: a theme of semantic names and the consoles that use it.
+
+Rich already honours NO_COLOR and drops styling when output is not a terminal; nothing else in wop
+writes an escape code.
+"""
+
+from rich.console import Console
+from rich.text import Text
+from rich.theme import Theme
+
+THEME = Theme(
+    {
+        "seq": "cyan",
+        "path": "magenta",
+        "expected": "green",
+        "observed": "red",
+        "warning": "yellow",
+        "error": "bold red",
+        "ok": "green",
+        "muted": "dim",
+        "status.ok": "green",
+        "status.error": "red",
+        "status.incomplete": "yellow",
+        "type.llm": "bright_blue",
+        "type.tool": "bright_magenta",
+        "type.state": "bright_green",
+        "type.nondeterministic": "yellow",
+        "type.run": "bold",
+        "type.replay": "bold red",
+    }
+)
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr) with wop's theme; plain when piped or NO_COLOR is set."""
+    return Console(theme=THEME, stderr=stderr, highlight=False)
+
+
+def type_style(event_type: str) -> str:
+    """The theme style for an event type."""
+    if event_type.startswith("llm"):
+        return "type.llm"
+    if event_type.startswith("tool"):
+        return "type.tool"
+    if event_type == "state_mutation":
+        return "type.state"
+    if event_type == "nondeterministic":
+        return "type.nondeterministic"
+    if event_type.startswith("replay"):
+        return "type.replay"
+    return "type.run"
+
+
+def status_style(status: str) -> str:
+    """The theme style for a capture status (ok, error, incomplete)."""
+    return f"status.{status}" if status in ("ok", "error", "incomplete") else "warning"
+
+
+def print_error(message: str) -> None:
+    """One red line on stderr: how every wop error reaches the user."""
+    make_console(stderr=True).print(Text.assemble(("wop: error: ", "error"), message), soft_wrap=True)
+
+
+def print_warning(message: str) -> None:
+    """One yellow line on stderr."""
+    make_console(stderr=True).print(Text.assemble(("wop: warning: ", "warning"), message), soft_wrap=True)

@@ -1,0 +1,112 @@
+"""One-line, human summaries of events for timelines: provider/model, tool name and args, values."""
+
+from typing import Any
+
+import orjson
+
+MAX_VALUE_CHARS = 80
+
+
+def summarize(event: dict[str, Any]) -> str:
+    """What happened in this event, in one short line."""
+    data = event.get("data") or {}
+    summarizer = _SUMMARIZERS.get(event.get("type", ""))
+    return summarizer(data) if summarizer else short_json(data)
+
+
+def short_json(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """Compact JSON of a value, cut to limit characters with an ellipsis."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, default=repr).decode()
+        except TypeError:
+            text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _run_start(data: dict[str, Any]) -> str:
+    argv = data.get("argv")
+    return " ".join(map(str, argv)) if isinstance(argv, list) else short_json(data)
+
+
+def _run_end(data: dict[str, Any]) -> str:
+    parts = [f"status {data.get('status', '?')}"]
+    if "exitCode" in data:
+        parts.append(f"exit {data['exitCode']}")
+    if isinstance(data.get("durationMs"), (int, float)):
+        parts.append(f"{data['durationMs'] / 1000:.2f}s")
+    if data.get("error"):
+        parts.append(short_json(data["error"], 60))
+    return " · ".join(parts)
+
+
+def _llm_request(data: dict[str, Any]) -> str:
+    request = data.get("request") or {}
+    messages = request.get("messages") if isinstance(request, dict) else None
+    parts = [f"{data.get('provider', '?')} {data.get('model', '?')}"]
+    if isinstance(messages, list):
+        parts.append(f"{len(messages)} messages")
+        last = messages[-1] if messages else None
+        if isinstance(last, dict) and "content" in last:
+            parts.append(short_json(last["content"], 50))
+    return " · ".join(parts)
+
+
+def _llm_response(data: dict[str, Any]) -> str:
+    parts = [str(data.get("stopReason", "?"))]
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        prompt = usage.get("input_tokens", usage.get("prompt_tokens", usage.get("inputTokens")))
+        completion = usage.get("output_tokens", usage.get("completion_tokens", usage.get("outputTokens")))
+        if prompt is not None or completion is not None:
+            parts.append(f"{prompt}→{completion} tokens")
+    text = data.get("text")
+    if text is None and isinstance(data.get("response"), (dict, list, str)):
+        text = data["response"]
+    if text is not None:
+        parts.append(short_json(text, 50))
+    return " · ".join(parts)
+
+
+def _tool_call(data: dict[str, Any]) -> str:
+    return f"{data.get('name', '?')}({short_json(data.get('args', {}), 60)})"
+
+
+def _tool_result(data: dict[str, Any]) -> str:
+    if data.get("ok", True):
+        return "ok " + short_json(data.get("result"), 70)
+    error = data.get("error") or {}
+    if isinstance(error, dict):
+        return f"error {error.get('type', '?')}: {short_json(error.get('message', ''), 60)}"
+    return "error " + short_json(error, 60)
+
+
+def _state_mutation(data: dict[str, Any]) -> str:
+    if data.get("kind", "channel") == "channel":
+        reducer = data.get("reducer", "replace")
+        return f"{data.get('channel', '?')} ← {short_json(data.get('value'), 60)} ({reducer})"
+    return f"{data.get('kind')} {short_json({k: v for k, v in data.items() if k != 'kind'}, 60)}"
+
+
+def _nondeterministic(data: dict[str, Any]) -> str:
+    return f"{data.get('source', '?')} {data.get('key', '')} = {short_json(data.get('value'), 50)}".replace("  ", " ")
+
+
+def _replay_diverged(data: dict[str, Any]) -> str:
+    return f"{data.get('code', 'diverged')} at seq {data.get('divergencePoint', '?')} {data.get('jsonPath') or ''}".strip()
+
+
+_SUMMARIZERS = {
+    "run_start": _run_start,
+    "run_end": _run_end,
+    "llm_request": _llm_request,
+    "llm_response": _llm_response,
+    "tool_call": _tool_call,
+    "tool_result": _tool_result,
+    "state_mutation": _state_mutation,
+    "nondeterministic": _nondeterministic,
+    "replay_diverged": _replay_diverged,
+}
