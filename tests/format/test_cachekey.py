@@ -1,0 +1,90 @@
+"""The cache key matches an independent computation of the recipe: JCS (rfc8785) + sha256."""
+
+import hashlib
+import json
+
+import pytest
+import rfc8785
+
+from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
+from tests.conftest import run_wop
+
+REQUEST = {
+    "provider": "openai",
+    "model": "gpt-4o",
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+    ],
+    "tools": [
+        {"name": "weather", "description": "Forecast", "parameters": {"type": "object", "properties": {"z": {}, "a": {}}}},
+        {"name": "clock", "parameters": {"type": "object"}},
+    ],
+    "temperature": 0.2,
+    "topP": 1,
+}
+
+
+def independent_key(request):
+    canonical = {k: request[k] for k in ("provider", "model", "messages")}
+    canonical["tools"] = sorted(request["tools"], key=lambda tool: tool["name"])
+    for field in ("temperature", "topP", "topK", "responseFormat"):
+        if field in request:
+            canonical[field] = request[field]
+    return hashlib.sha256(rfc8785.dumps(canonical)).hexdigest()
+
+
+def test_key_equals_the_recipe_computed_independently():
+    assert cache_key(REQUEST) == independent_key(REQUEST)
+
+
+@pytest.mark.parametrize("noise", [{"max_tokens": 5}, {"stop": ["\n"]}, {"stream": True}, {"metadata": {"a": 1}},
+                                   {"user": "u1"}, {"seed": 7}, {"requestId": "r"}, {"traceparent": "00-1"}])
+def test_excluded_fields_do_not_change_the_key(noise):
+    assert cache_key({**REQUEST, **noise}) == cache_key(REQUEST)
+
+
+def test_tool_order_does_not_change_the_key_but_message_order_does():
+    reordered_tools = {**REQUEST, "tools": list(reversed(REQUEST["tools"]))}
+    assert cache_key(reordered_tools) == cache_key(REQUEST)
+    reordered_messages = {**REQUEST, "messages": list(reversed(REQUEST["messages"]))}
+    assert cache_key(reordered_messages) != cache_key(REQUEST)
+
+
+def test_absent_optional_fields_are_omitted_not_nulled():
+    minimal = {"provider": "anthropic", "model": "claude", "messages": [{"role": "user", "content": "hi"}]}
+    expected = hashlib.sha256(rfc8785.dumps(minimal)).hexdigest()
+    assert cache_key(minimal) == expected
+    assert cache_key({**minimal, "temperature": None, "tools": None}) == expected
+
+
+def test_included_fields_change_the_key():
+    assert cache_key({**REQUEST, "temperature": 0.3}) != cache_key(REQUEST)
+    assert cache_key({**REQUEST, "topK": 5}) != cache_key(REQUEST)
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(CacheKeyInputError, match="lowercase"):
+        cache_key({**REQUEST, "provider": "OpenAI"})
+    with pytest.raises(CacheKeyInputError, match="messages"):
+        cache_key({"provider": "openai", "model": "m"})
+
+
+def test_cli_prints_the_same_key_from_a_file_and_from_stdin(tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    from_file = run_wop("cache-key", str(path))
+    from_stdin = run_wop("cache-key", "-", input=json.dumps(REQUEST))
+    assert from_file.returncode == 0 and from_stdin.returncode == 0
+    assert from_file.stdout.strip() == from_stdin.stdout.strip() == independent_key(REQUEST)
+
+
+def test_cli_rejects_bad_input_with_exit_2(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    for args, needle in (((str(path),), "is not JSON"), (("/nope/x.json",), "no such file"),
+                         (("-",), "provider must be")):
+        done = run_wop("cache-key", *args, input='{"model": "m"}')
+        assert done.returncode == 2, done
+        assert needle in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
