@@ -93,7 +93,9 @@ class CaptureReader:
             tail = b""
             while chunk := handle.read(CHUNK_BYTES):
                 digest.update(chunk)
-                lines = (tail + chunk).split(b"\n") if tail else chunk.split(b"\n")
+                data = tail + chunk if tail else chunk
+                may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
+                lines = data.split(b"\n")
                 tail = lines.pop()
                 for line in lines:
                     lineno += 1
@@ -113,7 +115,7 @@ class CaptureReader:
                             if problem.kind == "seq_gap" and type(event.get("seq")) is int:
                                 expected_seq = event["seq"]
                     expected_seq += 1
-                    if BLOB_MARKER in line:
+                    if may_hold_blobs and BLOB_MARKER in line:
                         event = self._with_blobs(event, lineno)
                     self.events_read += 1
                     yield event

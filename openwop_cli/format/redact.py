@@ -19,6 +19,7 @@ REDACTED = "***REDACTED***"
 PROFILES = ("none", "default", "strict")
 DEFAULT_PROFILE = "default"
 MIN_SECRET_LENGTH = 6
+MAX_REMEMBERED_KEYS = 10_000
 
 SECRET_KEY = re.compile(
     r"api[_-]?key|access[_-]?key|private[_-]?key|secret|passw(or)?d|passphrase|cookie"
@@ -56,7 +57,7 @@ class Redactor:
         self.strict = profile == "strict"
         self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
         self._needles = VALUE_NEEDLES + tuple(s.encode() for s in self.secrets)
-        self._key_verdicts: dict[str, bool] = {}
+        self._safe_keys: set[Any] = set()
 
     @classmethod
     def from_environment(cls, profile: str = DEFAULT_PROFILE, environ: Mapping[str, str] | None = None) -> "Redactor":
@@ -92,31 +93,34 @@ class Redactor:
 
     def is_secret_key(self, key: str) -> bool:
         """True when the profile redacts the whole value stored under this key."""
-        verdict = self._key_verdicts.get(key)
-        if verdict is None:
-            verdict = self._key_verdicts[key] = SECRET_KEY.search(key) is not None
-        return verdict
+        return SECRET_KEY.search(key) is not None
 
     def _has_secret_key(self, value: Any) -> bool:
+        safe = self._safe_keys
         stack = [value]
-        verdicts = self._key_verdicts
+        pop, push = stack.pop, stack.append
         while stack:
-            item = stack.pop()
+            item = pop()
             if type(item) is dict:
-                for key, child in item.items():
-                    verdict = verdicts.get(key)
-                    if verdict is None:
-                        verdict = self.is_secret_key(key) if type(key) is str else False
-                    if verdict:
-                        return True
-                    kind = type(child)
-                    if kind is dict or kind is list:
-                        stack.append(child)
+                if not safe.issuperset(item) and self._learn_keys(item):
+                    return True
+                children = item.values()
             else:
-                for child in item:
-                    kind = type(child)
-                    if kind is dict or kind is list:
-                        stack.append(child)
+                children = item
+            for child in children:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    push(child)
+        return False
+
+    def _learn_keys(self, mapping: dict) -> bool:
+        """True if a key of mapping is secret; safe keys are remembered so the next check is one set test."""
+        for key in mapping:
+            if key not in self._safe_keys:
+                if type(key) is str and self.is_secret_key(key):
+                    return True
+                if len(self._safe_keys) < MAX_REMEMBERED_KEYS:
+                    self._safe_keys.add(key)
         return False
 
     def _redact(self, value: Any, content: bool) -> Any:

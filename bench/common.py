@@ -1,0 +1,33 @@
+"""Shared pieces of the benchmarks: a realistic ~900-byte event and a timer."""
+
+import time
+from typing import Callable
+
+CAPTURE_ID = "f1a2b3c4d5e6f7a8"
+
+
+def realistic_data(index: int) -> dict:
+    """An llm_request-sized payload (~900 bytes serialized as an event), varied per index."""
+    return {
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "cacheKey": f"{index:064x}",
+        "callId": f"call-{index}",
+        "request": {
+            "messages": [
+                {"role": "system", "content": "You are a concise support agent for Acme. Answer in one sentence. " * 3},
+                {"role": "user", "content": f"Where is my order A-{index}? It was due yesterday and I need it for a trip."},
+                {"role": "tool", "content": f"order A-{index} status=shipped eta=2025-11-25 carrier=UPS", "toolCallId": "t1"},
+            ],
+            "temperature": 0.2,
+            "max_tokens": 200,
+        },
+        "usage": {"prompt_tokens": 61, "completion_tokens": 18},
+    }
+
+
+def per_item_us(function: Callable[[], int]) -> float:
+    """Microseconds per item for a function that processes items and returns how many."""
+    start = time.perf_counter()
+    count = function()
+    return (time.perf_counter() - start) / count * 1e6
