@@ -110,11 +110,6 @@ def _newest(stored: list[StoredCapture], root: Path) -> Path:
     return readable[-1].path
 
 
-def new_capture_dir(capture_id: str, root: Path | None = None) -> Path:
-    """The store directory a new capture with this id gets."""
-    return (captures_root() if root is None else root) / capture_id
-
-
 def is_inside_store(path: Path, root: Path | None = None) -> bool:
     """True when path (resolved, symlinks followed) lies strictly inside the store root."""
     root = (captures_root() if root is None else root).resolve()

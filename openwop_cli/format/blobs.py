@@ -18,7 +18,6 @@ from openwop_cli.errors import CorruptCapture, UnsafeBlobReference
 BLOB_KEY = "$blob"
 BLOB_MARKER = b'"$blob"'
 DEFAULT_THRESHOLD = 64 * 1024
-ENCODINGS = ("json", "utf-8", "binary")
 
 _REF = re.compile(r"sha256:([0-9a-f]{64})")
 

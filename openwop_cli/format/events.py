@@ -32,8 +32,6 @@ EVENT_TYPES = frozenset(
     }
 )
 
-ENVELOPE_KEYS = ("version", "captureId", "runId", "seq", "ts", "type", "data")
-
 
 def envelope_problem(event: Any) -> str | None:
     """What is wrong with an event's envelope, or None when it has the contract's shape."""

@@ -54,11 +54,6 @@ class CaptureReader:
         self.events_read = 0
         self.complete = False
 
-    @property
-    def incomplete(self) -> bool:
-        """True when the run never finalized its manifest."""
-        return self.manifest.get("status") == STATUS_INCOMPLETE
-
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events of the intact prefix, in seq order."""
         return self._events(stop_at_first_problem=True)
