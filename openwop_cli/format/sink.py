@@ -183,17 +183,12 @@ class CaptureSink:
             return manifest
 
     def _serialize(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
-        redactor = self.redactor
-        try:
-            line = orjson.dumps(event, option=_NEWLINE)
-        except TypeError:
-            line = b""
-            data = redactor.redact(data)
-        else:
-            if redactor.active and redactor.suspicious(line, data):
-                data = redactor.redact(data)
-                line = b""
-        if not line or len(line) > self.blob_threshold:
+        """The event's line: redacted when the prefilter flags it (or it holds bytes), big values in blobs."""
+        line = _dumps_or_none(event)
+        if line is None or self.redactor.suspicious(line, data):
+            data = event["data"] = self.redactor.redact(data)
+            line = _dumps_or_none(event)
+        if line is None or len(line) > self.blob_threshold:
             threshold = self.blob_threshold
             event["data"] = {key: self.blobs.externalize(value, threshold) for key, value in data.items()}
             line = orjson.dumps(event, option=_NEWLINE)
@@ -256,6 +251,14 @@ class CaptureSink:
     def _warn(self, message: str) -> None:
         if self.on_warning is not None:
             self.on_warning(message)
+
+
+def _dumps_or_none(event: dict[str, Any]) -> bytes | None:
+    """The event's JSON line, or None when it holds bytes (which only blobs can store)."""
+    try:
+        return orjson.dumps(event, option=_NEWLINE)
+    except TypeError:
+        return None
 
 
 def checksums_to_bytes(checksums: array) -> bytes:
