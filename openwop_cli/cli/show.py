@@ -108,7 +108,7 @@ def _write_json(manifest: dict[str, Any], events: Iterable[dict[str, Any]], read
     for event in events:
         out.write(separator + json_line(event))
         separator = b",\n"
-    problems = [{"kind": p.kind, "message": p.message, "line": p.line, "seq": p.seq} for p in reader.problems]
+    problems = [problem.to_json() for problem in reader.problems]
     out.write(b'\n],\n"problems":' + json_line(problems) + b"}\n")
     out.flush()
 

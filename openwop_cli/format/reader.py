@@ -33,6 +33,10 @@ class Problem:
     line: int | None = None
     seq: int | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON shape of a problem, used by every `--json` output."""
+        return {"kind": self.kind, "message": self.message, "line": self.line, "seq": self.seq}
+
     def __str__(self) -> str:
         where = []
         if self.line is not None:

@@ -28,9 +28,7 @@ class VerifyReport:
             "status": self.manifest.get("status"),
             "ok": self.ok,
             "events": self.events,
-            "problems": [
-                {"kind": p.kind, "message": p.message, "line": p.line, "seq": p.seq} for p in self.problems
-            ],
+            "problems": [problem.to_json() for problem in self.problems],
         }
 
 
