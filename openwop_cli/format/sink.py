@@ -2,9 +2,10 @@
 
 - start writes manifest.json atomically with status "incomplete" and creates events.jsonl; it
   refuses a directory that already holds a capture.
-- append assigns the next seq under one lock, redacts, moves big or binary values to blobs and
-  buffers the line; full buffers are written, hashed (sha256 of the whole file) and checksummed
-  per line (crc32, so `wop verify` can name an edited line).
+- append assigns the next seq under one lock and buffers the serialized line; big or binary values
+  are redacted at once and moved to blobs. A full buffer is scanned for secrets in one pass (only
+  the flagged lines are redacted), then written, hashed (sha256 of the whole file) and checksummed
+  per line (crc32, so `wop verify` can name an edited line). Secrets live only in memory until then.
 - finalize writes the per-line checksums and replaces the manifest with the final one.
 A crash at any point leaves a readable capture whose manifest says "incomplete". An I/O failure
 (disk full, read-only) never stops the program: it is reported once and the manifest says what
@@ -138,9 +139,10 @@ class CaptureSink:
                 "type": event_type,
                 "data": data,
             }
-            line = self._serialize(event, data)
+            line = _dumps_or_none(event)
+            if line is None or len(line) > self.blob_threshold or self.redactor.strict:
+                line = self._serialize_now(event, data)
             self._buffer.append(line)
-            self._line_checksums.append(zlib.crc32(line))
             self._buffered += len(line)
             if self._buffered >= self.buffer_bytes:
                 self._write_buffer()
@@ -165,7 +167,7 @@ class CaptureSink:
                 status=status,
                 completedAt=completed_at,
                 eventCount=self._next_seq,
-                model=self._model,
+                model=self.redactor.redact(self._model),
                 integrity=self._integrity(),
             )
             if error is not None:
@@ -182,10 +184,10 @@ class CaptureSink:
             self.manifest = manifest
             return manifest
 
-    def _serialize(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
-        """The event's line: redacted when the prefilter flags it (or it holds bytes), big values in blobs."""
+    def _serialize_now(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
+        """The line of an event that cannot wait for the buffer scan: redacted, big values in blobs."""
         line = _dumps_or_none(event)
-        if line is None or self.redactor.suspicious(line, data):
+        if line is None or self.redactor.suspicious(line):
             data = event["data"] = self.redactor.redact(data)
             line = _dumps_or_none(event)
         if line is None or len(line) > self.blob_threshold:
@@ -194,17 +196,31 @@ class CaptureSink:
             line = orjson.dumps(event, option=_NEWLINE)
         return line
 
+    def _redacted_buffer(self) -> list[bytes]:
+        """The buffered lines with every line the prefilter flags redacted (one pass when none is)."""
+        lines, redactor = self._buffer, self.redactor
+        if not redactor.suspicious(b"".join(lines)):
+            return lines
+        return [self._redact_line(line) if redactor.suspicious(line) else line for line in lines]
+
+    def _redact_line(self, line: bytes) -> bytes:
+        event = orjson.loads(line)
+        event["data"] = self.redactor.redact(event["data"])
+        return orjson.dumps(event, option=_NEWLINE)
+
     def _write_buffer(self) -> None:
         if not self._buffer or self._failure is not None:
             return
-        chunk = b"".join(self._buffer)
+        lines = self._redacted_buffer()
+        chunk = b"".join(lines)
         first_seq = self._next_seq - len(self._buffer)
         try:
-            self._file.write(chunk)
+            _write_all(self._file, chunk)
         except OSError as exc:
             self._fail(first_seq, exc)
             return
         self._hash.update(chunk)
+        self._line_checksums.extend(map(zlib.crc32, lines))
         self._written += len(chunk)
         self._buffer.clear()
         self._buffered = 0
@@ -251,6 +267,16 @@ class CaptureSink:
     def _warn(self, message: str) -> None:
         if self.on_warning is not None:
             self.on_warning(message)
+
+
+def _write_all(file: Any, data: bytes) -> None:
+    """Write every byte: an unbuffered file may take fewer than asked (a signal, a nearly full disk)."""
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if not written:
+            raise OSError(28, "no bytes could be written")
+        view = view[written:]
 
 
 def _dumps_or_none(event: dict[str, Any]) -> bytes | None:

@@ -54,3 +54,25 @@ def test_none_profile_changes_nothing():
 def test_unknown_profile_is_refused():
     with pytest.raises(ValueError, match="unknown redaction profile"):
         Redactor("paranoid")
+
+
+@pytest.mark.parametrize("key", ["client_secret", "Password", "refresh_token", "Cookie", "X-Api-Key", "Proxy-Authorization"])
+def test_secret_keys_at_any_depth_are_redacted_on_disk(tmp_path, key):
+    redactor = Redactor("default", ())
+    value = "opaque-value-91b2c3"
+    events = [("tool_call", {"name": "http", "args": {"req": [{"headers": {key: value}}]}, "callId": "1"})]
+    capture = write_capture(tmp_path / "c", events, redactor=redactor)
+    assert value.encode() not in every_byte_under(capture)
+
+
+def test_only_the_events_holding_a_secret_are_rewritten(tmp_path):
+    from openwop_cli.format.reader import CaptureReader
+
+    redactor = Redactor("default", ())
+    plain = {"name": "lookup", "args": {"order": "A-1", "prompt_tokens": 3}, "callId": "p"}
+    events = [("tool_call", plain), ("tool_call", {"name": "x", "args": {"api_key": "abcdef123"}, "callId": "s"}),
+              ("tool_call", plain)]
+    capture = write_capture(tmp_path / "c", events, redactor=redactor)
+    read = [event["data"] for event in CaptureReader(capture)]
+    assert read[0] == plain and read[2] == plain
+    assert read[1]["args"]["api_key"] == REDACTED
