@@ -81,10 +81,10 @@ class BlobStore:
         """Replace bytes, and every string or subtree larger than threshold, by a blob reference."""
         kind = type(value)
         if kind is bytes or kind is bytearray:
-            return self._ref(bytes(value), "binary")
+            return self.put_ref(bytes(value), "binary")
         if kind is str:
             if len(value) > threshold // 4 and len(encoded := value.encode()) > threshold:
-                return self._ref(encoded, "utf-8")
+                return self.put_ref(encoded, "utf-8")
             return value
         if kind is dict:
             mapped: Any = {key: self.externalize(item, threshold) for key, item in value.items()}
@@ -93,7 +93,7 @@ class BlobStore:
         else:
             return value
         encoded = orjson.dumps(mapped)
-        return self._ref(encoded, "json") if len(encoded) > threshold else mapped
+        return self.put_ref(encoded, "json") if len(encoded) > threshold else mapped
 
     def resolve(self, value: Any) -> Any:
         """Replace blob references by the values they stand for, recursively."""
@@ -105,7 +105,8 @@ class BlobStore:
             return [self.resolve(item) for item in value]
         return value
 
-    def _ref(self, data: bytes, encoding: str) -> dict[str, Any]:
+    def put_ref(self, data: bytes, encoding: str) -> dict[str, Any]:
+        """Store bytes and return the reference an event or manifest holds: {$blob, size, encoding}."""
         return {BLOB_KEY: self.put(data), "size": len(data), "encoding": encoding}
 
     def _load(self, ref: dict[str, Any]) -> Any:

@@ -119,8 +119,13 @@ class CaptureSink:
         write_manifest_atomic(self.capture_dir, self.manifest)
         return self.manifest
 
-    def append(self, event_type: str, data: dict[str, Any], *, ts: int | None = None) -> int:
-        """Record one event and return its seq; never raises for I/O trouble (see module doc)."""
+    def append(
+        self, event_type: str, data: dict[str, Any], *, ts: int | None = None, origin: dict[str, Any] | None = None
+    ) -> int:
+        """Record one event and return its seq; never raises for I/O trouble (see module doc).
+
+        origin ({pid, thread, task}) says which process, thread and asyncio task made the event.
+        """
         if event_type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {event_type!r}")
         with self._lock:
@@ -139,6 +144,8 @@ class CaptureSink:
                 "type": event_type,
                 "data": data,
             }
+            if origin is not None:
+                event["origin"] = origin
             line = _dumps_or_none(event)
             if line is None or len(line) > self.blob_threshold or self.redactor.strict:
                 line = self._serialize_now(event, data)
