@@ -1,5 +1,26 @@
-"""wop: capture, replay and diff LLM agent runs and workflow programs."""
+"""wop: capture, replay and diff LLM agent runs and workflow programs.
+
+The SDK is used as `import openwop_cli as wop`: `wop.tool`, `wop.llm_call`, `wop.now`, `wop.time`,
+`wop.random`, `wop.randint`, `wop.uuid4`, `wop.nondeterministic`, `wop.version`, `wop.state`,
+`wop.capture`. It loads on first use, so `import openwop_cli` (and the CLI) stay cheap.
+"""
+
+from typing import Any
 
 from openwop_cli._version import __version__
 
-__all__ = ["__version__"]
+SDK_NAMES = frozenset(
+    {"tool", "llm_call", "now", "time", "random", "randint", "uuid4", "nondeterministic", "version", "state", "capture"}
+)
+
+__all__ = ["__version__", *sorted(SDK_NAMES)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in SDK_NAMES:
+        from openwop_cli.runtime import sdk
+
+        value = getattr(sdk, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'openwop_cli' has no attribute {name!r}")

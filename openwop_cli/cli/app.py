@@ -5,7 +5,7 @@ import sys
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, gc, ls, rm, show, verify
+from openwop_cli.cli import cache_key, capture, gc, ls, rm, show, verify
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -16,6 +16,7 @@ app = typer.Typer(
         "Capture, replay and diff LLM agent runs.\n\n"
         "\b\n"
         "Examples:\n"
+        "  wop capture -- python agent.py  run a program and record it\n"
         "  wop ls                          list stored captures\n"
         "  wop show last                   timeline of the newest capture\n"
         "  wop show last --seq 3           one event as a JSON tree\n"
@@ -50,6 +51,7 @@ def root(
     _debug["on"] = debug
 
 
+app.command("capture", context_settings={"allow_interspersed_args": False})(capture.command)
 app.command("ls")(ls.command)
 app.command("show")(show.command)
 app.command("verify")(verify.command)

@@ -1,0 +1,59 @@
+"""Put first on PYTHONPATH by `wop capture`: installs the wop runtime in every Python the command starts.
+
+It first runs the sitecustomize the environment already had (Python imports only the first one it
+finds), then loads openwop_cli from the wop that launched the command (WOP_PACKAGE_ROOT), without
+putting that wop's other packages ahead of the program's own.
+"""
+
+import os
+import sys
+
+
+def _run_existing_sitecustomize() -> None:
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    search = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", search)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # what site.py does for a failing sitecustomize: report and go on
+        print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _install_wop() -> None:
+    if os.environ.get("WOP_MODE", "off") in ("", "off"):
+        return
+    try:
+        _load_openwop_cli(os.environ.get("WOP_PACKAGE_ROOT", ""))
+        from openwop_cli.runtime.bootstrap import install
+
+        install()
+    except Exception as exc:  # never stop the program: run it unrecorded and say why
+        print(f"wop: could not install the capture runtime in {sys.executable} ({type(exc).__name__}: {exc}); "
+              "this process is not recorded", file=sys.stderr)
+
+
+def _load_openwop_cli(package_root: str) -> None:
+    import importlib.machinery
+    import importlib.util
+
+    if "openwop_cli" in sys.modules or not package_root:
+        return
+    spec = importlib.machinery.PathFinder.find_spec("openwop_cli", [package_root])
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["openwop_cli"] = module
+    spec.loader.exec_module(module)
+    if importlib.util.find_spec("orjson") is None:  # the program's environment lacks wop's dependencies
+        sys.path.append(package_root)
+
+
+_run_existing_sitecustomize()
+_install_wop()

@@ -1,0 +1,274 @@
+"""The channel between recorded processes and the `wop capture` process that owns the capture.
+
+Every Python process started under `wop capture` (the child, and any Python it starts) connects to
+the address in WOP_SINK and sends newline-delimited JSON: a hello, then events as
+`[type, ts, origin, data]`, then the local modules it imported. The parent alone assigns seq and
+writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
+redaction and disk I/O happen outside the recorded program.
+
+Senders buffer and send in batches (after every LLM call, before starting a process, at exit),
+so a small tool call costs a serialization and a list append. They connect on their first message
+and load orjson on their first event, so a process that records nothing starts as fast as without wop.
+"""
+
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+ENV_ADDRESS = "WOP_SINK"
+SEND_BATCH_BYTES = 64 * 1024
+BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
+
+
+def _connect(address: str) -> socket.socket:
+    scheme, _, where = address.partition(":")
+    if scheme == "unix":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(where)
+        return sock
+    if scheme == "tcp":
+        host, _, port = where.rpartition(":")
+        return socket.create_connection((host, int(port)))
+    raise ValueError(f"{ENV_ADDRESS} must be unix:PATH or tcp:HOST:PORT, got {address!r}")
+
+
+class ChannelSender:
+    """The recorded process's end: buffers event lines and sends them to the capturing parent."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._lock = threading.Lock()
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._broken = False
+        self._sock: socket.socket | None = None
+        self._dumps: Callable[[Any], bytes] | None = None
+
+    def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any]) -> None:
+        """Queue one event; sent when the batch is full or on flush."""
+        dumps = self._dumps
+        if dumps is None:
+            from openwop_cli.runtime.jsonable import dumps as orjson_dumps
+
+            dumps = self._dumps = orjson_dumps
+        line = dumps([event_type, ts, origin, data]) + b"\n"
+        with self._lock:
+            self._buffer.append(line)
+            self._buffered += len(line)
+            if self._buffered >= SEND_BATCH_BYTES:
+                self._send_buffer()
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        """Send a control message (such as the imported modules) after the events queued so far."""
+        with self._lock:
+            self._buffer.append(_control_line(message))
+            self._send_buffer()
+
+    def flush(self) -> None:
+        """Send every queued event now."""
+        with self._lock:
+            self._send_buffer()
+
+    def close(self) -> None:
+        """Send what is queued and close the connection."""
+        with self._lock:
+            self._send_buffer()
+            self._broken = True
+            if self._sock is not None:
+                self._sock.close()
+
+    def reconnect_after_fork(self) -> None:
+        """In a forked child: drop the parent's queue and socket, open a connection of our own."""
+        self._lock = threading.Lock()
+        self._buffer, self._buffered = [], 0
+        self._sock = None
+
+    def _send_buffer(self) -> None:
+        lines, self._buffer, self._buffered = self._buffer, [], 0
+        if lines:
+            self._send_now(lines)
+
+    def _send_now(self, lines: list[bytes]) -> None:
+        if self._broken:
+            return
+        try:
+            if self._sock is None:
+                self._sock = _connect(self.address)
+                lines = [_control_line({"hello": process_info()}), *lines]
+            self._sock.sendall(b"".join(lines))
+        except OSError as exc:
+            self._broken = True
+            print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
+
+
+def _control_line(message: dict[str, Any]) -> bytes:
+    """A control message (hello, modules, uncaught) as a line; stdlib json keeps orjson unloaded."""
+    import json
+
+    return json.dumps(message, default=repr).encode() + b"\n"
+
+
+def process_info() -> dict[str, Any]:
+    """Who is speaking: pid, parent pid, interpreter and argv of this process."""
+    return {
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "argv": sys.argv,
+    }
+
+
+class Collector:
+    """The parent's end: accepts any number of processes and appends their events to one sink.
+
+    `append` is called from the collector's thread, per connection in the order sent. Messages
+    that are not events (hello, modules) go to `on_message` with the sender's pid.
+    """
+
+    def __init__(
+        self,
+        append: Callable[..., Any],
+        on_message: Callable[[int | None, dict[str, Any]], None],
+    ) -> None:
+        import selectors
+        import tempfile
+
+        import orjson
+
+        from openwop_cli.runtime.jsonable import revive_bytes
+
+        self._loads, self._revive_bytes = orjson.loads, revive_bytes
+        self._append = append
+        self._on_message = on_message
+        self._dir = tempfile.mkdtemp(prefix="wop-")
+        self._listener, self.address = self._listen()
+        self._selector = selectors.DefaultSelector()
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._readable = selectors.EVENT_READ
+        self._selector.register(self._listener, self._readable, "accept")
+        self._selector.register(self._wake_read, self._readable, "wake")
+        self._pending: dict[socket.socket, bytearray] = {}
+        self._pids: dict[socket.socket, int | None] = {}
+        self._stop_at: float | None = None
+        self.torn_messages = 0
+        self.bad_messages = 0
+        self.left_running: list[int | None] = []
+        self._thread = threading.Thread(target=self._serve, name="wop-collector", daemon=True)
+
+    def _listen(self) -> tuple[socket.socket, str]:
+        if hasattr(socket, "AF_UNIX"):
+            path = os.path.join(self._dir, "sink")
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            address = f"unix:{path}"
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 0))
+            address = f"tcp:127.0.0.1:{listener.getsockname()[1]}"
+        listener.listen(64)
+        listener.setblocking(False)
+        return listener, address
+
+    def start(self) -> None:
+        """Serve connections on a background thread."""
+        self._thread.start()
+
+    def stop(self, grace_seconds: float) -> None:
+        """Read until every connection has closed, or grace_seconds have passed; then stop."""
+        self._stop_at = time.monotonic() + grace_seconds
+        self._wake_write.send(b"x")
+        self._thread.join()
+        self._wake_read.close()
+        self._wake_write.close()
+        for remove, path in ((os.unlink, os.path.join(self._dir, "sink")), (os.rmdir, self._dir)):
+            try:
+                remove(path)
+            except OSError:
+                pass
+
+    def _serve(self) -> None:
+        while True:
+            timeout = None
+            if self._stop_at is not None:
+                timeout = self._stop_at - time.monotonic()
+                if not self._pending or timeout <= 0:
+                    break
+            for key, _ in self._selector.select(timeout):
+                if key.data == "accept":
+                    self._accept()
+                elif key.data == "wake":
+                    self._wake_read.recv(64)
+                else:
+                    self._read(key.fileobj)
+        self._shut_down()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        conn.setblocking(False)
+        self._pending[conn] = bytearray()
+        self._pids[conn] = None
+        self._selector.register(conn, self._readable, "conn")
+
+    def _read(self, conn: Any) -> None:
+        try:
+            chunk = conn.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        pending = self._pending[conn]
+        if not chunk:
+            if pending:
+                self.torn_messages += 1
+            self._drop(conn)
+            return
+        pending += chunk
+        end = pending.rfind(b"\n")
+        if end < 0:
+            return
+        complete = bytes(pending[: end + 1])
+        del pending[: end + 1]
+        for line in complete.splitlines():
+            self._handle(conn, line)
+
+    def _handle(self, conn: socket.socket, line: bytes) -> None:
+        try:
+            message = self._loads(line)
+        except ValueError:
+            self.torn_messages += 1
+            return
+        if BYTES_MARKER in line:
+            message = self._revive_bytes(message)
+        if type(message) is list and len(message) == 4:
+            event_type, ts, origin, data = message
+            try:
+                self._append(event_type, data, ts=ts, origin=origin)
+            except (TypeError, ValueError):
+                self.bad_messages += 1
+            return
+        if type(message) is dict:
+            hello = message.get("hello")
+            if type(hello) is dict:
+                self._pids[conn] = hello.get("pid")
+            self._on_message(self._pids[conn], message)
+
+    def _drop(self, conn: Any) -> None:
+        self._selector.unregister(conn)
+        conn.close()
+        del self._pending[conn]
+        del self._pids[conn]
+
+    def _shut_down(self) -> None:
+        self.left_running = [self._pids[conn] for conn in self._pending]
+        for conn in list(self._pending):
+            self._drop(conn)
+        self._selector.unregister(self._listener)
+        self._listener.close()
+        self._selector.close()

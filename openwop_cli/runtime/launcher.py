@@ -1,0 +1,250 @@
+"""`wop capture -- CMD`: run a command as a child process and record it into one capture.
+
+The parent owns the capture: it writes run_start, collects events from every Python process of
+the command over the channel, and writes run_end and the final manifest whatever way the child
+ends (exit code, exception, signal). Only a kill of this process itself leaves `incomplete`.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+import openwop_cli
+from openwop_cli.errors import UsageError
+from openwop_cli.format.redact import Redactor
+from openwop_cli.format.sink import CaptureSink, new_id
+from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
+from openwop_cli.runtime.program import pin_files, run_end_data, run_start_data, script_of
+from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+
+BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
+PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
+LATE_PROCESS_GRACE_SECONDS = 2.0
+FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@dataclass
+class CaptureOutcome:
+    """What `wop capture` reports: where the capture is, what it holds, and the child's exit code."""
+
+    capture_id: str
+    path: Path
+    manifest: dict[str, Any]
+    exit_code: int
+
+
+def run_captured(
+    argv: list[str],
+    *,
+    out: Path | None,
+    name: str | None,
+    redact: str,
+    workflow: Path | None,
+    warn: Callable[[str], None],
+    store_root: Path,
+) -> CaptureOutcome:
+    """Run argv under capture and return the finalized outcome (see the module docstring)."""
+    _check_runnable(argv)
+    workflow_json = _read_workflow(workflow) if workflow is not None else None
+    redactor = Redactor.from_environment(redact)
+    capture_id = new_id()
+    path = out if out is not None else store_root / capture_id
+    sink = CaptureSink(path, redactor=redactor, on_warning=warn)
+    cwd = os.getcwd()
+    script = script_of(argv)
+    program: dict[str, Any] = {"argv": argv, "cwd": cwd}
+    sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": program})
+    program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
+    if workflow_json is not None:
+        program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
+    processes = _Processes(sink, run_start_data(argv, cwd, None))
+    collector = Collector(sink.append, processes.on_message)
+    collector.start()
+    started = time.monotonic()
+    try:
+        returncode = _run_child(argv, _child_environment(collector.address, path))
+    except OSError as exc:
+        collector.stop(0)
+        return _finish(sink, processes, program, cwd, capture_id, path, started, 127,
+                       f"cannot run {argv[0]}: {exc.strerror or exc}")
+    collector.stop(LATE_PROCESS_GRACE_SECONDS)
+    _warn_about_collector(collector, warn)
+    exit_code, reason = _exit_status(returncode)
+    return _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason)
+
+
+def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any], cwd: str, capture_id: str,
+            path: Path, started: float, exit_code: int, reason: str | None) -> CaptureOutcome:
+    processes.write_run_start(None)
+    end = run_end_data(exit_code, None, time.monotonic() - started)
+    if reason and processes.uncaught and exit_code == 1:
+        reason = f"{processes.uncaught.get('type')}: {processes.uncaught.get('message')} (exit code 1)"
+    if reason:
+        end["error"] = reason
+        end["status"] = "error"
+    sink.append("run_end", end)
+    program.update(processes.summary())
+    program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
+    manifest = sink.finalize(end["status"], end.get("error"), program=program)
+    return CaptureOutcome(capture_id, path, manifest, exit_code)
+
+
+def _run_child(argv: list[str], env: dict[str, str]) -> int:
+    """Start the child, pass on signals meant for it, and return its return code (negative: signal)."""
+    child = subprocess.Popen(argv, env=env)
+    previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
+
+    def forward(signum: int, _frame: Any) -> None:
+        if signum == signal.SIGINT and _terminal_already_told_child():
+            return
+        try:
+            child.send_signal(signum)
+        except OSError:
+            pass
+
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, forward)
+    try:
+        return child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _terminal_already_told_child() -> bool:
+    """True when Ctrl-C came from our terminal, which delivers it to the child (same process group) too."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _exit_status(returncode: int) -> tuple[int, str | None]:
+    """The exit code wop passes on (128+N for signal N, as shells do) and the reason for an error status."""
+    if returncode >= 0:
+        return returncode, (f"exited with code {returncode}" if returncode else None)
+    signum = -returncode
+    try:
+        signame = signal.Signals(signum).name
+    except ValueError:
+        signame = f"signal {signum}"
+    reason = f"interrupted ({signame})" if signame == "SIGINT" else f"killed by {signame}"
+    return 128 + signum, reason
+
+
+def _child_environment(address: str, capture_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        ENV_MODE: "capture",
+        ENV_ADDRESS: address,
+        ENV_CAPTURE_DIR: str(capture_dir),
+        ENV_PARENT_PID: str(os.getpid()),
+        "WOP_PACKAGE_ROOT": str(PACKAGE_ROOT),
+    })
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + existing if existing else "")
+    return env
+
+
+def _check_runnable(argv: list[str]) -> None:
+    if not argv:
+        raise UsageError("give the command to capture after --, e.g. `wop capture -- python agent.py`")
+    command = argv[0]
+    if os.sep in command or (os.altsep and os.altsep in command):
+        if not os.path.isfile(command):
+            raise UsageError(f"cannot run {command}: no such file")
+    elif shutil.which(command) is None:
+        raise UsageError(f"cannot run {command}: command not found on PATH")
+
+
+def _read_workflow(workflow: Path) -> Any:
+    try:
+        return orjson.loads(workflow.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read --workflow {workflow}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--workflow {workflow} is not JSON: {exc}") from None
+
+
+def _pin_workflow(workflow: Path, content: Any, sink: CaptureSink, redactor: Redactor) -> dict[str, Any]:
+    import hashlib
+
+    raw = workflow.read_bytes()
+    return {
+        "path": str(workflow),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "blob": sink.blobs.put_ref(orjson.dumps(redactor.redact(content)), "json"),
+    }
+
+
+def _default_name(argv: list[str], script: Path | None) -> str:
+    if script is not None:
+        return script.stem
+    if len(argv) > 2 and argv[1] == "-m":
+        return argv[2]
+    return Path(argv[0]).name
+
+
+def _warn_about_collector(collector: Collector, warn: Callable[[str], None]) -> None:
+    if collector.left_running:
+        pids = ", ".join(str(pid) for pid in collector.left_running)
+        warn(f"wop: processes still running after the command ended ({pids}); their later events are not recorded")
+    if collector.torn_messages or collector.bad_messages:
+        warn(f"wop: {collector.torn_messages + collector.bad_messages} messages from recorded processes were "
+             "cut off or malformed (a process killed mid-send) and were left out")
+
+
+class _Processes:
+    """What the recorded processes told the parent: who they are and which local modules they imported."""
+
+    def __init__(self, sink: CaptureSink, run_start: dict[str, Any]) -> None:
+        self.sink = sink
+        self.run_start: dict[str, Any] | None = run_start
+        self.started_ms = int(time.time() * 1000)
+        self.hellos: list[dict[str, Any]] = []
+        self.modules: dict[str, None] = {}
+        self.uncaught: dict[str, Any] | None = None
+
+    def write_run_start(self, python: Any) -> None:
+        """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
+        if self.run_start is not None:
+            self.sink.append("run_start", {**self.run_start, "python": python}, ts=self.started_ms)
+            self.run_start = None
+
+    def on_message(self, _pid: int | None, message: dict[str, Any]) -> None:
+        hello = message.get("hello")
+        if isinstance(hello, dict):
+            self.write_run_start(hello.get("python"))
+            self.hellos.append(hello)
+        uncaught = message.get("uncaught")
+        if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
+            self.uncaught = uncaught
+        modules = message.get("modules")
+        if isinstance(modules, list):
+            for entry in modules:
+                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], str):
+                    self.modules.setdefault(entry[1])
+
+    def root_pid(self) -> Any:
+        return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
+
+    def module_paths(self) -> list[str]:
+        return list(self.modules)
+
+    def summary(self) -> dict[str, Any]:
+        root = next((hello for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
+        root = root or (self.hellos[0] if self.hellos else None)
+        summary: dict[str, Any] = {"processes": [
+            {key: hello.get(key) for key in ("pid", "ppid", "python", "executable", "argv")} for hello in self.hellos
+        ]}
+        if root is not None:
+            summary["python"] = root.get("python")
+        return summary

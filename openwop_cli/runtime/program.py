@@ -1,0 +1,115 @@
+"""What a run was: command line, interpreter, platform, environment names, and the files it ran.
+
+Pin-at-run-start: the manifest's `program` names the script and every local module the run
+imported with its sha256 and a blob holding its (redacted) text, so a later replay can say exactly
+which file changed since the capture. Environment variables are recorded by name only.
+"""
+
+import os
+import sys
+from typing import Any, Iterable
+
+# This module runs at exit in every recorded process (local_modules): heavier imports stay inside
+# the functions the capturing parent calls.
+
+_WOP_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep  # the recorder, not the program
+_THIRD_PARTY_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "node_modules"})
+
+
+def run_start_data(argv: list[str], cwd: str, python: str | None) -> dict[str, Any]:
+    """The run_start event's data (python: the program's interpreter version, None if not Python).
+
+    The environment is recorded by variable names only, never values.
+    """
+    return {"argv": argv, "cwd": cwd, "python": python, "platform": platform_name(), "env": sorted(os.environ)}
+
+
+def platform_name() -> str:
+    """OS, release and machine, e.g. Linux-6.8.0-x86_64 (cheap: no probing of the C library)."""
+    import platform
+
+    uname = platform.uname()
+    return f"{uname.system}-{uname.release}-{uname.machine}"
+
+
+def local_modules(cwd: str) -> list[list[str]]:
+    """[name, path] of every imported module whose file lives under cwd (not a venv or site-packages)."""
+    root = os.path.realpath(cwd) + os.sep
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            continue
+        real = os.path.realpath(path)
+        if real.startswith(root) and not real.startswith(_WOP_PACKAGE) and not _THIRD_PARTY_PARTS.intersection(real[len(root):].split(os.sep)):
+            found.append([name, real])
+    return sorted(found)
+
+
+def script_of(argv: list[str]) -> Any:
+    """The Python script a command line runs (`python x.py`, `./x.py`, `x.py`), or None."""
+    for arg in argv[:3]:
+        if arg.endswith(".py") and os.path.isfile(arg):
+            from pathlib import Path
+
+            return Path(arg)
+    return None
+
+
+def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[dict[str, Any]]:
+    """One pin per readable file: path (relative to cwd when inside it), sha256 of the bytes, blob of the text.
+
+    store is a BlobStore; scrub removes secrets from text before it is stored (the hash is of the
+    real file, so it still matches what is on disk).
+    """
+    import hashlib
+    from pathlib import Path
+
+    pins, seen = [], set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            content = Path(real).read_bytes()
+        except OSError:
+            continue
+        text = scrub(content.decode("utf-8", errors="replace"))
+        pins.append({
+            "path": _relative(real, cwd),
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "blob": store.put_ref(text.encode("utf-8"), "utf-8"),
+        })
+    return pins
+
+
+def _relative(path: str, cwd: str) -> str:
+    try:
+        return os.path.relpath(path, cwd) if path.startswith(os.path.realpath(cwd) + os.sep) else path
+    except ValueError:
+        return path
+
+
+def run_end_data(exit_code: int | None, error: BaseException | None, duration_seconds: float) -> dict[str, Any]:
+    """The run_end event's data: exit code, status (ok only for a clean exit), duration, the error if any."""
+    if isinstance(error, SystemExit):
+        code = error.code
+        exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        error = None
+    if isinstance(error, KeyboardInterrupt):
+        reason: str | None = "interrupted (KeyboardInterrupt)"
+    elif error is not None:
+        reason = f"{type(error).__name__}: {error}"
+    elif exit_code:
+        reason = f"exited with code {exit_code}"
+    else:
+        reason = None
+    end: dict[str, Any] = {
+        "exitCode": exit_code if exit_code is not None else (1 if error is not None else 0),
+        "status": "error" if reason else "ok",
+        "durationMs": round(duration_seconds * 1000),
+    }
+    if reason:
+        end["error"] = reason
+    return end

@@ -1,0 +1,428 @@
+"""The public SDK, used as `import openwop_cli as wop`: the boundaries a program marks for recording.
+
+Every function here is a plain pass-through when no session is active (WOP_MODE unset and no
+`wop.capture`), costing one dictionary lookup. With a session, each boundary records its request
+before acting and its result after, so a crash mid-call still leaves the request on record.
+"""
+
+import functools
+import inspect
+import os
+import random as _random
+import sys
+import time as _time
+import uuid as _uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+
+from openwop_cli.format.canonical import content_hash
+from openwop_cli.runtime.jsonable import to_json
+from openwop_cli.runtime.session import UNRESOLVED, Session, _state, activate, current, deactivate, describe_exception
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+# ---- tools -------------------------------------------------------------------------------------
+
+
+def tool(function: F | None = None, *, name: str | None = None) -> Any:
+    """Decorator: record each call of a sync or async function as tool_call/tool_result.
+
+    Arguments are recorded by parameter name (defaults filled in, `self`/`cls` left out); an
+    exception is recorded with its type and message, then re-raised.
+
+        @wop.tool
+        def lookup_order(order_id: str) -> dict: ...
+    """
+
+    def decorate(fn: F) -> F:
+        tool_name = name or fn.__name__
+        bind = _argument_binder(fn)
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_tool(*args: Any, **kwargs: Any) -> Any:
+                session = _state["session"]
+                if session is UNRESOLVED:
+                    session = current()
+                if session is None:
+                    return await fn(*args, **kwargs)
+                call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    _record_failure(session, "tool_result", {"callId": call_id}, exc)
+                    raise
+                session.record("tool_result", {"callId": call_id, "ok": True, "result": result})
+                return result
+
+            return async_tool  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def sync_tool(*args: Any, **kwargs: Any) -> Any:
+            session = _state["session"]
+            if session is UNRESOLVED:
+                session = current()
+            if session is None:
+                return fn(*args, **kwargs)
+            call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                _record_failure(session, "tool_result", {"callId": call_id}, exc)
+                raise
+            session.record("tool_result", {"callId": call_id, "ok": True, "result": result})
+            return result
+
+        return sync_tool  # type: ignore[return-value]
+
+    return decorate(function) if function is not None else decorate
+
+
+def _record_tool_call(session: Session, name: str, args: dict[str, Any]) -> str:
+    call_id = session.new_call_id("t")
+    session.record("tool_call", {"name": name, "args": args, "callId": call_id})
+    return call_id
+
+
+def _record_failure(session: Session, event_type: str, data: dict[str, Any], exc: BaseException) -> None:
+    session.record(event_type, {**data, "ok": False, "error": describe_exception(exc)})
+
+
+def _argument_binder(fn: Callable[..., Any]) -> Callable[[tuple, dict], dict[str, Any]]:
+    """A fast args→{name: value} mapping for fn, computed once at decoration time."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    skip = params[0].name if params and params[0].name in ("self", "cls") else None
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if all(param.kind in plain for param in params):
+        names = tuple(param.name for param in params if param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        defaults = {param.name: param.default for param in params if param.default is not param.empty}
+
+        def bind_plain(args: tuple, kwargs: dict) -> dict[str, Any]:
+            bound = {**defaults, **dict(zip(names, args)), **kwargs}
+            if skip is not None:
+                bound.pop(skip, None)
+            return bound
+
+        return bind_plain
+
+    def bind_general(args: tuple, kwargs: dict) -> dict[str, Any]:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return {"args": list(args), "kwargs": kwargs}
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        if skip is not None:
+            arguments.pop(skip, None)
+        return arguments
+
+    return bind_general
+
+
+# ---- LLM calls ---------------------------------------------------------------------------------
+
+
+def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[[], T]) -> T:
+    """Record an LLM call made by any client: llm_request (with the recipe cacheKey), then llm_response.
+
+    `call` performs the request and returns the provider's response (an SDK object or a dict);
+    if it returns an awaitable, so does llm_call.
+
+        reply = wop.llm_call("openai", "gpt-4o-mini", {"messages": msgs},
+                             lambda: client.chat.completions.create(model="gpt-4o-mini", messages=msgs))
+    """
+    session = current()
+    if session is None:
+        return call()
+    request = to_json(request)
+    call_id = session.new_call_id("llm")
+    context = {"provider": provider, "model": model, "callId": call_id}
+    session.record("llm_request", {**context, "cacheKey": _cache_key(provider, model, request), "request": request})
+    session.flush()
+    try:
+        response = call()
+    except BaseException as exc:
+        _record_failure(session, "llm_response", context, exc)
+        raise
+    if inspect.isawaitable(response):
+        return _finish_async_llm(session, context, response)  # type: ignore[return-value]
+    _record_llm_response(session, context, response)
+    return response
+
+
+async def _finish_async_llm(session: Session, context: dict[str, Any], pending: Awaitable[Any]) -> Any:
+    try:
+        response = await pending
+    except BaseException as exc:
+        _record_failure(session, "llm_response", context, exc)
+        raise
+    _record_llm_response(session, context, response)
+    return response
+
+
+def _record_llm_response(session: Session, context: dict[str, Any], response: Any) -> None:
+    from openwop_cli.runtime.providers import stop_reason, usage
+
+    recorded = to_json(response)
+    session.record(
+        "llm_response",
+        {**context, "ok": True, "stopReason": stop_reason(recorded), "usage": usage(recorded), "response": recorded},
+    )
+    session.flush()
+
+
+def _cache_key(provider: str, model: str, request: dict[str, Any]) -> str | None:
+    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
+    from openwop_cli.runtime.providers import recipe_input
+
+    try:
+        return cache_key(recipe_input(provider, model, request))
+    except CacheKeyInputError:
+        return None
+
+
+# ---- nondeterministic values -------------------------------------------------------------------
+
+
+def nondeterministic(source: str, key: str, fn: Callable[[], T]) -> T:
+    """Record the value fn returns as a `nondeterministic` event (source: clock, rng, uuid, network, …)."""
+    session = current()
+    if session is None:
+        return fn()
+    return _record_value(session, source, key, fn(), to_json)
+
+
+def _record_value(session: Session, source: str, key: str, value: T, encode: Callable[[T], Any]) -> T:
+    recorded = encode(value)
+    data = {"source": source, "key": key, "value": recorded, "valueHash": content_hash(recorded)}
+    session.record("nondeterministic", data)
+    return value
+
+
+def now(key: str = "now") -> datetime:
+    """The current UTC time as an aware datetime, recorded (replays get the recorded time)."""
+    session = current()
+    value = datetime.now(timezone.utc)
+    return value if session is None else _record_value(session, "clock", key, value, datetime.isoformat)
+
+
+def time(key: str = "time") -> float:
+    """time.time(), recorded."""
+    session = current()
+    value = _time.time()
+    return value if session is None else _record_value(session, "clock", key, value, float)
+
+
+def random(key: str = "random") -> float:
+    """random.random(), recorded."""
+    session = current()
+    value = _random.random()
+    return value if session is None else _record_value(session, "rng", key, value, float)
+
+
+def randint(a: int, b: int, key: str = "randint") -> int:
+    """random.randint(a, b), recorded."""
+    session = current()
+    value = _random.randint(a, b)
+    return value if session is None else _record_value(session, "rng", key, value, int)
+
+
+def uuid4(key: str = "uuid4") -> _uuid.UUID:
+    """uuid.uuid4(), recorded."""
+    session = current()
+    value = _uuid.uuid4()
+    return value if session is None else _record_value(session, "uuid", key, value, str)
+
+
+def version(change_id: str, min_version: int, max_version: int) -> int:
+    """getVersion: which version of a changed code path this run takes (new runs: max_version).
+
+    The choice is recorded, so a replay of an old capture takes the branch the original run took.
+    """
+    if not min_version <= max_version:
+        raise ValueError(f"version({change_id!r}): min_version {min_version} is greater than max_version {max_version}")
+    session = current()
+    if session is None:
+        return max_version
+    session.record(
+        "nondeterministic",
+        {"source": "version", "key": change_id, "value": max_version, "min": min_version, "max": max_version},
+    )
+    return max_version
+
+
+# ---- state -------------------------------------------------------------------------------------
+
+
+class _StateWrites:
+    """`wop.state`: channel and variable writes, recorded in the channel.written shape."""
+
+    def write(
+        self,
+        channel: str,
+        value: Any,
+        reducer: str = "replace",
+        *,
+        node_id: str | None = None,
+        schema_version: int | None = None,
+    ) -> None:
+        """Record a write of value to channel through reducer (the write input, not the reduced state)."""
+        session = current()
+        if session is None:
+            return
+        data: dict[str, Any] = {"kind": "channel", "channel": channel, "value": value, "reducer": reducer}
+        if node_id is not None:
+            data["nodeId"] = node_id
+        if schema_version is not None:
+            data["schemaVersion"] = schema_version
+        data["writtenAt"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        session.record("state_mutation", data)
+
+    def set(self, key: str, value: Any) -> None:
+        """Record a write to the run's untyped variables (legacy prefixes fold as their channel reducer)."""
+        session = current()
+        if session is not None:
+            session.record("state_mutation", {"kind": "variable", "key": key, "value": value})
+
+
+state = _StateWrites()
+
+
+# ---- capturing without the CLI -----------------------------------------------------------------
+
+
+class capture:
+    """Record a block, a function or a whole program without `wop capture`.
+
+        with wop.capture(name="checkout", out="tests/captures/checkout") as run:
+            agent.main()
+        print(run.path)
+
+    Also a decorator (`@wop.capture(name=...)`). Without `out`, the capture goes to the store
+    (WOP_HOME). The manifest is finalized on exit: status error with the exception when one escaped.
+    """
+
+    def __init__(self, name: str | None = None, *, out: str | os.PathLike[str] | None = None, redact: str = "default"):
+        self.name = name
+        self.out = out
+        self.redact = redact
+        self.path: Path | None = None
+        self.capture_id: str | None = None
+        self.manifest: dict[str, Any] | None = None
+        self._sink: Any = None
+        self._session: Session | None = None
+        self._owner_pid = 0
+        self._started = 0.0
+        self._uncaught: BaseException | None = None
+        self._exit_code: int | None = None
+
+    def open(self, *, make_active: bool = True) -> Session:
+        """Create the capture and record run_start; the session is active unless make_active is False."""
+        from openwop_cli.format.redact import Redactor
+        from openwop_cli.format.sink import CaptureSink, new_id
+        from openwop_cli.runtime.program import run_start_data
+
+        capture_id = new_id()
+        if self.out is not None:
+            self.path = Path(self.out)
+        else:
+            from openwop_cli.store import captures_root
+
+            self.path = captures_root() / capture_id
+        self._sink = CaptureSink(self.path, redactor=Redactor.from_environment(self.redact), on_warning=_warn)
+        argv, cwd = list(sys.argv), os.getcwd()
+        name = self.name or Path(argv[0]).stem or None
+        self._sink.start({"captureId": capture_id, "name": name, "program": {"argv": argv, "cwd": cwd}})
+        self.capture_id = capture_id
+        self._session = Session(_SinkRecorder(self._sink))
+        self._session.record("run_start", run_start_data(argv, cwd, sys.version.split()[0]))
+        self._owner_pid = os.getpid()
+        self._started = _time.monotonic()
+        if make_active:
+            activate(self._session)
+        return self._session
+
+    def close(self, error: BaseException | None = None, exit_code: int | None = None) -> dict[str, Any]:
+        """Record run_end, pin the local modules, and finalize the manifest."""
+        from openwop_cli.runtime.program import local_modules, pin_files, run_end_data
+
+        session = self._session
+        assert session is not None and self._sink is not None and self.path is not None, "capture was not opened"
+        deactivate(session)
+        end = run_end_data(exit_code, error, _time.monotonic() - self._started)
+        session.record("run_end", end)
+        cwd = os.getcwd()
+        modules = pin_files((path for _, path in local_modules(cwd)), cwd, self._sink.blobs, self._sink.redactor.scrub_text)
+        self.manifest = self._sink.finalize(
+            end["status"], end.get("error"), program={**self._sink.manifest["program"], "python": sys.version.split()[0],
+                                                      "modules": modules}
+        )
+        return self.manifest
+
+    def close_at_exit(self) -> None:
+        """atexit hook for WOP_MODE=capture without a parent: finalize in the process that opened."""
+        if os.getpid() == self._owner_pid and self.manifest is None:
+            self.close(self._uncaught, self._exit_code)
+
+    def note_exit_code(self) -> None:
+        """Wrap sys.exit so close_at_exit knows the code (atexit handlers are not told it)."""
+        real_exit = sys.exit
+
+        def exit(code: Any = None) -> None:
+            self._exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+            real_exit(code)
+
+        sys.exit = exit
+
+    def note_uncaught(self, exc: BaseException) -> None:
+        """Remember the exception the program is dying of, for close_at_exit."""
+        self._uncaught = exc
+
+    def __enter__(self) -> "capture":
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.close(exc)
+
+    def __call__(self, fn: F) -> F:
+        settings = (self.name, self.out, self.redact)
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def captured_async(*args: Any, **kwargs: Any) -> Any:
+                with capture(settings[0], out=settings[1], redact=settings[2]):
+                    return await fn(*args, **kwargs)
+
+            return captured_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def captured(*args: Any, **kwargs: Any) -> Any:
+            with capture(settings[0], out=settings[1], redact=settings[2]):
+                return fn(*args, **kwargs)
+
+        return captured  # type: ignore[return-value]
+
+
+class _SinkRecorder:
+    """A session's events straight into a CaptureSink in this process."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+
+    def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any]) -> None:
+        self.sink.append(event_type, to_json(data), ts=ts, origin=origin)
+
+    def flush(self) -> None:
+        self.sink.flush()
+
+
+
+
+def _warn(message: str) -> None:
+    print(message if message.startswith("wop:") else f"wop: {message}", file=sys.stderr)

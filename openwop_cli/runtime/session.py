@@ -1,0 +1,215 @@
+"""The recording session of this process: which mode it is in and where its events go.
+
+A process has at most one active session. It comes from the environment (WOP_MODE, read once, on
+first use) or from `wop.capture(...)`. With no session, every SDK call is a plain pass-through.
+
+Events go either to the `wop capture` parent over the channel (WOP_SINK) or, for library use and
+WOP_MODE=capture without a parent, to a CaptureSink in this process.
+"""
+
+import atexit
+import itertools
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+ENV_MODE = "WOP_MODE"
+ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
+ENV_PARENT_PID = "WOP_PARENT_PID"
+MODES = ("off", "capture", "replay")
+
+
+class Session:
+    """One process's recording: assigns call ids, stamps time and origin, hands events to a recorder."""
+
+    def __init__(self, recorder: Any, mode: str = "capture") -> None:
+        """recorder: where events go; it has emit(type, data, ts, origin) and flush()."""
+        self.mode = mode
+        self.recorder = recorder
+        self.pid = os.getpid()
+        root = os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
+        self._id_prefix = "" if root else f"p{self.pid}."
+        self._counter = itertools.count(1)
+
+    def record(self, event_type: str, data: dict[str, Any]) -> None:
+        """Record one event made by the calling thread/task, now."""
+        self.recorder.emit(event_type, data, time.time_ns() // 1_000_000, self.origin())
+
+    def new_call_id(self, kind: str) -> str:
+        """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
+        return f"{self._id_prefix}{kind}{next(self._counter)}"
+
+    def origin(self) -> dict[str, Any]:
+        """The process, thread and asyncio task making the current call."""
+        where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is not None and asyncio._get_running_loop() is not None:
+            task = asyncio.current_task()
+            if task is not None:
+                where["task"] = task.get_name()
+        return where
+
+    def flush(self) -> None:
+        """Make every event recorded so far durable (before slow or risky calls)."""
+        self.recorder.flush()
+
+    def after_fork(self) -> "Session | None":
+        """The session a forked child continues with (None when its events cannot be told apart)."""
+        reconnect = getattr(self.recorder, "reconnect_after_fork", None)
+        if reconnect is None:
+            return None
+        reconnect()
+        self.pid = os.getpid()
+        self._id_prefix = f"p{self.pid}."
+        return self
+
+
+class _Unresolved:
+    pass
+
+
+UNRESOLVED: Any = _Unresolved()
+_state: dict[str, Any] = {"session": UNRESOLVED, "stack": []}
+_activation_lock = threading.RLock()
+
+
+def current() -> Session | None:
+    """The active session, resolving it from the environment on first use."""
+    session = _state["session"]
+    if session is UNRESOLVED:
+        with _activation_lock:
+            if _state["session"] is UNRESOLVED:
+                _state["session"] = session_from_environment()
+            session = _state["session"]
+    return session
+
+
+def activate(session: Session) -> None:
+    """Make session the active one until `deactivate` (nesting restores the previous one)."""
+    with _activation_lock:
+        _state["stack"].append(_state["session"])
+        _state["session"] = session
+
+
+def deactivate(session: Session) -> None:
+    """Undo the matching `activate`."""
+    with _activation_lock:
+        if _state["session"] is session and _state["stack"]:
+            _state["session"] = _state["stack"].pop()
+
+
+def session_from_environment() -> Session | None:
+    """The session WOP_MODE asks for, or None (also, with a warning, when it cannot be set up)."""
+    mode = os.environ.get(ENV_MODE, "off") or "off"
+    if mode == "off":
+        return None
+    if mode not in MODES:
+        _warn(f"{ENV_MODE}={mode!r} is not one of {', '.join(MODES)}; not recording")
+        return None
+    if mode == "replay":
+        _warn("WOP_MODE=replay is started by `wop replay`, which this wop does not have yet; running live")
+        return None
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender
+
+    address = os.environ.get(ENV_ADDRESS)
+    if address:
+        try:
+            sender = ChannelSender(address)
+        except OSError as exc:
+            _warn(f"cannot reach `wop capture` at {address} ({exc}); not recording")
+            return None
+        session = Session(sender)
+        atexit.register(_close_channel, sender)
+        _flush_before_new_processes(sender)
+        on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
+        return session
+    capture_dir = os.environ.get(ENV_CAPTURE_DIR)
+    if not capture_dir:
+        _warn(f"{ENV_MODE}=capture needs {ENV_CAPTURE_DIR} (or run the program with `wop capture -- …`)")
+        return None
+    return _standalone_capture(capture_dir)
+
+
+def _standalone_capture(capture_dir: str) -> Session | None:
+    """WOP_MODE=capture without a parent: this process writes the capture itself and finalizes at exit."""
+    from openwop_cli.runtime.sdk import capture
+
+    recording = capture(out=capture_dir)
+    try:
+        session = recording.open(make_active=False)
+    except Exception as exc:  # never break the program because recording could not start
+        _warn(f"cannot record into {capture_dir}: {getattr(exc, 'message', exc)}")
+        return None
+    on_uncaught_exception(recording.note_uncaught)
+    recording.note_exit_code()
+    atexit.register(recording.close_at_exit)
+    return session
+
+
+def on_uncaught_exception(callback: Any) -> None:
+    """Call callback(exc) when the program dies of an exception, then let Python report it as usual."""
+    previous = sys.excepthook
+
+    def hook(kind: Any, exc: BaseException, tb: Any) -> None:
+        try:
+            callback(exc)
+        except Exception:
+            pass
+        previous(kind, exc, tb)
+
+    sys.excepthook = hook
+
+
+def describe_exception(exc: BaseException) -> dict[str, str]:
+    """An exception as the capture records it: type, module and message."""
+    kind = type(exc)
+    return {"type": kind.__qualname__, "module": kind.__module__, "message": str(exc)}
+
+
+def _close_channel(sender: Any) -> None:
+    from openwop_cli.runtime.program import local_modules
+
+    try:
+        sender.send_message({"modules": local_modules(os.getcwd())})
+        sender.close()
+    except OSError:
+        pass
+
+
+def _flush_before_new_processes(sender: Any) -> None:
+    """Send queued events before this process starts another, so the capture keeps their order."""
+    from openwop_cli.runtime.imports import when_imported
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=sender.flush)
+
+    def patch(subprocess: Any) -> None:
+        execute_child = getattr(subprocess.Popen, "_execute_child", None)
+        if execute_child is None or getattr(execute_child, "__wop_flushes__", False):
+            return
+
+        def flushing_execute_child(self: Any, *args: Any, **kwargs: Any) -> Any:
+            sender.flush()
+            return execute_child(self, *args, **kwargs)
+
+        flushing_execute_child.__wop_flushes__ = True  # type: ignore[attr-defined]
+        subprocess.Popen._execute_child = flushing_execute_child
+
+    when_imported("subprocess", patch)
+
+
+def _after_fork_in_child() -> None:
+    session = _state["session"]
+    if isinstance(session, Session):
+        _state["session"] = session.after_fork()
+    _state["stack"] = []
+
+
+def _warn(message: str) -> None:
+    print(f"wop: {message}", file=sys.stderr)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,383 @@
+"""`wop capture -- CMD` end to end: real child processes, real captures, read back with the real reader."""
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openwop_cli.format.reader import CaptureReader
+from tests.conftest import ROOT, run_wop
+
+EXAMPLE = ROOT / "examples" / "support_agent.py"
+
+
+def capture(tmp_path: Path, script: str, *args: str, env: dict | None = None, options: tuple = ()) -> tuple:
+    """Write script to a file, run it under `wop capture --out`, return (completed process, capture dir)."""
+    program = tmp_path / "program.py"
+    program.write_text(textwrap.dedent(script))
+    out = tmp_path / "capture"
+    done = run_wop("capture", "--out", str(out), *options, "--", sys.executable, str(program), *args,
+                   env=env, cwd=tmp_path)
+    return done, out
+
+
+def events_of(capture_dir: Path) -> list[dict]:
+    return list(CaptureReader(capture_dir))
+
+
+def manifest_of(capture_dir: Path) -> dict:
+    return orjson.loads((capture_dir / "manifest.json").read_bytes())
+
+
+def test_the_example_agent_is_captured_with_every_kind_of_event_in_order(tmp_path):
+    out = tmp_path / "agent"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(EXAMPLE), "A-1001")
+    assert done.returncode == 0, done.stderr
+    assert "[A-1001]" in done.stdout and "has shipped" in done.stdout
+    assert f"{out}" in done.stderr.splitlines()[-1] and "12 events" in done.stderr and " ok" in done.stderr
+    assert run_wop("verify", str(out)).returncode == 0
+    types = [event["type"] for event in events_of(out)]
+    assert types == ["run_start", "nondeterministic", "tool_call", "tool_result", "state_mutation", "nondeterministic",
+                     "llm_request", "llm_response", "tool_call", "tool_result", "state_mutation", "run_end"]
+    shown = run_wop("show", str(out), "--type", "llm,tool,nd,state")
+    assert shown.returncode == 0 and "lookup_order" in shown.stdout and "fake-gpt" in shown.stdout
+    request = events_of(out)[6]["data"]
+    assert request["provider"] == "openai" and len(request["cacheKey"]) == 64
+    assert run_wop("cache-key", "-", input=orjson.dumps(
+        {"provider": "openai", "model": "fake-gpt", **{k: request["request"][k] for k in ("messages", "temperature")}}
+    ).decode()).stdout.strip() == request["cacheKey"]
+
+
+def test_the_childs_exit_code_is_wops_and_a_failing_run_is_status_error(tmp_path):
+    out = tmp_path / "agent"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(EXAMPLE), "A-404")
+    assert done.returncode == 1
+    manifest = manifest_of(out)
+    assert manifest["status"] == "error" and "exited with code 1" in manifest["error"]
+    end = events_of(out)[-1]
+    assert end["type"] == "run_end" and end["data"]["exitCode"] == 1
+    failed = [e["data"] for e in events_of(out) if e["type"] == "tool_result"]
+    assert failed == [{"callId": failed[0]["callId"], "ok": False,
+                       "error": {"type": "KeyError", "module": "builtins", "message": "'no order A-404'"}}]
+
+
+def test_a_child_that_raises_records_the_exception_as_the_reason(tmp_path):
+    done, out = capture(tmp_path, """
+        import openwop_cli as wop
+        wop.random()
+        raise ValueError("the model said no")
+    """)
+    assert done.returncode == 1 and "ValueError: the model said no" in done.stderr
+    manifest = manifest_of(out)
+    assert manifest["status"] == "error"
+    assert manifest["error"] == "ValueError: the model said no (exit code 1)"
+    assert [e["type"] for e in events_of(out)] == ["run_start", "nondeterministic", "run_end"]
+
+
+def test_sys_exit_3_passes_through_as_the_exit_code(tmp_path):
+    done, out = capture(tmp_path, "import sys\nsys.exit(3)\n")
+    assert done.returncode == 3
+    assert manifest_of(out)["status"] == "error"
+    assert events_of(out)[-1]["data"]["exitCode"] == 3
+
+
+def test_a_child_interrupted_by_sigint_still_finalizes_with_what_it_recorded(tmp_path):
+    done, out = capture(tmp_path, """
+        import os, signal
+        import openwop_cli as wop
+
+        @wop.tool
+        def step(n):
+            return n * 2
+
+        step(1)
+        os.kill(os.getpid(), signal.SIGINT)
+        step(2)
+    """)
+    assert done.returncode == 128 + signal.SIGINT
+    manifest = manifest_of(out)
+    assert manifest["status"] == "error" and manifest["error"] == "interrupted (SIGINT)"
+    assert [e["type"] for e in events_of(out)] == ["run_start", "tool_call", "tool_result", "run_end"]
+    assert run_wop("verify", str(out)).returncode == 0
+
+
+def test_a_child_killed_by_sigkill_leaves_a_valid_capture_saying_so(tmp_path):
+    done, out = capture(tmp_path, """
+        import os, signal
+        import openwop_cli as wop
+        wop.llm_call("openai", "m", {"messages": [{"role": "user", "content": "hi"}]}, lambda: {"content": "yo"})
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert done.returncode == 128 + signal.SIGKILL
+    manifest = manifest_of(out)
+    assert manifest["status"] == "error" and manifest["error"] == "killed by SIGKILL"
+    assert [e["type"] for e in events_of(out)] == ["run_start", "llm_request", "llm_response", "run_end"]
+    assert run_wop("verify", str(out)).returncode == 0
+
+
+def test_killing_wop_itself_leaves_an_incomplete_capture_that_verify_explains(tmp_path):
+    program = tmp_path / "slow.py"
+    program.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    out = tmp_path / "capture"
+    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
+                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        assert wop.stdout.readline().strip() == "ready"
+    finally:
+        os.killpg(wop.pid, signal.SIGKILL)
+        wop.wait()
+    assert manifest_of(out)["status"] == "incomplete"
+    verified = run_wop("verify", str(out))
+    assert verified.returncode == 3 and "incomplete" in verified.stdout + verified.stderr
+
+
+CONCURRENT = """
+    import asyncio, threading
+    import openwop_cli as wop
+
+    @wop.tool
+    def work(worker, index):
+        return {"worker": worker, "index": index}
+
+    @wop.tool
+    async def async_work(task, index):
+        await asyncio.sleep(0)
+        return {"task": task, "index": index}
+
+    def chat(label):
+        request = {"messages": [{"role": "user", "content": label}]}
+        return wop.llm_call("openai", "m", request, lambda: {"content": "re " + label})
+
+    def thread_body(worker):
+        for index in range(25):
+            work(worker, index)
+            chat(f"thread {worker} {index}")
+
+    async def task_body(task):
+        for index in range(4):
+            await async_work(task, index)
+            await wop.llm_call("openai", "m", {"messages": [{"role": "user", "content": f"t{task}"}]},
+                               lambda: asyncio.sleep(0, result={"content": "ok"}))
+
+    async def tasks():
+        await asyncio.gather(*(task_body(task) for task in range(50)))
+
+    threads = [threading.Thread(target=thread_body, args=(worker,)) for worker in range(8)]
+    for thread in threads:
+        thread.start()
+    asyncio.run(tasks())
+    for thread in threads:
+        thread.join()
+"""
+
+
+def test_eight_threads_and_fifty_tasks_lose_nothing_and_every_result_pairs_with_its_call(tmp_path):
+    done, out = capture(tmp_path, CONCURRENT)
+    assert done.returncode == 0, done.stderr
+    assert run_wop("verify", str(out)).returncode == 0
+    events = events_of(out)
+    assert [event["seq"] for event in events] == list(range(len(events)))
+    counts = Counter(event["type"] for event in events)
+    calls = 8 * 25 + 50 * 4
+    assert counts["tool_call"] == counts["tool_result"] == calls
+    assert counts["llm_request"] == counts["llm_response"] == calls
+    for call_type, result_type in (("tool_call", "tool_result"), ("llm_request", "llm_response")):
+        call_ids = [e["data"]["callId"] for e in events if e["type"] == call_type]
+        result_ids = [e["data"]["callId"] for e in events if e["type"] == result_type]
+        assert len(set(call_ids)) == calls and set(call_ids) == set(result_ids)
+    by_call = {e["data"]["callId"]: e for e in events if e["type"] == "tool_call"}
+    for result in (e for e in events if e["type"] == "tool_result"):
+        call = by_call[result["data"]["callId"]]
+        assert result["origin"] == call["origin"]
+        assert result["data"]["result"]["index"] == call["data"]["args"]["index"]
+    threads = {e["origin"]["thread"] for e in events if e["type"] == "tool_call" and "task" not in e["origin"]}
+    tasks = {e["origin"]["task"] for e in events if e["type"] == "tool_call" and "task" in e["origin"]}
+    assert len(threads) == 8 and len(tasks) == 50
+
+
+def test_no_secret_from_the_environment_reaches_the_capture(tmp_path):
+    secrets = {"OPENAI_API_KEY": "sk-test-0123456789abcdefghij", "MY_SERVICE_TOKEN": "tok-9f8e7d6c5b4a",
+               "DB_PASSWORD": "hunter2-but-longer"}
+    done, out = capture(tmp_path, """
+        import os, sys
+        import openwop_cli as wop
+
+        @wop.tool
+        def call_api(url, headers):
+            return {"echo": headers, "env": dict(os.environ)}
+
+        key = os.environ["OPENAI_API_KEY"]
+        call_api("https://api.example.com", {"Authorization": "Bearer " + key, "X-Token": os.environ["MY_SERVICE_TOKEN"]})
+        wop.llm_call("openai", "m", {"messages": [{"role": "user", "content": "my password is " + os.environ["DB_PASSWORD"]}]},
+                     lambda: {"content": "noted " + os.environ["DB_PASSWORD"]})
+        wop.nondeterministic("network", "token", lambda: os.environ["MY_SERVICE_TOKEN"])
+        print("done")
+    """, "--api-key", secrets["OPENAI_API_KEY"], env=secrets)
+    assert done.returncode == 0, done.stderr
+    everything = b"".join(path.read_bytes() for path in out.rglob("*") if path.is_file())
+    for value in secrets.values():
+        assert value.encode() not in everything, value
+    assert b"OPENAI_API_KEY" in everything  # names are kept, values never
+
+
+def test_grandchild_python_processes_are_recorded_without_corrupting_the_capture(tmp_path):
+    done, out = capture(tmp_path, """
+        import subprocess, sys
+        import openwop_cli as wop
+        wop.random(key="parent-before")
+        children = [subprocess.Popen([sys.executable, "-c",
+                    "import openwop_cli as wop\\nfor i in range(200): wop.random(key='child')"]) for _ in range(3)]
+        for child in children:
+            child.wait()
+        wop.random(key="parent-after")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert run_wop("verify", str(out)).returncode == 0
+    events = events_of(out)
+    keys = [e["data"]["key"] for e in events if e["type"] == "nondeterministic"]
+    assert keys[0] == "parent-before" and keys[-1] == "parent-after" and keys.count("child") == 600
+    pids = {e["origin"]["pid"] for e in events if e["type"] == "nondeterministic"}
+    assert len(pids) == 4
+    assert len(manifest_of(out)["program"]["processes"]) == 4
+
+
+def test_an_existing_sitecustomize_still_runs(tmp_path):
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "sitecustomize.py").write_text("import os\nos.environ['CUSTOM_SITE_RAN'] = 'yes'\n")
+    done, out = capture(tmp_path, """
+        import os
+        import openwop_cli as wop
+        wop.nondeterministic("process", "custom-site", lambda: os.environ.get("CUSTOM_SITE_RAN"))
+    """, env={"PYTHONPATH": str(site_dir)})
+    assert done.returncode == 0, done.stderr
+    recorded = [e["data"]["value"] for e in events_of(out) if e["type"] == "nondeterministic"]
+    assert recorded == ["yes"]
+
+
+def test_output_passes_through_unchanged(tmp_path):
+    done, _ = capture(tmp_path, """
+        import sys
+        sys.stdout.write("line one\\nünïcödé ✓\\n")
+        sys.stderr.write("to stderr\\n")
+    """)
+    assert done.stdout == "line one\nünïcödé ✓\n"
+    assert done.stderr.startswith("to stderr\n")
+
+
+def test_the_script_local_modules_and_workflow_are_pinned_by_sha256(tmp_path):
+    (tmp_path / "helpers.py").write_text("VALUE = 41\n")
+    workflow = tmp_path / "flow.json"
+    workflow.write_text('{"name": "triage", "blocks": [{"id": "a"}]}')
+    done, out = capture(tmp_path, "import helpers\nprint(helpers.VALUE + 1)\n", options=("--workflow", str(workflow)))
+    assert done.returncode == 0, done.stderr
+    program = manifest_of(out)["program"]
+    script = tmp_path / "program.py"
+    assert program["script"][0]["sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
+    modules = {pin["path"]: pin for pin in program["modules"]}
+    assert modules["helpers.py"]["sha256"] == hashlib.sha256(b"VALUE = 41\n").hexdigest()
+    blob = out / "blobs" / "sha256" / modules["helpers.py"]["blob"]["$blob"][7:9] / modules["helpers.py"]["blob"]["$blob"][7:]
+    assert blob.read_bytes() == b"VALUE = 41\n"
+    assert program["workflow"]["sha256"] == hashlib.sha256(workflow.read_bytes()).hexdigest()
+    assert program["python"] == sys.version.split()[0]
+
+
+def test_a_program_that_does_not_import_wop_still_gets_run_start_and_run_end(tmp_path):
+    done, out = capture(tmp_path, "print('plain')\n")
+    assert done.returncode == 0
+    events = events_of(out)
+    assert [e["type"] for e in events] == ["run_start", "run_end"]
+    assert events[0]["data"]["python"] == sys.version.split()[0]
+    assert events[0]["data"]["argv"][1].endswith("program.py")
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "give the command to capture"),
+    (("--", "no-such-command-wop"), "command not found"),
+    (("--", "./missing.sh"), "no such file"),
+    (("--redact", "paranoid", "--", "true"), "paranoid"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    done = run_wop("capture", "--out", str(tmp_path / "c"), *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "c" / "events.jsonl").exists()
+
+
+def test_an_existing_capture_is_never_overwritten(tmp_path):
+    first = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "-c", "print(1)")
+    assert first.returncode == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "c").rglob("*") if p.is_file()}
+    again = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "-c", "print(2)")
+    assert again.returncode == 2 and "already holds a capture" in again.stderr
+    assert "2" not in again.stdout
+    assert {p: p.read_bytes() for p in (tmp_path / "c").rglob("*") if p.is_file()} == before
+
+
+def test_captures_go_to_the_store_and_are_found_by_name(tmp_path, wop_home):
+    done = run_wop("capture", "--", sys.executable, str(EXAMPLE))
+    assert done.returncode == 0, done.stderr
+    listed = run_wop("ls", "--json")
+    assert "support_agent" in listed.stdout
+    assert run_wop("show", "support_agent").returncode == 0
+
+
+DISK_FULL = """
+import resource, signal, subprocess, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+sys.exit(subprocess.run([sys.executable, "-m", "openwop_cli", "capture", "--out", sys.argv[1], "--",
+                         sys.executable, sys.argv[2]]).returncode)
+"""
+
+
+def test_a_full_disk_warns_once_keeps_the_program_running_and_the_manifest_says_what_was_lost(tmp_path):
+    program = tmp_path / "chatty.py"
+    program.write_text("import openwop_cli as wop\n"
+                       "for i in range(3000):\n    wop.nondeterministic('rng', 'pad', lambda: 'x' * 200)\n"
+                       "print('program finished')\n")
+    out = tmp_path / "capture"
+    done = subprocess.run([sys.executable, "-c", DISK_FULL, str(out), str(program)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "program finished" in done.stdout
+    assert done.stderr.count("warning: capture writes") == 1
+    manifest = manifest_of(out)
+    assert manifest["status"] == "error" and manifest["lost"]["events"] > 0
+    assert "events were not written" in manifest["error"]
+
+
+def test_bootstrap_does_not_slow_a_plain_import_of_the_cli_package():
+    code = "import sys, openwop_cli; print(sorted(m for m in sys.modules if m.startswith('openwop_cli')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['openwop_cli', 'openwop_cli._version']"
+
+
+def test_reading_the_capture_while_the_program_runs_shows_the_incomplete_prefix(tmp_path):
+    program = tmp_path / "slow.py"
+    program.write_text("import time, openwop_cli as wop\nwop.llm_call('openai','m',{'messages':[]},lambda: {})\n"
+                       "print('ready', flush=True)\ntime.sleep(30)\n")
+    out = tmp_path / "capture"
+    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
+                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert wop.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 20
+        while not (out / "events.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert manifest_of(out)["status"] == "incomplete"
+    finally:
+        os.killpg(wop.pid, signal.SIGTERM)
+        wop.wait(timeout=30)
+    assert manifest_of(out)["status"] == "error"
+    assert "SIGTERM" in manifest_of(out)["error"]
