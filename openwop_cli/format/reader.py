@@ -151,7 +151,8 @@ class CaptureReader:
         if manifest.get("status") == STATUS_INCOMPLETE:
             self._problem(
                 "incomplete",
-                f"the run never finalized (killed or crashed); {lines} events were written, the last is seq {lines - 1}",
+                "the run never finalized (killed or crashed); "
+                + (f"{lines} events were written, the last is seq {lines - 1}" if lines else "no events were written"),
             )
             return
         integrity = manifest.get("integrity") or {}

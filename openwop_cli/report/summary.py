@@ -56,7 +56,10 @@ def _llm_request(data: dict[str, Any]) -> str:
 
 
 def _llm_response(data: dict[str, Any]) -> str:
-    parts = [str(data.get("stopReason", "?"))]
+    if data.get("ok") is False:
+        error = data.get("error") or {}
+        return f"error {error.get('type', '?')}: {error.get('message', '')}"
+    parts = [str(data["stopReason"])] if data.get("stopReason") is not None else []
     usage = data.get("usage")
     if isinstance(usage, dict):
         prompt = usage.get("input_tokens", usage.get("prompt_tokens", usage.get("inputTokens")))
@@ -64,11 +67,27 @@ def _llm_response(data: dict[str, Any]) -> str:
         if prompt is not None or completion is not None:
             parts.append(f"{prompt}→{completion} tokens")
     text = data.get("text")
-    if text is None and isinstance(data.get("response"), (dict, list, str)):
-        text = data["response"]
+    if text is None:
+        text = _response_text(data.get("response"))
     if text is not None:
-        parts.append(short_json(text, 50))
+        parts.append(text if isinstance(text, str) and len(text) <= 50 else short_json(text, 50))
     return " · ".join(parts)
+
+
+def _response_text(response: Any) -> Any:
+    """The answer's text in the common provider shapes, else the response itself."""
+    if isinstance(response, dict):
+        choices = response.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            message = choices[0].get("message")
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                return message["content"]
+        content = response.get("content")
+        if isinstance(content, list) and content and isinstance(content[0], dict) and isinstance(content[0].get("text"), str):
+            return content[0]["text"]
+        if isinstance(content, str):
+            return content
+    return response if isinstance(response, (dict, list, str)) and response != {} else None
 
 
 def _tool_call(data: dict[str, Any]) -> str:

@@ -126,13 +126,16 @@ class Collector:
     """The parent's end: accepts any number of processes and appends their events to one sink.
 
     `append` is called from the collector's thread, per connection in the order sent. Messages
-    that are not events (hello, modules) go to `on_message` with the sender's pid.
+    that are not events (hello, modules) go to `on_message` with the sender's pid. `on_idle` runs
+    whenever everything readable has been handled (the launcher flushes the sink there, so a
+    killed `wop capture` leaves every event it had received on disk).
     """
 
     def __init__(
         self,
         append: Callable[..., Any],
         on_message: Callable[[int | None, dict[str, Any]], None],
+        on_idle: Callable[[], None] = lambda: None,
     ) -> None:
         import selectors
         import tempfile
@@ -144,6 +147,7 @@ class Collector:
         self._loads, self._revive_bytes = orjson.loads, revive_bytes
         self._append = append
         self._on_message = on_message
+        self._on_idle = on_idle
         self._dir = tempfile.mkdtemp(prefix="wop-")
         self._listener, self.address = self._listen()
         self._selector = selectors.DefaultSelector()
@@ -204,6 +208,7 @@ class Collector:
                     self._wake_read.recv(64)
                 else:
                     self._read(key.fileobj)
+            self._on_idle()
         self._shut_down()
 
     def _accept(self) -> None:

@@ -66,7 +66,7 @@ def run_captured(
     if workflow_json is not None:
         program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
     processes = _Processes(sink, run_start_data(argv, cwd, None))
-    collector = Collector(sink.append, processes.on_message)
+    collector = Collector(sink.append, processes.on_message, on_idle=sink.flush)
     collector.start()
     started = time.monotonic()
     try:

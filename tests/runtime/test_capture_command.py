@@ -125,19 +125,25 @@ def test_a_child_killed_by_sigkill_leaves_a_valid_capture_saying_so(tmp_path):
 
 def test_killing_wop_itself_leaves_an_incomplete_capture_that_verify_explains(tmp_path):
     program = tmp_path / "slow.py"
-    program.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    program.write_text("import time, openwop_cli as wop\n"
+                       "wop.llm_call('openai', 'm', {'messages': []}, lambda: {'content': 'x'})\n"
+                       "print('ready', flush=True)\ntime.sleep(60)\n")
     out = tmp_path / "capture"
     wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
                             sys.executable, str(program)], stdout=subprocess.PIPE, text=True,
                            start_new_session=True)
     try:
         assert wop.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 20
+        while len((out / "events.jsonl").read_bytes().splitlines()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         os.killpg(wop.pid, signal.SIGKILL)
         wop.wait()
     assert manifest_of(out)["status"] == "incomplete"
+    assert [e["type"] for e in events_of(out)] == ["run_start", "llm_request", "llm_response"]
     verified = run_wop("verify", str(out))
-    assert verified.returncode == 3 and "incomplete" in verified.stdout + verified.stderr
+    assert verified.returncode == 3 and "never finalized" in verified.stdout + verified.stderr
 
 
 CONCURRENT = """
