@@ -16,7 +16,7 @@ from pathlib import Path
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.runtime.channel import Collector
-from openwop_cli.runtime.launcher import _child_environment
+from openwop_cli.runtime.launcher import child_environment
 
 
 def start_ms(env: dict) -> float:
@@ -33,7 +33,7 @@ def main() -> None:
         collector = Collector(sink.append, lambda pid, message: None)
         collector.start()
         plain_env = dict(os.environ)
-        wop_env = _child_environment(collector.address, Path(temp) / "c")
+        wop_env = child_environment(collector.address, Path(temp) / "c")
         plain, booted = [], []
         for _ in range(runs):
             plain.append(start_ms(plain_env))

@@ -5,7 +5,7 @@ import sys
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, gc, ls, rm, show, verify
+from openwop_cli.cli import cache_key, capture, fork, gc, ls, replay, rm, show, verify
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -17,6 +17,8 @@ app = typer.Typer(
         "\b\n"
         "Examples:\n"
         "  wop capture -- python agent.py  run a program and record it\n"
+        "  wop replay last                 re-run it offline; exit 1 if it diverges\n"
+        "  wop fork last --from-seq 6      serve history up to seq 6, run live after\n"
         "  wop ls                          list stored captures\n"
         "  wop show last                   timeline of the newest capture\n"
         "  wop show last --seq 3           one event as a JSON tree\n"
@@ -52,6 +54,8 @@ def root(
 
 
 app.command("capture", context_settings={"allow_interspersed_args": False})(capture.command)
+app.command("replay")(replay.command)
+app.command("fork")(fork.command)
 app.command("ls")(ls.command)
 app.command("show")(show.command)
 app.command("verify")(verify.command)

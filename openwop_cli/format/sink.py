@@ -120,11 +120,18 @@ class CaptureSink:
         return self.manifest
 
     def append(
-        self, event_type: str, data: dict[str, Any], *, ts: int | None = None, origin: dict[str, Any] | None = None
+        self,
+        event_type: str,
+        data: dict[str, Any],
+        *,
+        ts: int | None = None,
+        origin: dict[str, Any] | None = None,
+        source_seq: int | None = None,
     ) -> int:
         """Record one event and return its seq; never raises for I/O trouble (see module doc).
 
-        origin ({pid, thread, task}) says which process, thread and asyncio task made the event.
+        origin ({pid, thread, task}) says which process, thread and asyncio task made the event;
+        source_seq, in a replay, the seq of the recorded event it was served from.
         """
         if event_type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {event_type!r}")
@@ -146,6 +153,8 @@ class CaptureSink:
             }
             if origin is not None:
                 event["origin"] = origin
+            if source_seq is not None:
+                event["sourceSeq"] = source_seq
             line = _dumps_or_none(event)
             if line is None or len(line) > self.blob_threshold or self.redactor.strict:
                 line = self._serialize_now(event, data)

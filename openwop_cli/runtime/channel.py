@@ -47,14 +47,17 @@ class ChannelSender:
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
 
-    def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any]) -> None:
+    def emit(
+        self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
+    ) -> None:
         """Queue one event; sent when the batch is full or on flush."""
         dumps = self._dumps
         if dumps is None:
             from openwop_cli.runtime.jsonable import dumps as orjson_dumps
 
             dumps = self._dumps = orjson_dumps
-        line = dumps([event_type, ts, origin, data]) + b"\n"
+        message = [event_type, ts, origin, data] if source_seq is None else [event_type, ts, origin, data, source_seq]
+        line = dumps(message) + b"\n"
         with self._lock:
             self._buffer.append(line)
             self._buffered += len(line)
@@ -66,6 +69,23 @@ class ChannelSender:
         with self._lock:
             self._buffer.append(_control_line(message))
             self._send_buffer()
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send a control message after the queued events and wait for the parent's one-line answer."""
+        import json
+
+        with self._lock:
+            self._buffer.append(_control_line(message))
+            self._send_buffer()
+            if self._broken or self._sock is None:
+                raise ConnectionError(f"no connection to `wop` at {self.address}")
+            reply = bytearray()
+            while not reply.endswith(b"\n"):
+                chunk = self._sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError(f"`wop` at {self.address} closed the connection")
+                reply += chunk
+        return json.loads(reply)
 
     def flush(self) -> None:
         """Send every queued event now."""
@@ -126,7 +146,8 @@ class Collector:
     """The parent's end: accepts any number of processes and appends their events to one sink.
 
     `append` is called from the collector's thread, per connection in the order sent. Messages
-    that are not events (hello, modules) go to `on_message` with the sender's pid. `on_idle` runs
+    that are not events (hello, modules) go to `on_message` with the sender's pid; what it returns,
+    if anything, is sent back as the answer. `on_idle` runs
     whenever everything readable has been handled (the launcher flushes the sink there, so a
     killed `wop capture` leaves every event it had received on disk).
     """
@@ -134,7 +155,7 @@ class Collector:
     def __init__(
         self,
         append: Callable[..., Any],
-        on_message: Callable[[int | None, dict[str, Any]], None],
+        on_message: Callable[[int | None, dict[str, Any]], dict[str, Any] | None],
         on_idle: Callable[[], None] = lambda: None,
     ) -> None:
         import selectors
@@ -251,10 +272,11 @@ class Collector:
             return
         if BYTES_MARKER in line:
             message = self._revive_bytes(message)
-        if type(message) is list and len(message) == 4:
-            event_type, ts, origin, data = message
+        if type(message) is list and len(message) in (4, 5):
+            event_type, ts, origin, data = message[:4]
+            source_seq = message[4] if len(message) == 5 else None
             try:
-                self._append(event_type, data, ts=ts, origin=origin)
+                self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
             except (TypeError, ValueError):
                 self.bad_messages += 1
             return
@@ -262,7 +284,20 @@ class Collector:
             hello = message.get("hello")
             if type(hello) is dict:
                 self._pids[conn] = hello.get("pid")
-            self._on_message(self._pids[conn], message)
+            reply = self._on_message(self._pids[conn], message)
+            if reply is not None:
+                self._answer(conn, reply)
+
+    def _answer(self, conn: socket.socket, reply: dict[str, Any]) -> None:
+        import orjson
+
+        conn.setblocking(True)
+        try:
+            conn.sendall(orjson.dumps(reply) + b"\n")
+        except OSError:
+            pass
+        finally:
+            conn.setblocking(False)
 
     def _drop(self, conn: Any) -> None:
         self._selector.unregister(conn)

@@ -59,3 +59,45 @@ def revive_bytes(value: Any) -> Any:
     if kind is list:
         return [revive_bytes(child) for child in value]
     return value
+
+
+def canonical(value: Any) -> bytes:
+    """Sorted-key JSON bytes of any value (SDK objects through json_default): equal values, equal bytes."""
+    return orjson.dumps(value, default=json_default, option=_OPTIONS | orjson.OPT_SORT_KEYS)
+
+
+PLAIN_TYPES = (dict, list, str, int, float, bool, type(None))
+
+
+def type_name(value: Any) -> str | None:
+    """module:qualname of a value that is not plain JSON, so a replay can hand back the same type."""
+    kind = type(value)
+    if kind in PLAIN_TYPES:
+        return None
+    return f"{kind.__module__}:{kind.__qualname__}"
+
+
+def revive(value: Any, name: str | None) -> Any:
+    """The recorded JSON value as the type it had (a pydantic model or dataclass), when the program has that type loaded.
+
+    Only modules the program already imported are consulted: a capture never makes wop import code.
+    """
+    if not name or ":" not in name:
+        return value
+    module_name, _, qualname = name.partition(":")
+    target: Any = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    if target is None or not isinstance(target, type):
+        return value
+    validate = getattr(target, "model_validate", None)
+    try:
+        if callable(validate):
+            return validate(value)
+        if hasattr(target, "__dataclass_fields__") and isinstance(value, dict):
+            return target(**value)
+        if target in (tuple, set, frozenset) and isinstance(value, list):
+            return target(value)
+    except Exception:
+        return value
+    return value

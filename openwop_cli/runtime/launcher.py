@@ -1,8 +1,10 @@
-"""`wop capture -- CMD`: run a command as a child process and record it into one capture.
+"""`wop capture -- CMD` (and the runs of `wop replay`/`wop fork`): run a command as a child and record it.
 
 The parent owns the capture: it writes run_start, collects events from every Python process of
 the command over the channel, and writes run_end and the final manifest whatever way the child
 ends (exit code, exception, signal). Only a kill of this process itself leaves `incomplete`.
+Replay and fork plug in through RunHooks: extra environment, answers to their processes'
+questions, a look at each event, and last events before the manifest is written.
 """
 
 import os
@@ -31,6 +33,35 @@ LATE_PROCESS_GRACE_SECONDS = 2.0
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+class RunHooks:
+    """What a replay or fork adds to a recorded run; the defaults are a plain capture."""
+
+    mode = "capture"
+
+    def environment(self) -> dict[str, str]:
+        """Extra environment for the child."""
+        return {}
+
+    def started(self, sink: CaptureSink) -> None:
+        """The new capture exists (its ids are in sink.manifest)."""
+
+    def manifest_seed(self) -> dict[str, Any]:
+        """Extra manifest fields written at start."""
+        return {}
+
+    def wrap_append(self, append: Callable[..., int]) -> Callable[..., int]:
+        """The append the collector uses (a replay watches events go by)."""
+        return append
+
+    def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The reply to a question a process asks (None: not a question)."""
+        return None
+
+    def before_finish(self, sink: CaptureSink, exit_code: int) -> dict[str, Any]:
+        """Last events before run_end; returns extra final manifest fields."""
+        return {}
+
+
 @dataclass
 class CaptureOutcome:
     """What `wop capture` reports: where the capture is, what it holds, and the child's exit code."""
@@ -50,8 +81,11 @@ def run_captured(
     workflow: Path | None,
     warn: Callable[[str], None],
     store_root: Path,
+    hooks: RunHooks | None = None,
+    output_to_stderr: bool = False,
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring)."""
+    hooks = hooks or RunHooks()
     _check_runnable(argv)
     workflow_json = _read_workflow(workflow) if workflow is not None else None
     redactor = Redactor.from_environment(redact)
@@ -61,29 +95,33 @@ def run_captured(
     cwd = os.getcwd()
     script = script_of(argv)
     program: dict[str, Any] = {"argv": argv, "cwd": cwd}
-    sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": program})
+    sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": program,
+                "mode": hooks.mode, **hooks.manifest_seed()})
+    hooks.started(sink)
     program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
     if workflow_json is not None:
         program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
-    processes = _Processes(sink, run_start_data(argv, cwd, None))
-    collector = Collector(sink.append, processes.on_message, on_idle=sink.flush)
+    processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
+    collector = Collector(hooks.wrap_append(sink.append), processes.on_message, on_idle=sink.flush)
     collector.start()
     started = time.monotonic()
     try:
-        returncode = _run_child(argv, _child_environment(collector.address, path))
+        env = {**child_environment(collector.address, path, hooks.mode), **hooks.environment()}
+        returncode = _run_child(argv, env, sys.stderr if output_to_stderr else None)
     except OSError as exc:
         collector.stop(0)
         return _finish(sink, processes, program, cwd, capture_id, path, started, 127,
-                       f"cannot run {argv[0]}: {exc.strerror or exc}")
+                       f"cannot run {argv[0]}: {exc.strerror or exc}", hooks)
     collector.stop(LATE_PROCESS_GRACE_SECONDS)
     _warn_about_collector(collector, warn)
     exit_code, reason = _exit_status(returncode)
-    return _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason)
+    return _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason, hooks)
 
 
 def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any], cwd: str, capture_id: str,
-            path: Path, started: float, exit_code: int, reason: str | None) -> CaptureOutcome:
+            path: Path, started: float, exit_code: int, reason: str | None, hooks: RunHooks) -> CaptureOutcome:
     processes.write_run_start(None)
+    extra_fields = hooks.before_finish(sink, exit_code)
     end = run_end_data(exit_code, None, time.monotonic() - started)
     if reason and processes.uncaught and exit_code == 1:
         reason = f"{processes.uncaught.get('type')}: {processes.uncaught.get('message')} (exit code 1)"
@@ -93,13 +131,13 @@ def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any],
     sink.append("run_end", end)
     program.update(processes.summary())
     program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
-    manifest = sink.finalize(end["status"], end.get("error"), program=program)
+    manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
     return CaptureOutcome(capture_id, path, manifest, exit_code)
 
 
-def _run_child(argv: list[str], env: dict[str, str]) -> int:
+def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
     """Start the child, pass on signals meant for it, and return its return code (negative: signal)."""
-    child = subprocess.Popen(argv, env=env)
+    child = subprocess.Popen(argv, env=env, stdout=stdout)
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
 
     def forward(signum: int, _frame: Any) -> None:
@@ -140,10 +178,11 @@ def _exit_status(returncode: int) -> tuple[int, str | None]:
     return 128 + signum, reason
 
 
-def _child_environment(address: str, capture_dir: Path) -> dict[str, str]:
+def child_environment(address: str, capture_dir: Path, mode: str = "capture") -> dict[str, str]:
+    """The environment a recorded child runs with: mode, channel address, and the bootstrap on PYTHONPATH."""
     env = dict(os.environ)
     env.update({
-        ENV_MODE: "capture",
+        ENV_MODE: mode,
         ENV_ADDRESS: address,
         ENV_CAPTURE_DIR: str(capture_dir),
         ENV_PARENT_PID: str(os.getpid()),
@@ -205,8 +244,9 @@ def _warn_about_collector(collector: Collector, warn: Callable[[str], None]) -> 
 class _Processes:
     """What the recorded processes told the parent: who they are and which local modules they imported."""
 
-    def __init__(self, sink: CaptureSink, run_start: dict[str, Any]) -> None:
+    def __init__(self, sink: CaptureSink, run_start: dict[str, Any], hooks: RunHooks) -> None:
         self.sink = sink
+        self.hooks = hooks
         self.run_start: dict[str, Any] | None = run_start
         self.started_ms = int(time.time() * 1000)
         self.hellos: list[dict[str, Any]] = []
@@ -219,7 +259,10 @@ class _Processes:
             self.sink.append("run_start", {**self.run_start, "python": python}, ts=self.started_ms)
             self.run_start = None
 
-    def on_message(self, _pid: int | None, message: dict[str, Any]) -> None:
+    def on_message(self, _pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
+        reply = self.hooks.answer(_pid, message)
+        if reply is not None:
+            return reply
         hello = message.get("hello")
         if isinstance(hello, dict):
             self.write_run_start(hello.get("python"))
@@ -232,6 +275,7 @@ class _Processes:
             for entry in modules:
                 if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], str):
                     self.modules.setdefault(entry[1])
+        return None
 
     def root_pid(self) -> Any:
         return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)

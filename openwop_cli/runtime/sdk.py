@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 
 from openwop_cli.format.canonical import content_hash
-from openwop_cli.runtime.jsonable import to_json
+from openwop_cli.runtime.jsonable import revive, to_json, type_name
 from openwop_cli.runtime.session import UNRESOLVED, Session, _state, activate, current, deactivate, describe_exception
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -50,13 +50,18 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                     session = current()
                 if session is None:
                     return await fn(*args, **kwargs)
+                if session.replayer is not None:
+                    served = session.replayer.tool(tool_name, bind(args, kwargs))
+                    if not served.live:
+                        return served.value()
+                    return await _run_live_async(served, fn, args, kwargs)
                 call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
                     _record_failure(session, "tool_result", {"callId": call_id}, exc)
                     raise
-                session.record("tool_result", {"callId": call_id, "ok": True, "result": result})
+                _record_tool_result(session, call_id, result)
                 return result
 
             return async_tool  # type: ignore[return-value]
@@ -68,13 +73,16 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                 session = current()
             if session is None:
                 return fn(*args, **kwargs)
+            if session.replayer is not None:
+                served = session.replayer.tool(tool_name, bind(args, kwargs))
+                return served.value() if not served.live else _run_live(served, fn, args, kwargs)
             call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 _record_failure(session, "tool_result", {"callId": call_id}, exc)
                 raise
-            session.record("tool_result", {"callId": call_id, "ok": True, "result": result})
+            _record_tool_result(session, call_id, result)
             return result
 
         return sync_tool  # type: ignore[return-value]
@@ -86,6 +94,35 @@ def _record_tool_call(session: Session, name: str, args: dict[str, Any]) -> str:
     call_id = session.new_call_id("t")
     session.record("tool_call", {"name": name, "args": args, "callId": call_id})
     return call_id
+
+
+def _record_tool_result(session: Session, call_id: str, result: Any) -> None:
+    data = {"callId": call_id, "ok": True, "result": result}
+    kind = type_name(result)
+    if kind is not None:
+        data["resultType"] = kind
+    session.record("tool_result", data)
+
+
+def _run_live(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """A replayed call that runs for real (an allowed tool, or a fork past its branch point)."""
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        served.finish(error=exc)
+        raise
+    served.finish(result=result)
+    return result
+
+
+async def _run_live_async(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException as exc:
+        served.finish(error=exc)
+        raise
+    served.finish(result=result)
+    return result
 
 
 def _record_failure(session: Session, event_type: str, data: dict[str, Any], exc: BaseException) -> None:
@@ -142,7 +179,13 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
     request = to_json(request)
     call_id = session.new_call_id("llm")
     context = {"provider": provider, "model": model, "callId": call_id}
-    session.record("llm_request", {**context, "cacheKey": _cache_key(provider, model, request), "request": request})
+    cache_key = _cache_key(provider, model, request)
+    if session.replayer is not None:
+        served = session.replayer.llm(context, request, cache_key)
+        if not served.live:
+            return served.value()
+        return _call_live_llm(served, call)
+    session.record("llm_request", {**context, "cacheKey": cache_key, "request": request})
     session.flush()
     try:
         response = call()
@@ -155,25 +198,55 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
     return response
 
 
+def _call_live_llm(served: Any, call: Callable[[], Any]) -> Any:
+    try:
+        response = call()
+    except BaseException as exc:
+        served.finish(error=exc)
+        raise
+    if inspect.isawaitable(response):
+        return _finish_live_async_llm(served, response)
+    served.finish(response=response)
+    return response
+
+
+async def _finish_live_async_llm(served: Any, pending: Awaitable[Any]) -> Any:
+    try:
+        response = await pending
+    except BaseException as exc:
+        served.finish(error=exc)
+        raise
+    served.finish(response=response, awaited=True)
+    return response
+
+
 async def _finish_async_llm(session: Session, context: dict[str, Any], pending: Awaitable[Any]) -> Any:
     try:
         response = await pending
     except BaseException as exc:
         _record_failure(session, "llm_response", context, exc)
         raise
-    _record_llm_response(session, context, response)
+    _record_llm_response(session, context, response, awaited=True)
     return response
 
 
-def _record_llm_response(session: Session, context: dict[str, Any], response: Any) -> None:
+def _record_llm_response(session: Session, context: dict[str, Any], response: Any, awaited: bool = False) -> None:
+    session.record("llm_response", llm_response_data(context, response, awaited))
+    session.flush()
+
+
+def llm_response_data(context: dict[str, Any], response: Any, awaited: bool) -> dict[str, Any]:
+    """The llm_response event's data: stop reason, usage, the response as JSON and what a replay needs to rebuild it."""
     from openwop_cli.runtime.providers import stop_reason, usage
 
     recorded = to_json(response)
-    session.record(
-        "llm_response",
-        {**context, "ok": True, "stopReason": stop_reason(recorded), "usage": usage(recorded), "response": recorded},
-    )
-    session.flush()
+    data = {**context, "ok": True, "stopReason": stop_reason(recorded), "usage": usage(recorded), "response": recorded}
+    kind = type_name(response)
+    if kind is not None:
+        data["responseType"] = kind
+    if awaited:
+        data["awaited"] = True
+    return data
 
 
 def _cache_key(provider: str, model: str, request: dict[str, Any]) -> str | None:
@@ -194,10 +267,15 @@ def nondeterministic(source: str, key: str, fn: Callable[[], T]) -> T:
     session = current()
     if session is None:
         return fn()
-    return _record_value(session, source, key, fn(), to_json)
+    value = fn()
+    kind = type_name(value)
+    return _record_value(session, source, key, value, to_json, lambda recorded: revive(recorded, kind))
 
 
-def _record_value(session: Session, source: str, key: str, value: T, encode: Callable[[T], Any]) -> T:
+def _record_value(session: Session, source: str, key: str, value: T, encode: Callable[[T], Any],
+                  decode: Callable[[Any], Any]) -> T:
+    if session.replayer is not None:
+        return session.replayer.value(source, key, value, encode, decode)
     recorded = encode(value)
     data = {"source": source, "key": key, "value": recorded, "valueHash": content_hash(recorded)}
     session.record("nondeterministic", data)
@@ -208,35 +286,36 @@ def now(key: str = "now") -> datetime:
     """The current UTC time as an aware datetime, recorded (replays get the recorded time)."""
     session = current()
     value = datetime.now(timezone.utc)
-    return value if session is None else _record_value(session, "clock", key, value, datetime.isoformat)
+    return value if session is None else _record_value(session, "clock", key, value, datetime.isoformat,
+                                                       datetime.fromisoformat)
 
 
 def time(key: str = "time") -> float:
     """time.time(), recorded."""
     session = current()
     value = _time.time()
-    return value if session is None else _record_value(session, "clock", key, value, float)
+    return value if session is None else _record_value(session, "clock", key, value, float, float)
 
 
 def random(key: str = "random") -> float:
     """random.random(), recorded."""
     session = current()
     value = _random.random()
-    return value if session is None else _record_value(session, "rng", key, value, float)
+    return value if session is None else _record_value(session, "rng", key, value, float, float)
 
 
 def randint(a: int, b: int, key: str = "randint") -> int:
     """random.randint(a, b), recorded."""
     session = current()
     value = _random.randint(a, b)
-    return value if session is None else _record_value(session, "rng", key, value, int)
+    return value if session is None else _record_value(session, "rng", key, value, int, int)
 
 
 def uuid4(key: str = "uuid4") -> _uuid.UUID:
     """uuid.uuid4(), recorded."""
     session = current()
     value = _uuid.uuid4()
-    return value if session is None else _record_value(session, "uuid", key, value, str)
+    return value if session is None else _record_value(session, "uuid", key, value, str, _uuid.UUID)
 
 
 def version(change_id: str, min_version: int, max_version: int) -> int:
@@ -249,6 +328,8 @@ def version(change_id: str, min_version: int, max_version: int) -> int:
     session = current()
     if session is None:
         return max_version
+    if session.replayer is not None:
+        return session.replayer.version(change_id, min_version, max_version)
     session.record(
         "nondeterministic",
         {"source": "version", "key": change_id, "value": max_version, "min": min_version, "max": max_version},
@@ -281,13 +362,20 @@ class _StateWrites:
         if schema_version is not None:
             data["schemaVersion"] = schema_version
         data["writtenAt"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        session.record("state_mutation", data)
+        _record_state(session, data)
 
     def set(self, key: str, value: Any) -> None:
         """Record a write to the run's untyped variables (legacy prefixes fold as their channel reducer)."""
         session = current()
         if session is not None:
-            session.record("state_mutation", {"kind": "variable", "key": key, "value": value})
+            _record_state(session, {"kind": "variable", "key": key, "value": value})
+
+
+def _record_state(session: Session, data: dict[str, Any]) -> None:
+    if session.replayer is not None:
+        session.replayer.state(data)
+    else:
+        session.record("state_mutation", data)
 
 
 state = _StateWrites()
@@ -415,8 +503,10 @@ class _SinkRecorder:
     def __init__(self, sink: Any) -> None:
         self.sink = sink
 
-    def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any]) -> None:
-        self.sink.append(event_type, to_json(data), ts=ts, origin=origin)
+    def emit(
+        self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
+    ) -> None:
+        self.sink.append(event_type, to_json(data), ts=ts, origin=origin, source_seq=source_seq)
 
     def flush(self) -> None:
         self.sink.flush()

@@ -18,24 +18,28 @@ from typing import Any
 ENV_MODE = "WOP_MODE"
 ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
 ENV_PARENT_PID = "WOP_PARENT_PID"
-MODES = ("off", "capture", "replay")
+MODES = ("off", "capture", "replay", "fork")
 
 
 class Session:
     """One process's recording: assigns call ids, stamps time and origin, hands events to a recorder."""
 
     def __init__(self, recorder: Any, mode: str = "capture") -> None:
-        """recorder: where events go; it has emit(type, data, ts, origin) and flush()."""
+        """recorder: where events go; it has emit(type, data, ts, origin, source_seq) and flush().
+
+        In a replay, `replayer` (set by openwop_cli.replay) answers every boundary from the capture.
+        """
         self.mode = mode
         self.recorder = recorder
+        self.replayer: Any = None
         self.pid = os.getpid()
         root = os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
         self._id_prefix = "" if root else f"p{self.pid}."
         self._counter = itertools.count(1)
 
-    def record(self, event_type: str, data: dict[str, Any]) -> None:
-        """Record one event made by the calling thread/task, now."""
-        self.recorder.emit(event_type, data, time.time_ns() // 1_000_000, self.origin())
+    def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None) -> None:
+        """Record one event made by the calling thread/task, now (source_seq: the recorded event it replays)."""
+        self.recorder.emit(event_type, data, time.time_ns() // 1_000_000, self.origin(), source_seq)
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
@@ -93,6 +97,12 @@ def activate(session: Session) -> None:
         _state["session"] = session
 
 
+def install(session: Session) -> None:
+    """Make session this process's session for good (what `wop replay` does in its child)."""
+    with _activation_lock:
+        _state["session"] = session
+
+
 def deactivate(session: Session) -> None:
     """Undo the matching `activate`."""
     with _activation_lock:
@@ -108,8 +118,8 @@ def session_from_environment() -> Session | None:
     if mode not in MODES:
         _warn(f"{ENV_MODE}={mode!r} is not one of {', '.join(MODES)}; not recording")
         return None
-    if mode == "replay":
-        _warn("WOP_MODE=replay is started by `wop replay`, which this wop does not have yet; running live")
+    if mode in ("replay", "fork"):
+        _warn(f"WOP_MODE={mode} needs the runtime `wop {mode}` installs at start-up; running live and unrecorded")
         return None
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender
 
@@ -120,11 +130,8 @@ def session_from_environment() -> Session | None:
         except OSError as exc:
             _warn(f"cannot reach `wop capture` at {address} ({exc}); not recording")
             return None
-        session = Session(sender)
-        atexit.register(_close_channel, sender)
-        _flush_before_new_processes(sender)
-        on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
-        return session
+        attach_channel(sender)
+        return Session(sender)
     capture_dir = os.environ.get(ENV_CAPTURE_DIR)
     if not capture_dir:
         _warn(f"{ENV_MODE}=capture needs {ENV_CAPTURE_DIR} (or run the program with `wop capture -- …`)")
@@ -146,6 +153,13 @@ def _standalone_capture(capture_dir: str) -> Session | None:
     recording.note_exit_code()
     atexit.register(recording.close_at_exit)
     return session
+
+
+def attach_channel(sender: Any) -> None:
+    """Wire a channel sender into this process: close at exit, flush before new processes, report a crash."""
+    atexit.register(_close_channel, sender)
+    _flush_before_new_processes(sender)
+    on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
 
 
 def on_uncaught_exception(callback: Any) -> None:

@@ -31,12 +31,18 @@ def _install_wop() -> None:
         return
     try:
         _load_openwop_cli(os.environ.get("WOP_PACKAGE_ROOT", ""))
-        from openwop_cli.runtime.bootstrap import install
-
+        if os.environ["WOP_MODE"] in ("replay", "fork"):
+            from openwop_cli.replay.child import install  # this script sits above every layer
+        else:
+            from openwop_cli.runtime.bootstrap import install
         install()
-    except Exception as exc:  # never stop the program: run it unrecorded and say why
-        print(f"wop: could not install the capture runtime in {sys.executable} ({type(exc).__name__}: {exc}); "
-              "this process is not recorded", file=sys.stderr)
+    except Exception as exc:
+        mode = os.environ.get("WOP_MODE")
+        problem = f"wop: could not install the {mode} runtime in {sys.executable} ({type(exc).__name__}: {exc})"
+        if mode in ("replay", "fork"):  # running live instead would reach the network: stop
+            print(f"{problem}; stopping", file=sys.stderr)
+            os._exit(3)
+        print(f"{problem}; this process is not recorded", file=sys.stderr)
 
 
 def _load_openwop_cli(package_root: str) -> None:

@@ -1,0 +1,1 @@
+"""Replay: serve a recorded run back to today's code and report where it behaves differently."""

@@ -1,0 +1,63 @@
+"""Inside a process started by `wop replay` or `wop fork`: load the source capture and answer from it.
+
+The child bootstrap calls `install()` when WOP_MODE is replay or fork. The process asks `wop` which
+recorded process it stands for, loads that process's units from the source capture, attaches the
+engine to its session and, for a replay, blocks outbound network.
+"""
+
+import json
+import os
+from pathlib import Path
+
+ENV_SOURCE = "WOP_REPLAY_FROM"
+ENV_POLICY = "WOP_POLICY"
+ENV_FROM_SEQ = "WOP_FROM_SEQ"
+ENV_ALLOW_TOOLS = "WOP_ALLOW_TOOLS"
+ENV_OVERRIDES = "WOP_OVERRIDES"
+
+
+def install() -> None:
+    """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
+    from openwop_cli.format.redact import Redactor
+    from openwop_cli.replay.boundaries import Replayer
+    from openwop_cli.replay.engine import ReplayEngine
+    from openwop_cli.replay.source import ReplaySource
+    from openwop_cli.runtime import session as runtime_session
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
+
+    mode = os.environ["WOP_MODE"]
+    address = os.environ[ENV_ADDRESS]
+    sender = ChannelSender(address)
+    answer = sender.request({"replayHello": process_info()})
+    source_dir = Path(os.environ[ENV_SOURCE])
+    profile = _source_profile(source_dir)
+    source = ReplaySource(source_dir, only_pid=answer.get("recordedPid"),
+                          redactor=Redactor.from_environment(profile))
+    engine = ReplayEngine(
+        source,
+        policy=os.environ.get(ENV_POLICY, "strict"),
+        from_seq=int(os.environ.get(ENV_FROM_SEQ, "0")),
+        branch=mode == "fork",
+        overrides=json.loads(os.environ.get(ENV_OVERRIDES, "{}")),
+    )
+    session = runtime_session.Session(sender, mode=mode)
+    session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))))
+    runtime_session.attach_channel(sender)
+    runtime_session.install(session)
+    if mode == "replay":
+        from openwop_cli.runtime.netguard import block_network
+
+        block_network(_tcp_address(address))
+
+
+def _source_profile(source_dir: Path) -> str:
+    from openwop_cli.format.manifest import read_manifest
+
+    return (read_manifest(source_dir).get("redaction") or {}).get("profile", "default")
+
+
+def _tcp_address(address: str) -> tuple[str, int] | None:
+    if not address.startswith("tcp:"):
+        return None
+    host, _, port = address[4:].rpartition(":")
+    return host, int(port)

@@ -1,0 +1,285 @@
+"""The replay engine: matches each call the program makes today against the capture and reports divergences.
+
+Matching is by content key through an index (never a scan). Order is enforced per origin: a
+recorded unit can be served once every earlier unit of the same process/thread/task that did not
+overlap it in time has been served, so thread and task scheduling can never fail a strict replay,
+while two sequential calls made in swapped order do.
+
+Policies: strict raises ReplayDivergenceError at the first divergence (and at every call after
+it); lenient records every divergence and serves the closest recorded unit so the run goes on.
+`from_seq` (replay mode) leaves units before it unchecked. Branch mode (fork) serves matching units
+before `from_seq` and lets everything else run live.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from openwop_cli.replay.divergence import (
+    EVENT_MISSING,
+    EVENT_PAYLOAD_MISMATCH,
+    EVENT_TYPE_MISMATCH,
+    EVENT_UNEXPECTED,
+    NONDETERMINISTIC_UNDERFLOW,
+    REFUSAL_DIVERGENCE,
+    Divergence,
+    first_difference,
+    refusal_nature,
+)
+from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
+from openwop_cli.replay.source import KIND_NAMES, ReplaySource
+from openwop_cli.runtime.replaying import ReplayDivergenceError
+
+STRICT, LENIENT = "strict", "lenient"
+_EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",
+                KIND_VERSION: "nondeterministic", KIND_STATE: "state_mutation"}
+
+
+@dataclass(slots=True)
+class Match:
+    """What the engine decided for one call: the recorded unit to serve (None: nothing to serve)."""
+
+    unit: int | None
+    request_seq: int | None = None
+    result_seq: int | None = None
+    divergence: Divergence | None = None
+    live: bool = False
+    override: Any = None
+    has_override: bool = False
+
+
+class ReplayEngine:
+    """See the module docstring. on_divergence is called with each divergence as it is found."""
+
+    def __init__(
+        self,
+        source: ReplaySource,
+        *,
+        policy: str = STRICT,
+        from_seq: int = 0,
+        branch: bool = False,
+        overrides: dict[str, Any] | None = None,
+        on_divergence: Callable[[Divergence], None] = lambda divergence: None,
+    ) -> None:
+        self.source = source
+        self.policy = policy
+        self.from_seq = from_seq
+        self.branch = branch
+        self.overrides = overrides or {}
+        self.on_divergence = on_divergence
+        self.divergences: list[Divergence] = []
+        self.stopped: Divergence | None = None
+        count = source.unit_count()
+        self._consumed = bytearray(count)
+        self._by_key: dict[int, list[int]] = {}
+        self._key_start: dict[int, int] = {}
+        self._by_kind: dict[int, list[int]] = {}
+        self._kind_start: dict[int, int] = {}
+        self._origin_units: dict[int, list[int]] = {}
+        self._origin_head: dict[int, int] = {}
+        self._unit_position = [0] * count
+        for unit in range(count):
+            self._by_key.setdefault(source.keys[unit], []).append(unit)
+            self._by_kind.setdefault(source.kinds[unit], []).append(unit)
+            queue = self._origin_units.setdefault(source.origins[unit], [])
+            self._unit_position[unit] = len(queue)
+            queue.append(unit)
+
+    # ---- the one entry point of every boundary ----------------------------------------------
+
+    def match(self, kind: int, data: dict[str, Any]) -> Match:
+        """Find the recorded unit for a call made today; raise ReplayDivergenceError when strict says stop."""
+        if self.stopped is not None:
+            raise ReplayDivergenceError(self.stopped, after_stop=True)
+        override = self._override(kind, data)
+        key = unit_key(kind, data, self.source.redactor)
+        unit = self._available(key)
+        if unit is not None:
+            return self._serve(unit, self._state_difference(kind, data, unit), override)
+        waiting = self._first_unconsumed(self._by_key, self._key_start, key)
+        if waiting is not None and self._servable(waiting):
+            return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
+        if self.branch:
+            return Match(None, live=True, **override)
+        return self._unmatched(kind, data, override)
+
+    def check_live_llm(self, request: dict[str, Any], response: Any) -> None:
+        """Branch mode: a live LLM answer vs the recorded one for the same request — refusal shifts are reported."""
+        unit = self._first_unconsumed(self._by_key, self._key_start, unit_key(KIND_LLM, request, self.source.redactor))
+        if unit is None or self.source.result_seqs[unit] < 0:
+            return
+        recorded = self.source.event(self.source.result_seqs[unit])["data"].get("response")
+        original, today = refusal_nature(recorded), refusal_nature(response)
+        if original != today:
+            self._diverge(Divergence(
+                REFUSAL_DIVERGENCE, self.source.request_seqs[unit], "$", original, today,
+                f"the original run got a {original} answer here, the live run a {today}", "llm_request"))
+
+    def missing(self) -> list[Divergence]:
+        """event_missing for every checked recorded unit the program never asked for (call at the end)."""
+        found = []
+        for unit in range(self.source.unit_count()):
+            if not self._consumed[unit] and self._checked(unit):
+                seq = self.source.request_seqs[unit]
+                event_type = _EVENT_TYPES[self.source.kinds[unit]]
+                found.append(Divergence(EVENT_MISSING, seq, None, _summary(self.source, unit), None,
+                                        f"the capture has a {event_type} at seq {seq} that this run never made",
+                                        event_type))
+        return found
+
+    # ---- decisions -------------------------------------------------------------------------
+
+    def _serve(self, unit: int, divergence: Divergence | None, override: dict[str, Any]) -> Match:
+        self._consumed[unit] = 1
+        if divergence is not None:
+            self._diverge(divergence)
+        result_seq = self.source.result_seqs[unit]
+        return Match(unit, self.source.request_seqs[unit], result_seq if result_seq >= 0 else None, divergence,
+                     **override)
+
+    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any]) -> Match:
+        if kind == KIND_VERSION:
+            return Match(None, **override)
+        if kind == KIND_VALUE:
+            detail = (f"the program asked for more {data.get('source')} values with key {data.get('key')!r} "
+                      "than the capture holds")
+            self._diverge(Divergence(NONDETERMINISTIC_UNDERFLOW, None, "$.key", None, data.get("key"), detail,
+                                     "nondeterministic"))
+            return Match(None, live=True, **override)
+        expected = self._first_unconsumed(self._by_kind, self._kind_start, kind)
+        event_type = _EVENT_TYPES[kind]
+        if expected is not None and self._checked(expected):
+            recorded = self.source.event(self.source.request_seqs[expected])["data"]
+            path, was, now = first_difference(_comparable(kind, recorded), _comparable(kind, data))
+            divergence = Divergence(EVENT_PAYLOAD_MISMATCH, self.source.request_seqs[expected], path, was, now,
+                                    f"this {event_type} differs from the one recorded at seq "
+                                    f"{self.source.request_seqs[expected]}", event_type)
+            return self._serve(expected, divergence, override)
+        if expected is not None:
+            return self._serve(expected, None, override)
+        other = self._first_unconsumed_any()
+        if other is not None and self._checked(other):
+            seq = self.source.request_seqs[other]
+            recorded_type = _EVENT_TYPES[self.source.kinds[other]]
+            self._diverge(Divergence(EVENT_TYPE_MISMATCH, seq, "$.type", recorded_type, event_type,
+                                     f"the program made a {event_type} where the capture has a {recorded_type} "
+                                     f"(seq {seq})", event_type))
+        else:
+            self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, _observed_summary(kind, data),
+                                     f"the program made a {event_type} the capture does not have", event_type))
+        return Match(None, **override)
+
+    def _state_difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
+        """A state write matches its recorded channel by key; its value and reducer must match too."""
+        if kind != KIND_STATE or not self._checked(unit):
+            return None
+        seq = self.source.request_seqs[unit]
+        recorded = self.source.event(seq)["data"]
+        path, was, now = first_difference(_comparable(kind, recorded), _comparable(kind, data))
+        if path is None:
+            return None
+        return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
+                          f"the write to {data.get('channel', data.get('key'))!r} differs from the one recorded "
+                          f"at seq {seq}", "state_mutation")
+
+    def _out_of_order(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
+        if not self._checked(unit):
+            return None
+        origin = self.source.origins[unit]
+        head = self._origin_head_unit(origin)
+        seq, head_seq = self.source.request_seqs[unit], self.source.request_seqs[head]
+        event_type = _EVENT_TYPES[kind]
+        return Divergence(EVENT_PAYLOAD_MISMATCH if self.source.kinds[head] == kind else EVENT_TYPE_MISMATCH,
+                          head_seq, "$", _summary(self.source, head), _observed_summary(kind, data),
+                          f"calls out of order: this {event_type} was recorded at seq {seq}, after the "
+                          f"{_EVENT_TYPES[self.source.kinds[head]]} at seq {head_seq} that has not been made yet",
+                          event_type)
+
+    def _diverge(self, divergence: Divergence) -> None:
+        self.divergences.append(divergence)
+        self.on_divergence(divergence)
+        if self.policy == STRICT and not self.branch:
+            self.stopped = divergence
+            raise ReplayDivergenceError(divergence)
+
+    # ---- bookkeeping -----------------------------------------------------------------------
+
+    def _checked(self, unit: int) -> bool:
+        seq = self.source.request_seqs[unit]
+        return seq < self.from_seq if self.branch else seq >= self.from_seq
+
+    def _available(self, key: int) -> int | None:
+        units = self._by_key.get(key)
+        if units is None:
+            return None
+        start = self._key_start.get(key, 0)
+        while start < len(units) and self._consumed[units[start]]:
+            start += 1
+        self._key_start[key] = start
+        for index in range(start, len(units)):
+            unit = units[index]
+            if not self._consumed[unit] and self._in_order(unit):
+                return unit if self._servable(unit) else None
+        return None
+
+    def _servable(self, unit: int) -> bool:
+        return not self.branch or self.source.request_seqs[unit] < self.from_seq
+
+    def _in_order(self, unit: int) -> bool:
+        if self.branch or not self._checked(unit):
+            return True
+        head = self._origin_head_unit(self.source.origins[unit])
+        return head == unit or self.source.groups[head] == self.source.groups[unit]
+
+    def _origin_head_unit(self, origin: int) -> int:
+        queue = self._origin_units[origin]
+        head = self._origin_head.get(origin, 0)
+        while head < len(queue) - 1 and self._consumed[queue[head]]:
+            head += 1
+        self._origin_head[origin] = head
+        return queue[head]
+
+    def _first_unconsumed(self, table: dict[Any, list[int]], starts: dict[Any, int], key: Any) -> int | None:
+        units = table.get(key)
+        if not units:
+            return None
+        start = starts.get(key, 0)
+        while start < len(units) and self._consumed[units[start]]:
+            start += 1
+        starts[key] = start
+        return units[start] if start < len(units) else None
+
+    def _first_unconsumed_any(self) -> int | None:
+        candidates = [self._first_unconsumed(self._by_kind, self._kind_start, kind) for kind in list(self._by_kind)]
+        present = [unit for unit in candidates if unit is not None]
+        return min(present, key=lambda unit: self.source.request_seqs[unit]) if present else None
+
+    def _override(self, kind: int, data: dict[str, Any]) -> dict[str, Any]:
+        if kind in (KIND_VALUE, KIND_VERSION) and data.get("key") in self.overrides:
+            return {"override": self.overrides[data["key"]], "has_override": True}
+        return {}
+
+
+def _comparable(kind: int, data: dict[str, Any]) -> Any:
+    """The part of a request that is compared: what the content key covers."""
+    if kind == KIND_LLM:
+        return data.get("request")
+    if kind == KIND_TOOL:
+        return {"name": data.get("name"), "args": data.get("args")}
+    if kind == KIND_STATE:
+        return {key: data.get(key) for key in ("kind", "channel", "key", "value", "reducer")}
+    return data.get("value")
+
+
+def _summary(source: ReplaySource, unit: int) -> Any:
+    data = source.event(source.request_seqs[unit])["data"]
+    return _observed_summary(source.kinds[unit], data)
+
+
+def _observed_summary(kind: int, data: dict[str, Any]) -> Any:
+    if kind == KIND_TOOL:
+        return {"tool": data.get("name"), "args": data.get("args")}
+    if kind == KIND_LLM:
+        return {"provider": data.get("provider"), "model": data.get("model"), "request": data.get("request")}
+    if kind == KIND_STATE:
+        return {"channel": data.get("channel", data.get("key")), "value": data.get("value")}
+    return {"source": data.get("source"), "key": data.get("key"), "kind": KIND_NAMES.get(kind)}

@@ -1,0 +1,235 @@
+"""`wop replay` and `wop fork` in the parent: run the command against a source capture and account for it.
+
+The children match and serve their calls themselves (replay.child); the parent assigns each
+replayed process the recorded process it stands for, watches the events go by (which recorded
+seq each was served from, which divergences were found), and at the end adds what the children
+could not see: recorded calls never made (event_missing), an exit code that changed, and the
+determinism score. The replay is written as a new capture linked to its source.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from openwop_cli.errors import UsageError
+from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVERGED, STATE_MUTATION, TOOL_CALL
+from openwop_cli.format.sink import CaptureSink
+from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
+from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence
+from openwop_cli.replay.source import ReplaySource
+from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
+
+_REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
+
+
+@dataclass
+class ReplayOutcome:
+    """A finished replay or fork: the new capture, its divergences, score, and the files changed since capture."""
+
+    capture: CaptureOutcome
+    source_dir: Path
+    source_manifest: dict[str, Any]
+    policy: str
+    from_seq: int
+    branch: bool
+    divergences: list[Divergence]
+    score: dict[str, Any]
+    changed_files: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def diverged(self) -> bool:
+        return bool(self.divergences)
+
+
+def run_replay(
+    source_dir: Path,
+    argv: list[str],
+    *,
+    policy: str,
+    from_seq: int | None,
+    branch: bool,
+    overrides: dict[str, Any],
+    allow_tools: list[str],
+    out: Path | None,
+    name: str | None,
+    warn: Callable[[str], None],
+    store_root: Path,
+    output_to_stderr: bool = False,
+) -> ReplayOutcome:
+    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring."""
+    source = ReplaySource(source_dir)
+    try:
+        start = _checked_from_seq(from_seq, branch, source.event_count)
+        command = argv or list((source.manifest.get("program") or {}).get("argv") or [])
+        if not command:
+            raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
+        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools)
+        label = "fork" if branch else "replay"
+        capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
+                               redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
+                               workflow=None, warn=warn, store_root=store_root, hooks=hooks,
+                               output_to_stderr=output_to_stderr)
+        return ReplayOutcome(capture, source_dir, source.manifest, policy, start, branch, hooks.divergences,
+                             hooks.score, changed_files(source.manifest, Path.cwd()))
+    finally:
+        source.close()
+
+
+def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int) -> int:
+    if from_seq is None:
+        if branch:
+            raise UsageError(f"fork needs --from-seq N, the seq to branch at (0..{event_count - 1})")
+        return 0
+    if not 0 <= from_seq < max(event_count, 1):
+        raise UsageError(f"--from-seq {from_seq} is out of range: this capture has seq 0..{event_count - 1}")
+    return from_seq
+
+
+class ReplayHooks(RunHooks):
+    """The parent's part of a replay; see the module docstring."""
+
+    def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool,
+                 overrides: dict[str, Any], allow_tools: list[str]) -> None:
+        self.mode = "fork" if branch else "replay"
+        self.source = source
+        self.source_dir = source_dir
+        self.policy = policy
+        self.from_seq = from_seq
+        self.branch = branch
+        self.overrides = overrides
+        self.allow_tools = allow_tools
+        self.divergences: list[Divergence] = []
+        self.score: dict[str, Any] = {}
+        self._served: set[int] = set()
+        self._last_seq_by_pid: dict[Any, int] = {}
+        self._assigned: set[Any] = set()
+        self._run_id = ""
+
+    def environment(self) -> dict[str, str]:
+        return {
+            ENV_SOURCE: str(self.source_dir.resolve()),
+            ENV_POLICY: self.policy,
+            ENV_FROM_SEQ: str(self.from_seq),
+            ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
+            ENV_OVERRIDES: json.dumps(self.overrides),
+        }
+
+    def started(self, sink: CaptureSink) -> None:
+        self._run_id = sink.manifest.get("runId", "")
+
+    def manifest_seed(self) -> dict[str, Any]:
+        manifest = self.source.manifest
+        return {"source": {"captureId": manifest.get("captureId"), "runId": manifest.get("runId"),
+                           "fromSeq": self.from_seq, "mode": "branch" if self.branch else "replay",
+                           "policy": None if self.branch else self.policy, "path": str(self.source_dir)}}
+
+    def wrap_append(self, append: Callable[..., int]) -> Callable[..., int]:
+        def watched(event_type: str, data: dict[str, Any], *, ts: int | None = None,
+                    origin: dict[str, Any] | None = None, source_seq: int | None = None) -> int:
+            pid = (origin or {}).get("pid")
+            if event_type == REPLAY_DIVERGED:
+                self.divergences.append(Divergence.from_json(data))
+                if pid in self._last_seq_by_pid:
+                    data["replayEventId"] = f"{self._run_id}:{self._last_seq_by_pid[pid]}"
+            elif source_seq is not None and event_type in _REQUEST_TYPES:
+                self._served.add(source_seq)
+            seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
+            self._last_seq_by_pid[pid] = seq
+            return seq
+
+        return watched
+
+    def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
+        hello = message.get("replayHello")
+        if not isinstance(hello, dict):
+            return None
+        return {"recordedPid": self._recorded_pid(hello)}
+
+    def before_finish(self, sink: CaptureSink, exit_code: int) -> dict[str, Any]:
+        stopped = self.policy == "strict" and not self.branch and bool(self.divergences)
+        late: list[Divergence] = []
+        if not stopped:
+            late.extend(self._missing())
+            recorded_exit = self.source.exit_code
+            if not self.branch and recorded_exit is not None and exit_code != recorded_exit:
+                late.append(Divergence(EVENT_PAYLOAD_MISMATCH, self.source.event_count - 1, "$.exitCode",
+                                       recorded_exit, exit_code,
+                                       f"the program exited with {exit_code}; the recorded run exited with {recorded_exit}",
+                                       "run_end"))
+        for divergence in late:
+            data = divergence.to_json()
+            data.update(divergencePoint=divergence.event_seq, replayEventId=None,
+                        originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
+            sink.append(REPLAY_DIVERGED, data)
+            self.divergences.append(divergence)
+        self.score = self._score(sink.manifest)
+        return {"score": self.score}
+
+    # ---- accounting -------------------------------------------------------------------------
+
+    def _checked(self, seq: int) -> bool:
+        return seq < self.from_seq if self.branch else seq >= self.from_seq
+
+    def _missing(self) -> list[Divergence]:
+        source = self.source
+        found = []
+        for unit in range(source.unit_count()):
+            seq = source.request_seqs[unit]
+            if seq not in self._served and self._checked(seq):
+                found.append(Divergence(EVENT_MISSING, seq, None, None, None,
+                                        f"the capture has a call at seq {seq} that this run never made",
+                                        source.event(seq)["type"]))
+        return found
+
+    def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        source = self.source
+        checked = [source.request_seqs[unit] for unit in range(source.unit_count())
+                   if self._checked(source.request_seqs[unit])]
+        diverged = {d.event_seq for d in self.divergences if d.event_seq is not None}
+        matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)
+        unexpected = sum(1 for d in self.divergences if d.event_seq is None)
+        compared = len(checked) + unexpected
+        seqs = [d.event_seq for d in self.divergences if d.event_seq is not None]
+        return {
+            "sourceRunId": source.manifest.get("runId"),
+            "replayRunId": manifest.get("runId"),
+            "fromSeq": self.from_seq,
+            "matchedEvents": matched,
+            "comparedEvents": compared,
+            "firstDivergenceSeq": min(seqs) if seqs else None,
+            "score": round(matched / compared, 6) if compared else 1.0,
+        }
+
+    def _recorded_pid(self, hello: dict[str, Any]) -> Any:
+        processes = (self.source.manifest.get("program") or {}).get("processes") or []
+        argv = hello.get("argv")
+        for wanted in (lambda p: p.get("argv") == argv, lambda p: True):
+            for process in processes:
+                if process.get("pid") not in self._assigned and wanted(process):
+                    self._assigned.add(process.get("pid"))
+                    return process.get("pid")
+        return None if not processes else -1
+
+
+def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
+    """Pinned program files whose sha256 today differs from the capture's (or that are gone)."""
+    import hashlib
+
+    program = manifest.get("program") or {}
+    pins = {pin["path"]: pin for pin in [*(program.get("script") or []), *(program.get("modules") or [])]
+            if isinstance(pin, dict) and pin.get("path")}
+    workflow = program.get("workflow")
+    if isinstance(workflow, dict) and workflow.get("path"):
+        pins[workflow["path"]] = workflow
+    changed = []
+    for path, pin in sorted(pins.items()):
+        where = Path(path) if os.path.isabs(path) else cwd / path
+        try:
+            today = hashlib.sha256(where.read_bytes()).hexdigest()
+        except OSError:
+            today = None
+        if today != pin.get("sha256"):
+            changed.append({"path": path, "recorded": pin.get("sha256"), "today": today})
+    return changed

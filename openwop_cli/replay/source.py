@@ -1,0 +1,185 @@
+"""The replay source: a recorded capture turned into call units, a seq-order cursor and a content-key index.
+
+A unit is one thing the program did that replay serves or checks: a tool call with its result, an
+LLM request with its response, a nondeterministic value, a getVersion choice, a state write. Each
+unit has a content key (tool name + canonical args; the LLM recipe cacheKey; source + key of a
+value; the channel of a state write), the origin that made it (process, thread, task) and an
+overlap group (units issued while another call was still pending share a group).
+
+The events file is memory-mapped: the index holds seq numbers and byte offsets, and a recorded
+result is parsed only when it is served, so a capture of a million events does not become a
+million dicts.
+"""
+
+import hashlib
+import mmap
+from array import array
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from openwop_cli.errors import CorruptCapture, IncompleteCapture
+from openwop_cli.format.blobs import BLOB_MARKER, BlobStore
+from openwop_cli.format.events import (
+    LLM_REQUEST,
+    LLM_RESPONSE,
+    NONDETERMINISTIC,
+    RUN_END,
+    STATE_MUTATION,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
+from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
+
+KIND_NAMES = {KIND_TOOL: "tool", KIND_LLM: "llm", KIND_VALUE: "value", KIND_VERSION: "version", KIND_STATE: "state"}
+_CALL_TYPES = {TOOL_CALL: KIND_TOOL, LLM_REQUEST: KIND_LLM}
+_RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
+
+
+class ReplaySource:
+    """Everything replay needs from one capture; see the module docstring.
+
+    only_pid keeps the units one recorded process made (a replayed process serves only its own).
+    """
+
+    def __init__(self, capture_dir: Path, *, only_pid: int | None = None, redactor: Any = None) -> None:
+        self.capture_dir = Path(capture_dir)
+        self.manifest = read_manifest(self.capture_dir)
+        if self.manifest.get("status") == STATUS_INCOMPLETE:
+            raise IncompleteCapture(
+                f"cannot replay {self.capture_dir}: the capture is incomplete (its run never finalized); "
+                "run `wop verify` for details"
+            )
+        self.blobs = BlobStore(self.capture_dir)
+        self.redactor = redactor
+        self.only_pid = only_pid
+        self.event_count = 0
+        self.exit_code: int | None = None
+        self.kinds = array("b")
+        self.keys: list[int] = []
+        self.request_seqs = array("q")
+        self.result_seqs = array("q")
+        self.origins = array("i")
+        self.groups = array("i")
+        self.origin_ids: dict[tuple, int] = {}
+        self._offsets = array("q")
+        self._map = self._open_events()
+        self._index()
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def event(self, seq: int) -> dict[str, Any]:
+        """The recorded event at seq, blobs resolved."""
+        start = self._offsets[seq]
+        end = self._offsets[seq + 1] if seq + 1 < len(self._offsets) else len(self._map)
+        line = self._map[start:end]
+        event = orjson.loads(line)
+        if BLOB_MARKER in line:
+            event["data"] = self.blobs.resolve(event["data"])
+        return event
+
+    def unit_count(self) -> int:
+        """How many call units the capture holds (for this process, with only_pid)."""
+        return len(self.kinds)
+
+    def units(self) -> Iterator[int]:
+        """Unit ids in seq order: the spec's cursor, with no skipping."""
+        return iter(range(len(self.kinds)))
+
+    def close(self) -> None:
+        """Release the memory map."""
+        if self._map is not None and len(self._map):
+            self._map.close()
+
+    # ---- building ---------------------------------------------------------------------------
+
+    def _open_events(self) -> Any:
+        path = self.capture_dir / EVENTS_NAME
+        try:
+            with open(path, "rb") as handle:
+                size = handle.seek(0, 2)
+                mapped: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:
+            raise CorruptCapture(f"cannot read {path}: {exc.strerror or exc}") from None
+        expected = (self.manifest.get("integrity") or {}).get("eventsHash")
+        if expected and hashlib.sha256(mapped).hexdigest() != expected:
+            raise CorruptCapture(self._describe_damage())
+        return mapped
+
+    def _describe_damage(self) -> str:
+        from openwop_cli.format.verify import verify_capture
+
+        report = verify_capture(self.capture_dir)
+        first = str(report.problems[0]) if report.problems else "events.jsonl does not match its sha256"
+        return f"cannot replay {self.capture_dir}: {first}"
+
+    def _index(self) -> None:
+        mapped = self._map
+        pending: dict[str, int] = {}
+        open_calls = 0
+        group = 0
+        position, seq, size = 0, 0, len(mapped)
+        while position < size:
+            end = mapped.find(b"\n", position)
+            if end < 0:
+                raise CorruptCapture(f"cannot replay {self.capture_dir}: the last line of {EVENTS_NAME} is cut off")
+            line = mapped[position:end]
+            self._offsets.append(position)
+            position = end + 1
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} is not JSON") from None
+            if event.get("seq") != seq:
+                raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} holds seq {event.get('seq')}")
+            seq += 1
+            event_type, data = event["type"], event["data"]
+            if event_type == RUN_END:
+                self.exit_code = data.get("exitCode")
+                continue
+            if event_type in _RESULT_TYPES:
+                unit = pending.pop(data.get("callId"), None)
+                if unit is not None:
+                    self.result_seqs[unit] = event["seq"]
+                    open_calls -= 1
+                continue
+            kind = _CALL_TYPES.get(event_type)
+            if kind is None:
+                kind = _instant_kind(event_type, data)
+                if kind is None:
+                    continue
+            origin = event.get("origin") or {}
+            if self.only_pid is not None and origin.get("pid") != self.only_pid:
+                continue
+            if open_calls == 0:
+                group += 1
+            if BLOB_MARKER in line:
+                data = self.blobs.resolve(data)
+            unit = len(self.kinds)
+            self.kinds.append(kind)
+            self.keys.append(unit_key(kind, data, self.redactor))
+            self.request_seqs.append(event["seq"])
+            self.result_seqs.append(-1)
+            self.origins.append(self._origin_id(origin))
+            self.groups.append(group)
+            if kind in (KIND_TOOL, KIND_LLM):
+                pending[data.get("callId")] = unit
+                open_calls += 1
+        self.event_count = seq
+
+    def _origin_id(self, origin: dict[str, Any]) -> int:
+        key = (origin.get("pid"), origin.get("thread"), origin.get("task"))
+        found = self.origin_ids.get(key)
+        if found is None:
+            found = self.origin_ids[key] = len(self.origin_ids)
+        return found
+
+
+def _instant_kind(event_type: str, data: dict[str, Any]) -> int | None:
+    if event_type == NONDETERMINISTIC:
+        return KIND_VERSION if data.get("source") == "version" else KIND_VALUE
+    if event_type == STATE_MUTATION:
+        return KIND_STATE
+    return None

@@ -1,0 +1,29 @@
+"""What a program sees of a replay: the error raised when today's run parts ways with the capture.
+
+The replay logic itself lives in openwop_cli.replay; during `wop replay` it is attached to the
+session as `session.replayer`, and every SDK boundary hands its call to it.
+"""
+
+from typing import Any
+
+
+class ReplayDivergenceError(Exception):
+    """Today's run did something the capture does not have (strict replay stops here).
+
+    `divergence` carries the code, the recorded seq, the JSON path, expected and observed values.
+    """
+
+    def __init__(self, divergence: Any, *, after_stop: bool = False) -> None:
+        self.divergence = divergence
+        where = f" at seq {divergence.event_seq}" if divergence.event_seq is not None else ""
+        path = f" {divergence.json_path}" if divergence.json_path else ""
+        prefix = "replay already stopped: " if after_stop else ""
+        super().__init__(f"{prefix}{divergence.code}{where}{path}: {divergence.detail}")
+
+
+class ReplayedToolError(Exception):
+    """A tool failed in the capture with an exception type this program cannot rebuild; its message is kept."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.error = error
+        super().__init__(f"{error.get('type', 'Error')}: {error.get('message', '')}")
