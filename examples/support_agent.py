@@ -11,6 +11,7 @@ import argparse
 import random
 import sys
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -41,7 +42,8 @@ def send_reply(ticket: str, text: str) -> dict:
     return {"sent": True, "chars": len(text)}
 
 
-def answer(order_id: str, system_prompt: str) -> str:
+def answer(order_id: str, system_prompt: str, extra_context: Callable[[str], str] | None = None) -> str:
+    """Handle one ticket; extra_context(order_id) may add a line to the model's context."""
     received_at = wop.now()
     order = lookup_order(order_id)
     wop.state.write("ticket", {"order": order_id, "topic": "shipping", "receivedAt": received_at.isoformat()},
@@ -53,6 +55,8 @@ def answer(order_id: str, system_prompt: str) -> str:
         {"role": "tool", "content": f"order {order['id']} status={order['status']} eta={order['eta']}",
          "tool_call_id": "lookup-1"},
     ]
+    if extra_context is not None:
+        messages.append({"role": "user", "content": extra_context(order_id)})
     request = {"messages": messages, "temperature": 0.2, "max_tokens": 200}
     reply = wop.llm_call("openai", "fake-gpt", request, lambda: fake_model.complete("fake-gpt", **request))
     text = f"{greeting}! {reply['choices'][0]['message']['content']}"
@@ -61,7 +65,7 @@ def answer(order_id: str, system_prompt: str) -> str:
     return text
 
 
-def main() -> int:
+def main(system_prompt: str = SYSTEM_PROMPT, extra_context: Callable[[str], str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("order_id", nargs="?", default="A-1001")
     parser.add_argument("--warm", action="store_true", help="use the warmer system prompt")
@@ -69,9 +73,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.seed is not None:
         random.seed(args.seed)
-    prompt = SYSTEM_PROMPT + (" Be warm." if args.warm else "")
+    prompt = system_prompt + (" Be warm." if args.warm else "")
     try:
-        answer(args.order_id, prompt)
+        answer(args.order_id, prompt, extra_context)
     except KeyError as exc:
         print(f"cannot help: {exc}", file=sys.stderr)
         return 1

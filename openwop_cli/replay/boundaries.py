@@ -80,7 +80,7 @@ class Replayer:
             match = self._match(KIND_LLM, "llm_request", data)
             if match.live:
                 return Served(finish=lambda response=None, error=None, awaited=False:
-                              self._record_live_llm(context, request, response, error, awaited))
+                              self._record_live_llm(data, response, error, awaited))
             recorded = self._recorded_result(match, "llm_response")
             self.session.record("llm_response", {**recorded, "callId": context["callId"]}, match.result_seq)
         if recorded.get("ok") is False:
@@ -88,17 +88,18 @@ class Replayer:
         response = revive(recorded.get("response"), recorded.get("responseType"))
         return Served(_awaitable(response) if recorded.get("awaited") else response)
 
-    def _record_live_llm(self, context: dict[str, Any], request: dict[str, Any], response: Any,
-                         error: BaseException | None, awaited: bool) -> None:
+    def _record_live_llm(self, request: dict[str, Any], response: Any, error: BaseException | None,
+                         awaited: bool) -> None:
         from openwop_cli.runtime.sdk import llm_response_data
 
+        context = {key: request[key] for key in ("provider", "model", "callId")}
         if error is not None:
             self.session.record("llm_response", {**context, "ok": False, "error": describe_exception(error)})
             return
         data = llm_response_data(context, response, awaited)
         self.session.record("llm_response", data)
         with self._lock:
-            self.engine.check_live_llm({**context, "request": request, "cacheKey": None}, data["response"])
+            self.engine.check_live_llm(request, data["response"])
             self._emit_divergences()
 
     # ---- values, versions, state --------------------------------------------------------------

@@ -89,6 +89,16 @@ def refusal_nature(response: Any) -> str:
     return "valid"
 
 
+_SHOWN_FIELDS = {"tool_call": ("name", "args"), "llm_request": ("provider", "model", "request"),
+                 "nondeterministic": ("source", "key", "value"), "state_mutation": ("kind", "channel", "key", "value")}
+
+
+def event_summary(event_type: str, data: dict[str, Any]) -> Any:
+    """The part of an event a divergence shows: the call itself, not its bookkeeping (ids, hashes, times)."""
+    fields = _SHOWN_FIELDS.get(event_type)
+    return {key: data[key] for key in fields if key in data} if fields else data
+
+
 def _path_sort_key(item: Any) -> list[Any]:
     return [(0, part) if isinstance(part, int) else (1, str(part)) for part in item.path(output_format="list")]
 

@@ -22,11 +22,12 @@ from openwop_cli.replay.divergence import (
     NONDETERMINISTIC_UNDERFLOW,
     REFUSAL_DIVERGENCE,
     Divergence,
+    event_summary,
     first_difference,
     refusal_nature,
 )
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
-from openwop_cli.replay.source import KIND_NAMES, ReplaySource
+from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 
 STRICT, LENIENT = "strict", "lenient"
@@ -72,14 +73,14 @@ class ReplayEngine:
         self._consumed = bytearray(count)
         self._by_key: dict[int, list[int]] = {}
         self._key_start: dict[int, int] = {}
-        self._by_kind: dict[int, list[int]] = {}
-        self._kind_start: dict[int, int] = {}
+        self._by_kind: dict[Any, list[int]] = {}
+        self._kind_start: dict[Any, int] = {}
         self._origin_units: dict[int, list[int]] = {}
         self._origin_head: dict[int, int] = {}
         self._unit_position = [0] * count
         for unit in range(count):
             self._by_key.setdefault(source.keys[unit], []).append(unit)
-            self._by_kind.setdefault(source.kinds[unit], []).append(unit)
+            self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
             queue = self._origin_units.setdefault(source.origins[unit], [])
             self._unit_position[unit] = len(queue)
             queue.append(unit)
@@ -114,18 +115,6 @@ class ReplayEngine:
                 REFUSAL_DIVERGENCE, self.source.request_seqs[unit], "$", original, today,
                 f"the original run got a {original} answer here, the live run a {today}", "llm_request"))
 
-    def missing(self) -> list[Divergence]:
-        """event_missing for every checked recorded unit the program never asked for (call at the end)."""
-        found = []
-        for unit in range(self.source.unit_count()):
-            if not self._consumed[unit] and self._checked(unit):
-                seq = self.source.request_seqs[unit]
-                event_type = _EVENT_TYPES[self.source.kinds[unit]]
-                found.append(Divergence(EVENT_MISSING, seq, None, _summary(self.source, unit), None,
-                                        f"the capture has a {event_type} at seq {seq} that this run never made",
-                                        event_type))
-        return found
-
     # ---- decisions -------------------------------------------------------------------------
 
     def _serve(self, unit: int, divergence: Divergence | None, override: dict[str, Any]) -> Match:
@@ -145,7 +134,7 @@ class ReplayEngine:
             self._diverge(Divergence(NONDETERMINISTIC_UNDERFLOW, None, "$.key", None, data.get("key"), detail,
                                      "nondeterministic"))
             return Match(None, live=True, **override)
-        expected = self._first_unconsumed(self._by_kind, self._kind_start, kind)
+        expected = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, _name_of(kind, data)))
         event_type = _EVENT_TYPES[kind]
         if expected is not None and self._checked(expected):
             recorded = self.source.event(self.source.request_seqs[expected])["data"]
@@ -156,7 +145,7 @@ class ReplayEngine:
             return self._serve(expected, divergence, override)
         if expected is not None:
             return self._serve(expected, None, override)
-        other = self._first_unconsumed_any()
+        other = self._first_unconsumed_any() if kind == KIND_LLM else None
         if other is not None and self._checked(other):
             seq = self.source.request_seqs[other]
             recorded_type = _EVENT_TYPES[self.source.kinds[other]]
@@ -164,8 +153,8 @@ class ReplayEngine:
                                      f"the program made a {event_type} where the capture has a {recorded_type} "
                                      f"(seq {seq})", event_type))
         else:
-            self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, _observed_summary(kind, data),
-                                     f"the program made a {event_type} the capture does not have", event_type))
+            self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, event_summary(_EVENT_TYPES[kind], data),
+                                     _unexpected_detail(kind, data), event_type))
         return Match(None, **override)
 
     def _state_difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
@@ -184,15 +173,14 @@ class ReplayEngine:
     def _out_of_order(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
         if not self._checked(unit):
             return None
-        origin = self.source.origins[unit]
-        head = self._origin_head_unit(origin)
+        head = self._origin_head_unit(self.source.origins[unit])
         seq, head_seq = self.source.request_seqs[unit], self.source.request_seqs[head]
-        event_type = _EVENT_TYPES[kind]
-        return Divergence(EVENT_PAYLOAD_MISMATCH if self.source.kinds[head] == kind else EVENT_TYPE_MISMATCH,
-                          head_seq, "$", _summary(self.source, head), _observed_summary(kind, data),
-                          f"calls out of order: this {event_type} was recorded at seq {seq}, after the "
-                          f"{_EVENT_TYPES[self.source.kinds[head]]} at seq {head_seq} that has not been made yet",
-                          event_type)
+        head_type = _EVENT_TYPES[self.source.kinds[head]]
+        expected = event_summary(head_type, self.source.event(head_seq)["data"])
+        code = EVENT_PAYLOAD_MISMATCH if self.source.kinds[head] == kind else EVENT_TYPE_MISMATCH
+        return Divergence(code, head_seq, "$", expected, event_summary(_EVENT_TYPES[kind], data),
+                          f"calls out of order: this {_EVENT_TYPES[kind]} was recorded at seq {seq}, after the "
+                          f"{head_type} at seq {head_seq} that has not been made yet", _EVENT_TYPES[kind])
 
     def _diverge(self, divergence: Divergence) -> None:
         self.divergences.append(divergence)
@@ -259,6 +247,29 @@ class ReplayEngine:
         return {}
 
 
+def _kind_and_name(kind: int, name: str | None) -> tuple[int, str | None]:
+    """Where to look for the recorded call a mismatching call was meant to be: same tool or channel; any LLM call."""
+    return (kind, None) if kind == KIND_LLM else (kind, name)
+
+
+def _name_of(kind: int, data: dict[str, Any]) -> str | None:
+    if kind == KIND_TOOL:
+        return data.get("name")
+    if kind == KIND_STATE:
+        return data.get("channel", data.get("key"))
+    return data.get("key")
+
+
+def _unexpected_detail(kind: int, data: dict[str, Any]) -> str:
+    if kind == KIND_TOOL:
+        name = data.get("name")
+        return (f"the capture has no (more) calls to tool {name!r}; it is not run during a replay "
+                f"(--allow-tool {name} runs it for real)")
+    if kind == KIND_STATE:
+        return f"the capture has no (more) writes to {_name_of(kind, data)!r}"
+    return f"the program made a {_EVENT_TYPES[kind]} the capture does not have"
+
+
 def _comparable(kind: int, data: dict[str, Any]) -> Any:
     """The part of a request that is compared: what the content key covers."""
     if kind == KIND_LLM:
@@ -268,18 +279,3 @@ def _comparable(kind: int, data: dict[str, Any]) -> Any:
     if kind == KIND_STATE:
         return {key: data.get(key) for key in ("kind", "channel", "key", "value", "reducer")}
     return data.get("value")
-
-
-def _summary(source: ReplaySource, unit: int) -> Any:
-    data = source.event(source.request_seqs[unit])["data"]
-    return _observed_summary(source.kinds[unit], data)
-
-
-def _observed_summary(kind: int, data: dict[str, Any]) -> Any:
-    if kind == KIND_TOOL:
-        return {"tool": data.get("name"), "args": data.get("args")}
-    if kind == KIND_LLM:
-        return {"provider": data.get("provider"), "model": data.get("model"), "request": data.get("request")}
-    if kind == KIND_STATE:
-        return {"channel": data.get("channel", data.get("key")), "value": data.get("value")}
-    return {"source": data.get("source"), "key": data.get("key"), "kind": KIND_NAMES.get(kind)}

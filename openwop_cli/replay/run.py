@@ -17,7 +17,7 @@ from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVERGED, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
-from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence
+from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
 
@@ -178,9 +178,10 @@ class ReplayHooks(RunHooks):
         for unit in range(source.unit_count()):
             seq = source.request_seqs[unit]
             if seq not in self._served and self._checked(seq):
-                found.append(Divergence(EVENT_MISSING, seq, None, None, None,
-                                        f"the capture has a call at seq {seq} that this run never made",
-                                        source.event(seq)["type"]))
+                event = source.event(seq)
+                found.append(Divergence(EVENT_MISSING, seq, None, event_summary(event['type'], event['data']), None,
+                                        f"the capture has a {event['type']} at seq {seq} that this run never made",
+                                        event["type"]))
         return found
 
     def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -191,14 +192,14 @@ class ReplayHooks(RunHooks):
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)
         unexpected = sum(1 for d in self.divergences if d.event_seq is None)
         compared = len(checked) + unexpected
-        seqs = [d.event_seq for d in self.divergences if d.event_seq is not None]
+        seqs = [d.event_seq for d in self.divergences if d.event_seq is not None][:1]
         return {
             "sourceRunId": source.manifest.get("runId"),
             "replayRunId": manifest.get("runId"),
             "fromSeq": self.from_seq,
             "matchedEvents": matched,
             "comparedEvents": compared,
-            "firstDivergenceSeq": min(seqs) if seqs else None,
+            "firstDivergenceSeq": seqs[0] if seqs else None,
             "score": round(matched / compared, 6) if compared else 1.0,
         }
 

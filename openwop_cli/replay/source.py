@@ -33,7 +33,6 @@ from openwop_cli.format.events import (
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 
-KIND_NAMES = {KIND_TOOL: "tool", KIND_LLM: "llm", KIND_VALUE: "value", KIND_VERSION: "version", KIND_STATE: "state"}
 _CALL_TYPES = {TOOL_CALL: KIND_TOOL, LLM_REQUEST: KIND_LLM}
 _RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
 
@@ -59,6 +58,7 @@ class ReplaySource:
         self.exit_code: int | None = None
         self.kinds = array("b")
         self.keys: list[int] = []
+        self.names: list[str | None] = []
         self.request_seqs = array("q")
         self.result_seqs = array("q")
         self.origins = array("i")
@@ -160,6 +160,7 @@ class ReplaySource:
             unit = len(self.kinds)
             self.kinds.append(kind)
             self.keys.append(unit_key(kind, data, self.redactor))
+            self.names.append(_unit_name(kind, data))
             self.request_seqs.append(event["seq"])
             self.result_seqs.append(-1)
             self.origins.append(self._origin_id(origin))
@@ -175,6 +176,17 @@ class ReplaySource:
         if found is None:
             found = self.origin_ids[key] = len(self.origin_ids)
         return found
+
+
+def _unit_name(kind: int, data: dict[str, Any]) -> str | None:
+    """What a unit is called: the tool name, the state channel (or variable), the value's key."""
+    if kind == KIND_TOOL:
+        return data.get("name")
+    if kind == KIND_STATE:
+        return data.get("channel", data.get("key"))
+    if kind == KIND_LLM:
+        return None
+    return data.get("key")
 
 
 def _instant_kind(event_type: str, data: dict[str, Any]) -> int | None:

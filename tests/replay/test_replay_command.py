@@ -1,0 +1,318 @@
+"""`wop replay` and `wop fork` end to end: real programs, a real fake provider on 127.0.0.1, real captures."""
+
+import hashlib
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openwop_cli.format.reader import CaptureReader
+from tests.conftest import ROOT, run_wop
+from tests.fake_provider import FakeProvider
+
+AGENT = """
+import json, os, urllib.request
+import openwop_cli as wop
+
+URL = os.environ.get("PROVIDER_URL", "http://127.0.0.1:9")
+
+def chat(messages):
+    body = json.dumps({"model": "fake-gpt", "messages": messages}).encode()
+    request = urllib.request.Request(URL + "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+@wop.tool
+def lookup_order(order_id):
+    with open("tool-ran.txt", "a") as marker:
+        marker.write(order_id + "\\n")
+    return {"id": order_id, "status": "shipped"}
+
+messages = [{"role": "system", "content": os.environ.get("PROMPT", "Be brief.")},
+            {"role": "user", "content": "where is my order?"}]
+reply = wop.llm_call("openai", "fake-gpt", {"messages": messages}, lambda: chat(messages))
+order = lookup_order(os.environ.get("ORDER", "A-1"))
+pick = wop.randint(0, 1000, key="pick")
+for _ in range(int(os.environ.get("EXTRA_PICKS", "0"))):
+    wop.randint(0, 1000, key="pick")
+print("answer:", reply["choices"][0]["message"]["content"], "| pick:", pick, "| status:", order["status"])
+"""
+
+
+def write_program(tmp_path: Path, script: str) -> Path:
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(script))
+    return program
+
+
+def capture(tmp_path: Path, script: str = AGENT, env: dict | None = None) -> Path:
+    program = write_program(tmp_path, script)
+    out = tmp_path / "source"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(program), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def replay(tmp_path: Path, source: Path, *options: str, env: dict | None = None, name: str = "replay"):
+    """Run `wop replay --json` and return (process, report)."""
+    out = tmp_path / name
+    done = run_wop("replay", str(source), "--json", "--out", str(out), *options, env=env, cwd=tmp_path)
+    report = orjson.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+    return done, report
+
+
+def types_of(capture_dir: Path) -> list[str]:
+    return [event["type"] for event in CaptureReader(capture_dir)]
+
+
+def test_scenario_1_capture_baseline_orders_llm_and_tool_events(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+    assert (source / "manifest.json").exists() and (source / "events.jsonl").exists()
+    kinds = [t for t in types_of(source) if t.startswith(("llm", "tool"))]
+    assert kinds == ["llm_request", "llm_response", "tool_call", "tool_result"]
+
+
+def test_scenario_2_replay_is_offline_and_reproduces_the_output(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+        recorded_output = run_wop("show", str(source), "--json")  # noqa: F841 (capture exists)
+    (tmp_path / "tool-ran.txt").unlink()
+    done, report = replay(tmp_path, source, env={"PROVIDER_URL": provider.url})
+    assert done.returncode == 0, done.stderr
+    assert report["diverged"] is False and report["score"]["score"] == 1.0
+    assert report["score"]["matchedEvents"] == report["score"]["comparedEvents"] == 3
+    assert "answer: answer to where is my order?" in done.stderr
+    assert not (tmp_path / "tool-ran.txt").exists(), "a recorded tool ran again during replay"
+    replayed = Path(report["replay"]["path"])
+    manifest = orjson.loads((replayed / "manifest.json").read_bytes())
+    assert manifest["mode"] == "replay" and manifest["source"]["captureId"] == report["source"]["captureId"]
+    assert manifest["score"]["score"] == 1.0
+    served = [e for e in CaptureReader(replayed) if "sourceSeq" in e]
+    assert {e["type"] for e in served} >= {"llm_request", "llm_response", "tool_call", "tool_result"}
+
+
+def test_the_same_values_come_back_in_a_replay(tmp_path):
+    source = capture(tmp_path, """
+        import openwop_cli as wop
+        print(wop.now().isoformat(), wop.time(), wop.random(), wop.randint(1, 10**9), wop.uuid4(), wop.version("v2", 1, 2))
+    """)
+    recorded = [e["data"] for e in CaptureReader(source) if e["type"] == "nondeterministic"]
+    done, report = replay(tmp_path, source)
+    assert done.returncode == 0 and report["score"]["score"] == 1.0
+    printed = done.stderr.splitlines()[0].split()
+    assert printed[:5] == [str(value["value"]) for value in recorded[:5]]
+    assert printed[5] == "2"
+
+
+def test_scenario_3_strict_stops_at_changed_tool_args_with_the_json_path(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+    done, report = replay(tmp_path, source, "--strict", env={"ORDER": "B-2"})
+    assert done.returncode == 1
+    assert len(report["divergences"]) == 1
+    divergence = report["divergences"][0]
+    assert divergence["code"] == "event_payload_mismatch"
+    assert divergence["jsonPath"] == "$.args.order_id"
+    assert (divergence["expected"], divergence["observed"]) == ("A-1", "B-2")
+    assert divergence["eventSeq"] == 3
+    assert "ReplayDivergenceError" in done.stderr
+
+
+def test_scenario_4_lenient_completes_and_collects_the_divergences(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+    done, report = replay(tmp_path, source, "--lenient", env={"ORDER": "B-2", "EXTRA_PICKS": "1"})
+    assert done.returncode == 1
+    assert report["replay"]["exitCode"] == 0, "lenient replay should let the program finish"
+    codes = [d["code"] for d in report["divergences"]]
+    assert codes == ["event_payload_mismatch", "nondeterministic_underflow"]
+    replayed = Path(report["replay"]["path"])
+    diverged = [e["data"] for e in CaptureReader(replayed) if e["type"] == "replay_diverged"]
+    assert [d["code"] for d in diverged] == codes
+    assert all(d["originalEventId"] is None or d["originalEventId"].endswith(":3") for d in diverged)
+    assert report["score"]["score"] < 1
+
+
+def test_the_example_replays_strictly_with_score_one_and_a_prompt_change_is_located(tmp_path):
+    example = ROOT / "examples" / "support_agent.py"
+    source = tmp_path / "source"
+    assert run_wop("capture", "--out", str(source), "--", sys.executable, str(example), cwd=tmp_path).returncode == 0
+    done, report = replay(tmp_path, source, name="same")
+    assert done.returncode == 0 and report["score"]["score"] == 1.0, done.stderr
+    strict, report = replay(tmp_path, source, "--", sys.executable, str(example), "--warm", name="warm")
+    assert strict.returncode == 1
+    assert [(d["code"], d["eventSeq"], d["jsonPath"]) for d in report["divergences"]] == [
+        ("event_payload_mismatch", 6, "$.messages[0].content")]
+    changed = ROOT / "examples" / "support_agent_changed.py"
+    lenient, report = replay(tmp_path, source, "--lenient", "--allow-tool", "loyalty_tier", "--",
+                             sys.executable, str(changed), name="changed")
+    assert lenient.returncode == 1
+    codes = [(d["code"], d["eventSeq"]) for d in report["divergences"]]
+    assert ("event_unexpected", None) in codes and ("event_payload_mismatch", 6) in codes
+    human = run_wop("replay", str(source), "--out", str(tmp_path / "human"), "--", sys.executable, str(example),
+                    "--warm", cwd=tmp_path)
+    assert human.returncode == 1
+    assert "$.messages[0].content" in human.stdout and "Be warm." in human.stdout and "seq 6" in human.stdout
+
+
+CONCURRENT = (Path(__file__).resolve().parent.parent / "runtime" / "test_capture_command.py").read_text()
+CONCURRENT = CONCURRENT[CONCURRENT.index('CONCURRENT = """') + 16: CONCURRENT.index('"""', CONCURRENT.index('CONCURRENT = """') + 16)]
+
+
+def test_threads_and_tasks_replay_strictly_run_after_run(tmp_path):
+    source = capture(tmp_path, CONCURRENT)
+    for attempt in range(5):
+        done, report = replay(tmp_path, source, "--strict", name=f"r{attempt}")
+        assert done.returncode == 0, (attempt, report and report["divergences"][:3], done.stderr[-2000:])
+        assert report["score"]["score"] == 1.0
+
+
+SEQUENTIAL = """
+    import os
+    import openwop_cli as wop
+
+    @wop.tool
+    def step(name):
+        return name.upper()
+
+    order = ["a", "b"] if not os.environ.get("SWAP") else ["b", "a"]
+    print([step(name) for name in order])
+"""
+
+
+def test_swapped_sequential_calls_fail_strict_and_are_reported_by_lenient(tmp_path):
+    source = capture(tmp_path, SEQUENTIAL)
+    strict, report = replay(tmp_path, source, "--strict", env={"SWAP": "1"}, name="strict")
+    assert strict.returncode == 1
+    assert "out of order" in report["divergences"][0]["detail"]
+    lenient, report = replay(tmp_path, source, "--lenient", env={"SWAP": "1"}, name="lenient")
+    assert lenient.returncode == 1 and report["replay"]["exitCode"] == 0
+    assert "['B', 'A']" in lenient.stderr
+    assert any("out of order" in d["detail"] for d in report["divergences"])
+
+
+def test_a_recorded_tool_error_is_raised_again_as_its_own_type(tmp_path):
+    source = capture(tmp_path, """
+        import openwop_cli as wop
+
+        @wop.tool
+        def charge(amount):
+            raise PermissionError(f"card declined for {amount}")
+
+        try:
+            charge(12)
+        except PermissionError as exc:
+            print("caught", type(exc).__name__, exc)
+    """)
+    done, report = replay(tmp_path, source)
+    assert done.returncode == 0, done.stderr
+    assert "caught PermissionError card declined for 12" in done.stderr
+
+
+def test_a_call_the_program_no_longer_makes_is_event_missing(tmp_path):
+    source = capture(tmp_path, """
+        import os
+        import openwop_cli as wop
+
+        @wop.tool
+        def notify(who):
+            return True
+
+        notify("ops")
+        if not os.environ.get("SKIP"):
+            notify("customer")
+    """)
+    done, report = replay(tmp_path, source, env={"SKIP": "1"})
+    assert done.returncode == 1
+    assert [(d["code"], d["eventSeq"]) for d in report["divergences"]] == [("event_missing", 3)]
+
+
+def test_network_is_blocked_during_replay_with_the_host_and_port_named(tmp_path):
+    script = """
+        import os, urllib.request
+        import openwop_cli as wop
+        wop.random()
+        try:
+            urllib.request.urlopen(os.environ["PROVIDER_URL"] + "/v1/models", timeout=5)
+            print("REACHED THE NETWORK")
+        except Exception as exc:
+            print("blocked:", exc)
+    """
+    with FakeProvider() as provider:
+        source = capture(tmp_path, script, env={"PROVIDER_URL": provider.url})
+        done, report = replay(tmp_path, source, env={"PROVIDER_URL": provider.url})
+        port = provider.url.rsplit(":", 1)[1]
+        assert provider.requests == []
+    assert "REACHED THE NETWORK" not in done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr and "not in the capture" in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncate", "edit", "incomplete"])
+def test_a_corrupt_or_incomplete_capture_is_exit_3_and_never_modified(tmp_path, damage):
+    source = capture(tmp_path, SEQUENTIAL)
+    events = source / "events.jsonl"
+    if damage == "truncate":
+        events.write_bytes(events.read_bytes()[:-7])
+    elif damage == "edit":
+        events.write_bytes(events.read_bytes().replace(b'"A"', b'"Z"'))
+    else:
+        manifest = orjson.loads((source / "manifest.json").read_bytes())
+        manifest["status"] = "incomplete"
+        (source / "manifest.json").write_bytes(orjson.dumps(manifest))
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.rglob("*") if p.is_file()}
+    done = run_wop("replay", str(source), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "cannot replay" in done.stderr and "Traceback" not in done.stderr
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "r").exists()
+
+
+def test_fork_serves_history_then_runs_live_with_overrides(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+        (tmp_path / "tool-ran.txt").unlink()
+        llm_seq = next(e["seq"] for e in CaptureReader(source) if e["type"] == "llm_request")
+        tool_seq = next(e["seq"] for e in CaptureReader(source) if e["type"] == "tool_call")
+        before = len(provider.requests)
+        provider.prefix = "LIVE"
+        done = run_wop("fork", str(source), "--from-seq", str(tool_seq), "--set", "pick=7", "--json",
+                       "--out", str(tmp_path / "fork"), env={"PROVIDER_URL": provider.url}, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert len(provider.requests) == before, "the LLM call before the branch point must be served"
+    report = orjson.loads(done.stdout)
+    assert report["mode"] == "fork" and report["fromSeq"] == tool_seq and not report["diverged"]
+    assert (tmp_path / "tool-ran.txt").read_text() == "A-1\n", "the tool after the branch point runs live"
+    assert "| pick: 7 |" in done.stderr and "answer: answer to" in done.stderr
+    forked = Path(report["replay"]["path"])
+    manifest = orjson.loads((forked / "manifest.json").read_bytes())
+    assert manifest["mode"] == "fork" and manifest["source"]["fromSeq"] == tool_seq
+    assert llm_seq < tool_seq
+
+
+def test_fork_with_a_live_refusal_reports_a_refusal_divergence(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, env={"PROVIDER_URL": provider.url})
+    with FakeProvider(refuse=True) as refusing:
+        done = run_wop("fork", str(source), "--from-seq", "1", "--json", "--out", str(tmp_path / "fork"),
+                       env={"PROVIDER_URL": refusing.url}, cwd=tmp_path)
+    report = orjson.loads(done.stdout)
+    assert done.returncode == 1
+    refusal = [d for d in report["divergences"] if d["code"] == "replay_diverged_at_refusal"]
+    assert refusal and (refusal[0]["expected"], refusal[0]["observed"]) == ("valid", "refusal")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("fork", "SOURCE"), "fork needs --from-seq"),
+    (("fork", "SOURCE", "--from-seq", "999"), "out of range: this capture has seq 0.."),
+    (("replay", "SOURCE", "--from-seq", "-1"), "out of range"),
+    (("fork", "SOURCE", "--from-seq", "1", "--set", "novalue"), "expected KEY=VALUE"),
+    (("replay", "no-such-capture"), "no capture"),
+])
+def test_bad_replay_and_fork_input_is_exit_2(tmp_path, args, message):
+    source = capture(tmp_path, SEQUENTIAL)
+    done = run_wop(*[str(source) if arg == "SOURCE" else arg for arg in args], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
