@@ -102,6 +102,31 @@ class Replayer:
             self.engine.check_live_llm(request, data["response"])
             self._emit_divergences()
 
+    # ---- HTTP exchanges (the transport adapters) ----------------------------------------------
+
+    def exchange(self, is_llm: bool, data: dict[str, Any]) -> Served:
+        """An HTTP request the adapters saw: the recorded response event's data, or live (fork, allowed tool).
+
+        Raises ReplayDivergenceError when there is nothing to serve.
+        """
+        kind, request_type, result_type = ((KIND_LLM, "llm_request", "llm_response") if is_llm
+                                           else (KIND_TOOL, "tool_call", "tool_result"))
+        with self._lock:
+            match = self._match(kind, request_type, data)
+            if match.live or (not is_llm and "http" in self.allow_tools):
+                return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
+            recorded = self._recorded_result(match, result_type)
+            self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
+        return Served(recorded)
+
+    def _record_live_exchange(self, result_type: str, result: dict[str, Any], request: dict[str, Any],
+                              is_llm: bool) -> None:
+        self.session.record(result_type, result)
+        if is_llm and result.get("ok"):
+            with self._lock:
+                self.engine.check_live_llm(request, result.get("response"))
+                self._emit_divergences()
+
     # ---- values, versions, state --------------------------------------------------------------
 
     def value(self, source: str, key: str, live: Any, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> Any:

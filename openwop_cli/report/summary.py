@@ -82,6 +82,8 @@ def _response_text(response: Any) -> Any:
             message = choices[0].get("message")
             if isinstance(message, dict) and isinstance(message.get("content"), str):
                 return message["content"]
+        if isinstance(response.get("text"), str):
+            return response["text"]
         content = response.get("content")
         if isinstance(content, list) and content and isinstance(content[0], dict) and isinstance(content[0].get("text"), str):
             return content[0]["text"]

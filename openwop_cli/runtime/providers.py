@@ -1,10 +1,56 @@
-"""What every provider's response says in its own words: why it stopped, and how many tokens it used.
+"""LLM providers on the wire: recognising their calls, and reading their requests and responses.
 
-Shapes known: OpenAI chat completions and responses, Anthropic messages, Gemini generateContent,
-Ollama chat, and plain dicts that already use stopReason/usage.
+Known: OpenAI chat completions and responses (and any OpenAI-compatible server: the path decides,
+not the host), Anthropic messages, Gemini generateContent, Ollama chat. A recognised request yields
+the provider, the model, whether it streams, and the cache-key recipe's input; a response yields its
+stop reason and usage.
 """
 
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    """A recognised LLM request: who, which model, and how its answer comes back."""
+
+    provider: str
+    model: str
+    stream: bool
+    ndjson: bool = False
+
+
+def recognize(method: str, url: str, body: Any) -> LLMCall | None:
+    """The LLM call an HTTP request is, or None for any other request."""
+    if method.upper() != "POST" or not isinstance(body, dict):
+        return None
+    path = urlsplit(url).path
+    if path.endswith("/chat/completions") or path.endswith("/responses"):
+        return LLMCall("openai", str(body.get("model", "")), bool(body.get("stream")))
+    if path.endswith("/v1/messages"):
+        return LLMCall("anthropic", str(body.get("model", "")), bool(body.get("stream")))
+    if ":generateContent" in path or ":streamGenerateContent" in path:
+        model = path.rsplit("/models/", 1)[-1].split(":", 1)[0]
+        return LLMCall("google", model, ":streamGenerateContent" in path)
+    if path.endswith("/api/chat"):
+        return LLMCall("ollama", str(body.get("model", "")), body.get("stream", True) is not False, ndjson=True)
+    return None
+
+
+_SECRET_QUERY_NAMES = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature",
+                                 "code", "password", "secret", "client_secret"})
+
+
+def url_without_secrets(url: str) -> str:
+    """url with the values of credential-looking query parameters (key=, token=, …) replaced."""
+    parts = urlsplit(url)
+    if not parts.query and not parts.password:
+        return url
+    query = [(name, "***REDACTED***" if name.lower() in _SECRET_QUERY_NAMES else value)
+             for name, value in parse_qsl(parts.query, keep_blank_values=True)]
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), parts.fragment))
 
 
 def stop_reason(response: Any) -> str | None:
@@ -47,10 +93,13 @@ def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str
     first message, and OpenAI/Anthropic tool declarations become {name, description, parameters}.
     """
     recipe: dict[str, Any] = {"provider": provider, "model": model}
+    request = _chat_shape(provider, request)
     messages = request.get("messages")
     system = request.get("system")
-    if system is not None and isinstance(messages, list):
-        messages = [{"role": "system", "content": system}, *messages]
+    if isinstance(messages, list):
+        messages = [_recipe_message(message) for message in messages]
+        if system is not None:
+            messages = [{"role": "system", "content": system}, *messages]
     recipe["messages"] = messages
     if request.get("tools") is not None:
         recipe["tools"] = [_recipe_tool(tool) for tool in request["tools"]] if isinstance(request["tools"], list) else request["tools"]
@@ -59,6 +108,56 @@ def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str
         if name in ("temperature", "topP", "topK", "responseFormat"):
             recipe[name] = value
     return recipe
+
+
+def _recipe_message(message: Any) -> Any:
+    """A message in the recipe's shape: role, content (tool calls become content blocks), name?, toolCallId?."""
+    if not isinstance(message, dict):
+        return message
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    if calls:
+        blocks = list(content) if isinstance(content, list) else ([{"type": "text", "text": content}] if content else [])
+        for call in calls:
+            function = call.get("function") or {} if isinstance(call, dict) else {}
+            blocks.append({"type": "tool_call", "id": call.get("id") if isinstance(call, dict) else None,
+                           "name": function.get("name"), "arguments": function.get("arguments")})
+        content = blocks
+    shaped = {"role": message.get("role"), "content": "" if content is None else content}
+    if message.get("name") is not None:
+        shaped["name"] = message["name"]
+    call_id = message.get("tool_call_id", message.get("toolCallId"))
+    if call_id is not None:
+        shaped["toolCallId"] = call_id
+    return shaped
+
+
+def _chat_shape(provider: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Requests that do not speak in `messages` (OpenAI responses, Gemini, Ollama options) as if they did."""
+    if provider == "google" and "contents" in request:
+        config = request.get("generationConfig") or {}
+        messages = [{"role": content.get("role", "user"), "content": content.get("parts", [])}
+                    for content in request.get("contents") or [] if isinstance(content, dict)]
+        system = (request.get("systemInstruction") or {}).get("parts") if isinstance(request.get("systemInstruction"), dict) else None
+        shaped = {"messages": messages, **{key: config[key] for key in ("temperature", "topP", "topK") if key in config}}
+        if system is not None:
+            shaped["system"] = system
+        if request.get("tools") is not None:
+            shaped["tools"] = [declaration for tool in request["tools"] if isinstance(tool, dict)
+                               for declaration in tool.get("functionDeclarations", [])]
+        return shaped
+    if "messages" not in request and "input" in request:
+        items = request["input"]
+        messages = [{"role": "user", "content": items}] if isinstance(items, str) else [
+            {"role": item.get("role", "user"), "content": item.get("content", item)} if isinstance(item, dict)
+            else {"role": "user", "content": item} for item in items or []]
+        shaped = {**request, "messages": messages}
+        if request.get("instructions") is not None:
+            shaped["system"] = request["instructions"]
+        return shaped
+    if provider == "ollama" and isinstance(request.get("options"), dict):
+        return {**request, **{key: request["options"][key] for key in ("temperature", "top_p", "top_k") if key in request["options"]}}
+    return request
 
 
 def _recipe_tool(tool: Any) -> Any:

@@ -51,9 +51,12 @@ def test_the_example_agent_is_captured_with_every_kind_of_event_in_order(tmp_pat
     assert shown.returncode == 0 and "lookup_order" in shown.stdout and "fake-gpt" in shown.stdout
     request = events_of(out)[6]["data"]
     assert request["provider"] == "openai" and len(request["cacheKey"]) == 64
-    assert run_wop("cache-key", "-", input=orjson.dumps(
-        {"provider": "openai", "model": "fake-gpt", **{k: request["request"][k] for k in ("messages", "temperature")}}
-    ).decode()).stdout.strip() == request["cacheKey"]
+    recipe_messages = [{"role": m["role"], "content": m["content"],
+                        **({"toolCallId": m["tool_call_id"]} if "tool_call_id" in m else {})}
+                       for m in request["request"]["messages"]]
+    recipe = {"provider": "openai", "model": "fake-gpt", "messages": recipe_messages,
+              "temperature": request["request"]["temperature"]}
+    assert run_wop("cache-key", "-", input=orjson.dumps(recipe).decode()).stdout.strip() == request["cacheKey"]
 
 
 def test_the_childs_exit_code_is_wops_and_a_failing_run_is_status_error(tmp_path):

@@ -1,0 +1,166 @@
+"""One HTTP request/response as wop records and replays it, whatever library sent it.
+
+A recognised LLM call becomes llm_request/llm_response (provider, model, the request body, the
+recipe cacheKey, stop reason, usage, and for a stream every event plus the assembled message);
+any other request becomes an `http` tool call (method, URL without secrets, body; the result has
+status, headers and body). Credentials never enter the events: authorization and key headers are
+not recorded and secret query parameters are masked (the sink's redaction runs on top).
+"""
+
+from typing import Any
+
+import orjson
+
+from openwop_cli.runtime.adapters import sse
+from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
+from openwop_cli.runtime.session import Session, describe_exception
+
+_UNRECORDED_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
+    "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
+})
+STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
+DIVERGENCE_STATUS = 400
+
+
+class Exchange:
+    """See the module docstring. Build it from the request; then record or replay the response."""
+
+    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes) -> None:
+        self.session = session
+        self.method = method.upper()
+        self.url = url_without_secrets(url)
+        self.body_value = _body_value(body, _header(headers, "content-type"))
+        self.llm: LLMCall | None = recognize(self.method, url, self.body_value)
+        self.call_id = session.new_call_id("llm" if self.llm else "h")
+        if self.llm is not None:
+            self.request_type, self.result_type = "llm_request", "llm_response"
+            self.context = {"provider": self.llm.provider, "model": self.llm.model, "callId": self.call_id}
+            self.request_data = {**self.context, "cacheKey": _cache_key(self.llm, self.body_value),
+                                 "request": self.body_value, "http": {"method": self.method, "url": self.url}}
+        else:
+            self.request_type, self.result_type = "tool_call", "tool_result"
+            self.context = {"callId": self.call_id}
+            self.request_data = {"name": "http", "callId": self.call_id,
+                                 "args": {"method": self.method, "url": self.url, "body": self.body_value},
+                                 "headers": kept_headers(headers)}
+
+    # ---- capture --------------------------------------------------------------------------------
+
+    def record_request(self) -> None:
+        """Record the request before it is sent (a crash mid-call still leaves it on record)."""
+        self.session.record(self.request_type, self.request_data)
+        if self.llm is not None:
+            self.session.flush()
+
+    def is_stream(self, headers: Any) -> bool:
+        """True when the answer comes as server-sent events or JSON lines."""
+        content_type = _header(headers, "content-type") or ""
+        return content_type.startswith(STREAM_TYPES)
+
+    def result(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True) -> dict[str, Any]:
+        """The response event's data for a decoded body (whole, or a stream's bytes)."""
+        kept = kept_headers(headers)
+        if self.llm is None:
+            value = _body_value(body, _header(headers, "content-type"))
+            return {"callId": self.call_id, "ok": status < 400,
+                    "result": {"status": status, "headers": kept, "body": value}}
+        data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
+        if streamed:
+            events = sse.split_lines(body) if self.llm.ndjson else sse.split_events(body)
+            message = sse.assemble(self.llm.provider, events)
+            data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
+                        streamFormat="ndjson" if self.llm.ndjson else "sse")
+            if not complete:
+                data["streamComplete"] = False
+        else:
+            value = _body_value(body, _header(headers, "content-type"))
+            data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
+        return data
+
+    def failure(self, exc: BaseException) -> dict[str, Any]:
+        """The response event's data when the request never got an answer (connection refused, timeout)."""
+        return {**self.context, "ok": False, "error": describe_exception(exc)}
+
+    # ---- replay ---------------------------------------------------------------------------------
+
+    def replay(self) -> Any:
+        """The replayer's answer: Served with the recorded response data, or live; raises on a divergence."""
+        return self.session.replayer.exchange(self.llm is not None, self.request_data)
+
+
+def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """(status, headers, body chunks, streamed) to hand back for a recorded response event's data."""
+    if "result" in recorded and "status" not in recorded:
+        result = recorded.get("result") or {}
+        body = _body_bytes(result.get("body"))
+        return result.get("status", 200), _headers_for(result.get("headers"), len(body)), [body], False
+    stream = recorded.get("stream")
+    if stream is not None:
+        ndjson = recorded.get("streamFormat") == "ndjson"
+        chunks = [sse.event_bytes(event, ndjson) for event in stream]
+        return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
+    body = _body_bytes(recorded.get("response"))
+    return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
+
+
+def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """An error answer the SDK can surface (and will not retry) when a request has no recorded match."""
+    body = orjson.dumps({"error": {"type": "wop_replay_divergence", "message": f"wop replay: {exc}"}})
+    headers = [("content-type", "application/json"), ("x-should-retry", "false"), ("content-length", str(len(body)))]
+    return DIVERGENCE_STATUS, headers, [body], False
+
+
+def kept_headers(headers: Any) -> dict[str, str]:
+    """Headers worth recording: everything but credentials, cookies and transfer framing."""
+    items = headers.items() if hasattr(headers, "items") else headers or []
+    return {str(name).lower(): str(value) for name, value in items if str(name).lower() not in _UNRECORDED_HEADERS}
+
+
+def _headers_for(recorded: Any, length: int | None) -> list[tuple[str, str]]:
+    headers = [(name, value) for name, value in (recorded or {}).items() if name not in _UNRECORDED_HEADERS]
+    if length is not None:
+        headers.append(("content-length", str(length)))
+    return headers
+
+
+def _cache_key(llm: LLMCall, body: Any) -> str | None:
+    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
+
+    try:
+        return cache_key(recipe_input(llm.provider, llm.model, body))
+    except CacheKeyInputError:
+        return None
+
+
+def _body_value(body: bytes | None, content_type: str | None) -> Any:
+    """A body as JSON when it is JSON, text when it is text, else the bytes (stored as a blob)."""
+    if not body:
+        return None
+    if body[:1] in (b"{", b"[") or (content_type or "").startswith("application/json"):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes(body)
+
+
+def _body_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    return orjson.dumps(value)
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if headers is None:
+        return None
+    if hasattr(headers, "get"):
+        return headers.get(name)
+    return next((value for key, value in headers if key.lower() == name), None)

@@ -1,0 +1,77 @@
+"""requests: record and replay at `HTTPAdapter.send`, the one place every requests call goes through.
+
+The response body is read whole while recording (a streamed response is handed on after it ends)
+and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw` all work.
+"""
+
+import io
+from typing import Any, Callable
+
+from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, response_parts
+from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.session import UNRESOLVED, _state, current
+
+_MARK = "__wop_patched__"
+
+
+def patch(module: Any) -> None:
+    """Wrap requests.adapters.HTTPAdapter.send (idempotent); module is the `requests` package."""
+    import requests.adapters
+
+    adapter = requests.adapters.HTTPAdapter
+    if not getattr(adapter.send, _MARK, False):
+        adapter.send = _send_handler(adapter.send)
+
+
+def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
+    def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        session = _state["session"]
+        if session is UNRESOLVED:
+            session = current()
+        if session is None:
+            return original(self, request, *args, **kwargs)
+        body = request.body.encode() if isinstance(request.body, str) else (request.body or b"")
+        exchange = Exchange(session, request.method, request.url, request.headers, body)
+        finish = session.record
+        if session.replayer is not None:
+            try:
+                served = exchange.replay()
+            except ReplayDivergenceError as exc:
+                return _response(request, divergence_parts(exc))
+            if not served.live:
+                return _response(request, response_parts(served.result))
+            finish = lambda _type, data: served.finish(data)  # noqa: E731 (fork: record the live answer)
+        else:
+            exchange.record_request()
+        try:
+            response = original(self, request, *args, **kwargs)
+        except BaseException as exc:
+            finish(exchange.result_type, exchange.failure(exc))
+            raise
+        content = response.content
+        streamed = exchange.is_stream(response.headers)
+        finish(exchange.result_type, exchange.result(response.status_code, response.headers, content, streamed))
+        response.raw = io.BytesIO(content)
+        response._content_consumed = True
+        return response
+
+    setattr(send, _MARK, True)
+    return send
+
+
+def _response(request: Any, parts: tuple) -> Any:
+    import requests
+    from requests.structures import CaseInsensitiveDict
+
+    status, headers, chunks, _streamed = parts
+    body = b"".join(chunks)
+    response = requests.Response()
+    response.status_code = status
+    response.headers = CaseInsensitiveDict(headers)
+    response.raw = io.BytesIO(body)
+    response._content = body
+    response.url = request.url
+    response.request = request
+    response.reason = "OK" if status < 400 else "wop replay"
+    response.encoding = requests.utils.get_encoding_from_headers(response.headers)
+    return response

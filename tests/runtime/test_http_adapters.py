@@ -1,0 +1,149 @@
+"""Zero-code capture and replay of real SDKs (openai, anthropic) and plain httpx/requests, against a fake server."""
+
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openwop_cli.format.reader import CaptureReader
+from tests.conftest import run_wop
+from tests.fake_provider import FakeProvider
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+
+OPENAI_KEY = "sk-test-openai-0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"
+
+SDK_AGENT = f"""
+import asyncio, json, os
+import anthropic, openai
+
+base = os.environ["BASE"]
+question = os.environ.get("QUESTION", "where is order A-1?")
+oa = openai.OpenAI(base_url=base + "/v1", api_key="{OPENAI_KEY}", max_retries=0)
+tools = [{{"type": "function", "function": {{"name": "lookup_order", "description": "Find an order",
+          "parameters": {{"type": "object", "properties": {{"order_id": {{"type": "string"}}}}}}}}}}]
+messages = [{{"role": "user", "content": question}}]
+first = oa.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+call = first.choices[0].message.tool_calls[0]
+print("tool call:", call.function.name, call.function.arguments)
+messages += [first.choices[0].message.model_dump(exclude_none=True),
+             {{"role": "tool", "tool_call_id": call.id, "content": json.dumps({{"status": "shipped"}})}}]
+final = oa.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+print("openai:", final.choices[0].message.content, final.usage.total_tokens)
+stream = oa.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "stream it"}}],
+                                    stream=True)
+print("openai stream:", [chunk.choices[0].delta.content for chunk in stream if chunk.choices])
+
+an = anthropic.Anthropic(base_url=base, api_key="{ANTHROPIC_KEY}", max_retries=0)
+reply = an.messages.create(model="claude-x", max_tokens=50, system="be brief",
+                           messages=[{{"role": "user", "content": "hello claude"}}])
+print("anthropic:", reply.content[0].text, reply.stop_reason, reply.usage.output_tokens)
+with an.messages.stream(model="claude-x", max_tokens=50, messages=[{{"role": "user", "content": "stream claude"}}]) as s:
+    print("anthropic stream:", list(s.text_stream))
+
+async def async_call():
+    client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="{OPENAI_KEY}", max_retries=0)
+    answer = await client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "async"}}])
+    return answer.choices[0].message.content
+
+print("async:", asyncio.run(async_call()))
+"""
+
+
+def capture(tmp_path: Path, script: str, env: dict) -> tuple:
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(script))
+    out = tmp_path / "source"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(program), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done, out
+
+
+def replay(tmp_path: Path, source: Path, *options: str, env: dict, name: str = "replay") -> tuple:
+    done = run_wop("replay", str(source), "--json", "--out", str(tmp_path / name), *options, env=env, cwd=tmp_path)
+    return done, orjson.loads(done.stdout)
+
+
+def test_openai_and_anthropic_sdks_replay_offline_and_print_the_same(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        captured, source = capture(tmp_path, SDK_AGENT, env)
+        assert len(provider.requests) == 6
+    types = [e["type"] for e in CaptureReader(source)]
+    assert types.count("llm_request") == 6 and types.count("llm_response") == 6
+    requests = [e["data"] for e in CaptureReader(source) if e["type"] == "llm_request"]
+    assert [r["provider"] for r in requests] == ["openai"] * 3 + ["anthropic"] * 2 + ["openai"]
+    assert all(len(r["cacheKey"]) == 64 for r in requests)
+    streamed = [e["data"] for e in CaptureReader(source) if e["type"] == "llm_response" and "stream" in e["data"]]
+    assert [s["response"]["text"] for s in streamed] == ["answer to stream it ", "answer to stream claude "]
+    assert streamed[1]["stopReason"] == "end_turn"
+    replayed, report = replay(tmp_path, source, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert replayed.stderr.splitlines()[:7] == captured.stdout.splitlines()
+    everything = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "source" in p.parts)
+    for key in (OPENAI_KEY, ANTHROPIC_KEY):
+        assert key.encode() not in everything
+
+
+def test_a_changed_message_is_located_in_the_request(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        _, source = capture(tmp_path, SDK_AGENT, env)
+    done, report = replay(tmp_path, source, env={**env, "QUESTION": "where is order B-2?"})
+    assert done.returncode == 1
+    divergence = report["divergences"][0]
+    assert divergence["code"] == "event_payload_mismatch" and divergence["eventType"] == "llm_request"
+    assert divergence["eventSeq"] == 1 and divergence["jsonPath"] == "$.messages[0].content"
+    assert "wop replay" in done.stderr  # the SDK surfaced the error answer instead of hanging
+
+
+PLAIN_HTTP = """
+import asyncio, os
+import httpx, requests
+
+base = os.environ["BASE"]
+print("httpx get:", httpx.get(base + "/status?token=tok-secret-123456").json()["path"])
+print("httpx post:", httpx.post(base + "/orders", json={"order": "A-1"}).json()["echo"])
+print("requests:", requests.post(base + "/orders", json={"order": "A-2"}).json()["echo"])
+
+async def main():
+    async with httpx.AsyncClient() as client:
+        response = await client.post(base + "/orders", json={"order": "A-3"})
+        return response.json()["echo"]
+
+print("async httpx:", asyncio.run(main()))
+"""
+
+
+def test_plain_httpx_and_requests_calls_are_http_tool_calls_that_replay(tmp_path):
+    pytest.importorskip("httpx")
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        captured, source = capture(tmp_path, PLAIN_HTTP, env)
+    calls = [e["data"] for e in CaptureReader(source) if e["type"] == "tool_call"]
+    assert [c["name"] for c in calls] == ["http"] * 4
+    assert [c["args"]["method"] for c in calls] == ["GET", "POST", "POST", "POST"]
+    assert "tok-secret-123456" not in calls[0]["args"]["url"] and "REDACTED" in calls[0]["args"]["url"]
+    results = [e["data"] for e in CaptureReader(source) if e["type"] == "tool_result"]
+    assert results[1]["result"]["status"] == 200 and results[1]["result"]["body"]["echo"] == {"order": "A-1"}
+    replayed, report = replay(tmp_path, source, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stderr.splitlines()[:4] == captured.stdout.splitlines()
+
+
+def test_an_http_request_with_no_recorded_match_gets_an_error_answer_not_a_hang(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        _, source = capture(tmp_path, """
+            import os, requests
+            print(requests.post(os.environ["BASE"] + "/orders", json={"order": os.environ.get("ORDER", "A-1")}).status_code)
+        """, env)
+    done, report = replay(tmp_path, source, "--lenient", env={**env, "ORDER": "Z-9"})
+    assert done.returncode == 1
+    assert report["divergences"][0]["jsonPath"] == "$.args.body.order"
+    assert report["replay"]["exitCode"] == 0
