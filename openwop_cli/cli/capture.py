@@ -19,6 +19,8 @@ def command(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the capture to DIR instead of the store."),
     redact: RedactProfile = typer.Option(RedactProfile.default, "--redact", help="Redaction profile: none, default or strict."),
     workflow: Optional[Path] = typer.Option(None, "--workflow", help="Pin this workflow JSON in the manifest."),
+    proxy: bool = typer.Option(False, "--proxy", help="Also record LLM calls of non-Python programs: OPENAI_BASE_URL, "
+                               "ANTHROPIC_BASE_URL and OLLAMA_HOST point at a recording proxy on 127.0.0.1."),
     json_output: bool = typer.Option(False, "--json", help="Print the closing summary as JSON (on stderr)."),
 ) -> None:
     """Run CMD and record every LLM call, tool call, clock/random read and state write it makes.
@@ -33,6 +35,7 @@ def command(
       wop capture -- python examples/support_agent.py
       wop capture --name checkout --out tests/captures/checkout -- python agent.py --order A-1001
       wop capture --redact strict -- python -m my_agent
+      wop capture --proxy -- node agent.js
     """
     from openwop_cli.report.console import print_warning
     from openwop_cli.runtime.launcher import run_captured
@@ -46,6 +49,7 @@ def command(
         workflow=workflow,
         warn=lambda message: print_warning(message.removeprefix("wop: ")),
         store_root=captures_root(),
+        proxy=proxy,
     )
     _print_summary(outcome, json_output)
     raise typer.Exit(outcome.exit_code)

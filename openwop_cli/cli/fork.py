@@ -33,5 +33,5 @@ def command(
 
     outcome = run(capture, argv, policy="lenient", from_seq=from_seq, branch=True,
                   overrides=parse_overrides(set_values or []), allow_tools=[], out=out, name=name,
-                  json_output=json_output)
+                  json_output=json_output, proxy=False)
     finish(outcome, json_output)

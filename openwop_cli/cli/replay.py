@@ -17,6 +17,7 @@ def command(
                                                    help="Let this tool run for real (repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR instead of the store."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="Name of the replay capture."),
+    proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (for programs captured with --proxy)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
 ) -> None:
     """Re-run the recorded command with every call served from the capture, the network blocked.
@@ -31,9 +32,11 @@ def command(
       wop replay last
       wop replay support_agent --lenient
       wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
+      wop replay node-agent --proxy
     """
     from openwop_cli.cli.replaying import finish, run
 
     outcome = run(capture, argv, policy="strict" if strict else "lenient", from_seq=from_seq, branch=False,
-                  overrides={}, allow_tools=list(allow_tool or []), out=out, name=name, json_output=json_output)
+                  overrides={}, allow_tools=list(allow_tool or []), out=out, name=name, json_output=json_output,
+                  proxy=proxy)
     finish(outcome, json_output)

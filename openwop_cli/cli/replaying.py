@@ -8,7 +8,7 @@ import typer
 
 def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | None, branch: bool,
         overrides: dict[str, Any], allow_tools: list[str], out: Path | None, name: str | None,
-        json_output: bool) -> Any:
+        json_output: bool, proxy: bool) -> Any:
     """Resolve CAPTURE and run the replay or fork (errors become WopErrors with their exit codes)."""
     from openwop_cli.replay.run import run_replay
     from openwop_cli.report.console import print_warning
@@ -18,7 +18,7 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
     return run_replay(source, list(argv or []), policy=policy, from_seq=from_seq, branch=branch,
                       overrides=overrides, allow_tools=allow_tools, out=out, name=name,
                       warn=lambda message: print_warning(message.removeprefix("wop: ")),
-                      store_root=captures_root(), output_to_stderr=json_output)
+                      store_root=captures_root(), output_to_stderr=json_output, proxy=proxy)
 
 
 def finish(outcome: Any, json_output: bool) -> None:

@@ -57,6 +57,7 @@ def run_replay(
     warn: Callable[[str], None],
     store_root: Path,
     output_to_stderr: bool = False,
+    proxy: bool = False,
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring."""
     source = ReplaySource(source_dir)
@@ -70,7 +71,7 @@ def run_replay(
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
-                               output_to_stderr=output_to_stderr)
+                               output_to_stderr=output_to_stderr, proxy=proxy)
         return ReplayOutcome(capture, source_dir, source.manifest, policy, start, branch, hooks.divergences,
                              hooks.score, changed_files(source.manifest, Path.cwd()))
     finally:
@@ -140,6 +141,19 @@ class ReplayHooks(RunHooks):
             return seq
 
         return watched
+
+    def prepare_proxy(self, session: Any) -> None:
+        """Proxied calls are served in this process, from the units the capture's proxy recorded."""
+        from openwop_cli.format.redact import Redactor
+        from openwop_cli.replay.boundaries import Replayer
+        from openwop_cli.replay.engine import ReplayEngine
+        from openwop_cli.runtime.proxy import PROXY_ORIGIN
+
+        profile = (self.source.manifest.get("redaction") or {}).get("profile", "default")
+        source = ReplaySource(self.source_dir, only_pid=PROXY_ORIGIN["pid"], redactor=Redactor.from_environment(profile))
+        engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
+                              overrides=self.overrides)
+        session.replayer = Replayer(session, engine, frozenset(self.allow_tools))
 
     def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
         hello = message.get("replayHello")

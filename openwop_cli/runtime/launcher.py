@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
 from openwop_cli.runtime.program import pin_files, run_end_data, run_start_data, script_of
-from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID, AppendRecorder, Session
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
@@ -61,6 +62,9 @@ class RunHooks:
         """Last events before run_end; returns extra final manifest fields."""
         return {}
 
+    def prepare_proxy(self, session: Session) -> None:
+        """Set up the --proxy session (a replay attaches its replayer here)."""
+
 
 @dataclass
 class CaptureOutcome:
@@ -83,6 +87,7 @@ def run_captured(
     store_root: Path,
     hooks: RunHooks | None = None,
     output_to_stderr: bool = False,
+    proxy: bool = False,
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring)."""
     hooks = hooks or RunHooks()
@@ -102,17 +107,25 @@ def run_captured(
     if workflow_json is not None:
         program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
-    collector = Collector(hooks.wrap_append(sink.append), processes.on_message, on_idle=sink.flush)
+    append = hooks.wrap_append(sink.append)
+    collector = Collector(append, processes.on_message, on_idle=sink.flush)
     collector.start()
+    llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
     started = time.monotonic()
     try:
         env = {**child_environment(collector.address, path, hooks.mode), **hooks.environment()}
+        if llm_proxy is not None:
+            env.update(llm_proxy.child_environment())
         returncode = _run_child(argv, env, sys.stderr if output_to_stderr else None)
     except OSError as exc:
         collector.stop(0)
+        if llm_proxy is not None:
+            llm_proxy.stop()
         return _finish(sink, processes, program, cwd, capture_id, path, started, 127,
                        f"cannot run {argv[0]}: {exc.strerror or exc}", hooks)
     collector.stop(LATE_PROCESS_GRACE_SECONDS)
+    if llm_proxy is not None:
+        llm_proxy.stop()
     _warn_about_collector(collector, warn)
     exit_code, reason = _exit_status(returncode)
     return _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason, hooks)
@@ -133,6 +146,16 @@ def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any],
     program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
     manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
     return CaptureOutcome(capture_id, path, manifest, exit_code)
+
+
+def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks) -> Any:
+    from openwop_cli.runtime.proxy import LLMProxy, ProxySession
+
+    session = ProxySession(AppendRecorder(append, sink.flush))
+    hooks.prepare_proxy(session)
+    llm_proxy = LLMProxy(session)
+    llm_proxy.start()
+    return llm_proxy
 
 
 def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
@@ -248,6 +271,7 @@ class _Processes:
         self.sink = sink
         self.hooks = hooks
         self.run_start: dict[str, Any] | None = run_start
+        self._run_start_lock = threading.Lock()
         self.started_ms = int(time.time() * 1000)
         self.hellos: list[dict[str, Any]] = []
         self.modules: dict[str, None] = {}
@@ -255,9 +279,19 @@ class _Processes:
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
-        if self.run_start is not None:
-            self.sink.append("run_start", {**self.run_start, "python": python}, ts=self.started_ms)
-            self.run_start = None
+        with self._run_start_lock:
+            if self.run_start is not None:
+                self.sink.append("run_start", {**self.run_start, "python": python}, ts=self.started_ms)
+                self.run_start = None
+
+    def after_run_start(self, append: Callable[..., int]) -> Callable[..., int]:
+        """append, making sure run_start is written first (for events that do not come from a process)."""
+
+        def append_after_run_start(*args: Any, **kwargs: Any) -> int:
+            self.write_run_start(None)
+            return append(*args, **kwargs)
+
+        return append_after_run_start
 
     def on_message(self, _pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
         reply = self.hooks.answer(_pid, message)

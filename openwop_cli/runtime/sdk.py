@@ -19,7 +19,16 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
-from openwop_cli.runtime.session import UNRESOLVED, Session, _state, activate, current, deactivate, describe_exception
+from openwop_cli.runtime.session import (
+    UNRESOLVED,
+    AppendRecorder,
+    Session,
+    _state,
+    activate,
+    current,
+    deactivate,
+    describe_exception,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -427,7 +436,7 @@ class capture:
         name = self.name or Path(argv[0]).stem or None
         self._sink.start({"captureId": capture_id, "name": name, "program": {"argv": argv, "cwd": cwd}})
         self.capture_id = capture_id
-        self._session = Session(_SinkRecorder(self._sink))
+        self._session = Session(AppendRecorder(self._sink.append, self._sink.flush))
         self._session.record("run_start", run_start_data(argv, cwd, sys.version.split()[0]))
         self._owner_pid = os.getpid()
         self._started = _time.monotonic()
@@ -495,21 +504,6 @@ class capture:
                 return fn(*args, **kwargs)
 
         return captured  # type: ignore[return-value]
-
-
-class _SinkRecorder:
-    """A session's events straight into a CaptureSink in this process."""
-
-    def __init__(self, sink: Any) -> None:
-        self.sink = sink
-
-    def emit(
-        self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
-    ) -> None:
-        self.sink.append(event_type, to_json(data), ts=ts, origin=origin, source_seq=source_seq)
-
-    def flush(self) -> None:
-        self.sink.flush()
 
 
 

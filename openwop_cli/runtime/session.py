@@ -73,6 +73,20 @@ class Session:
         return self
 
 
+class AppendRecorder:
+    """A session's events handed to an append function: a CaptureSink's (library use, the proxy)."""
+
+    def __init__(self, append: Any, flush: Any = lambda: None) -> None:
+        self._append = append
+        self.flush = flush
+
+    def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any],
+             source_seq: int | None = None) -> None:
+        from openwop_cli.runtime.jsonable import to_json
+
+        self._append(event_type, to_json(data), ts=ts, origin=origin, source_seq=source_seq)
+
+
 class _Unresolved:
     pass
 

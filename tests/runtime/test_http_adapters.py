@@ -147,3 +147,68 @@ def test_an_http_request_with_no_recorded_match_gets_an_error_answer_not_a_hang(
     assert done.returncode == 1
     assert report["divergences"][0]["jsonPath"] == "$.args.body.order"
     assert report["replay"]["exitCode"] == 0
+
+
+NODE_AGENT = """
+const base = process.env.OPENAI_BASE_URL;
+async function main() {
+  const headers = {"content-type": "application/json", "authorization": "Bearer sk-node-secret-0123456789abcdef"};
+  const plain = await fetch(base + "/chat/completions", {method: "POST", headers,
+    body: JSON.stringify({model: "gpt-4o-mini", messages: [{role: "user", content: process.env.Q || "hi from node"}]})});
+  console.log("node:", (await plain.json()).choices[0].message.content);
+  const streamed = await fetch(base + "/chat/completions", {method: "POST", headers,
+    body: JSON.stringify({model: "gpt-4o-mini", stream: true, messages: [{role: "user", content: "node stream"}]})});
+  const text = await streamed.text();
+  const words = text.split("\\n").filter(l => l.startsWith("data: {")).map(l => JSON.parse(l.slice(6)).choices[0].delta.content || "");
+  console.log("node stream:", words.join(""));
+}
+main().catch(error => { console.error(error.message); process.exit(1); });
+"""
+
+
+def test_a_node_program_is_captured_and_replayed_through_the_proxy(tmp_path):
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    program = tmp_path / "agent.js"
+    program.write_text(NODE_AGENT)
+    with FakeProvider() as provider:
+        env = {"OPENAI_BASE_URL": provider.url + "/v1"}
+        captured = run_wop("capture", "--proxy", "--out", str(tmp_path / "source"), "--", "node", str(program),
+                           env=env, cwd=tmp_path)
+        assert captured.returncode == 0, captured.stderr
+        assert len(provider.requests) == 2
+    assert captured.stdout.splitlines() == ["node: answer to hi from node", "node stream: answer to node stream "]
+    types = [e["type"] for e in CaptureReader(tmp_path / "source")]
+    assert types == ["run_start", "llm_request", "llm_response", "llm_request", "llm_response", "run_end"]
+    replayed = run_wop("replay", "--proxy", str(tmp_path / "source"), "--out", str(tmp_path / "replay"),
+                       env=env, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.splitlines()[:2] == captured.stdout.splitlines()
+    everything = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".js")
+    assert b"sk-node-secret-0123456789abcdef" not in everything
+    changed = run_wop("replay", "--proxy", str(tmp_path / "source"), "--json", "--out", str(tmp_path / "changed"),
+                      env={**env, "Q": "something else"}, cwd=tmp_path)
+    assert changed.returncode == 1
+    assert orjson.loads(changed.stdout)["divergences"][0]["jsonPath"] == "$.messages[0].content"
+
+
+def test_curl_through_the_proxy(tmp_path):
+    import shutil
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    script = tmp_path / "ask.sh"
+    script.write_text('curl -s "$ANTHROPIC_BASE_URL/v1/messages" -H "content-type: application/json" '
+                      '-H "x-api-key: sk-ant-curl-secret-0123456789" '
+                      '-d \'{"model":"claude-x","max_tokens":20,"messages":[{"role":"user","content":"from curl"}]}\'\n')
+    with FakeProvider() as provider:
+        env = {"ANTHROPIC_BASE_URL": provider.url}
+        captured = run_wop("capture", "--proxy", "--out", str(tmp_path / "source"), "--", "sh", str(script),
+                           env=env, cwd=tmp_path)
+    assert captured.returncode == 0 and "answer to from curl" in captured.stdout
+    replayed = run_wop("replay", "--proxy", str(tmp_path / "source"), "--out", str(tmp_path / "replay"),
+                       env=env, cwd=tmp_path)
+    assert replayed.returncode == 0 and "answer to from curl" in replayed.stdout
+    assert b"sk-ant-curl-secret" not in (tmp_path / "source" / "events.jsonl").read_bytes()

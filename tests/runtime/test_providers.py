@@ -1,0 +1,93 @@
+"""Provider recognition, the recipe input of each wire format, and streamed answers split and assembled."""
+
+import pytest
+
+from openwop_cli.format.cachekey import cache_key
+from openwop_cli.runtime.adapters import sse
+from openwop_cli.runtime.providers import recipe_input, recognize, stop_reason, url_without_secrets, usage
+
+
+@pytest.mark.parametrize("url, body, expected", [
+    ("https://api.openai.com/v1/chat/completions", {"model": "gpt-4o", "stream": True}, ("openai", "gpt-4o", True)),
+    ("http://localhost:8000/v1/chat/completions", {"model": "llama"}, ("openai", "llama", False)),
+    ("https://api.openai.com/v1/responses", {"model": "gpt-5", "input": "hi"}, ("openai", "gpt-5", False)),
+    ("https://api.anthropic.com/v1/messages", {"model": "claude", "stream": False}, ("anthropic", "claude", False)),
+    ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
+     {"contents": []}, ("google", "gemini-2.0-flash", True)),
+    ("http://127.0.0.1:11434/api/chat", {"model": "qwen"}, ("ollama", "qwen", True)),
+])
+def test_llm_calls_are_recognised_by_path(url, body, expected):
+    call = recognize("POST", url, body)
+    assert (call.provider, call.model, call.stream) == expected
+
+
+@pytest.mark.parametrize("method, url, body", [
+    ("GET", "https://api.openai.com/v1/models", None),
+    ("POST", "https://example.com/orders", {"order": 1}),
+    ("POST", "https://api.openai.com/v1/chat/completions", "not json"),
+])
+def test_other_requests_are_not_llm_calls(method, url, body):
+    assert recognize(method, url, body) is None
+
+
+def test_every_wire_format_gives_the_same_key_for_the_same_conversation():
+    expected = cache_key({"provider": "p", "model": "m", "messages": [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], "temperature": 0.5})
+    shapes = [
+        {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], "temperature": 0.5},
+        {"system": "be brief", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "max_tokens": 9},
+        {"instructions": "be brief", "input": "hi", "temperature": 0.5},
+    ]
+    for shape in shapes:
+        assert cache_key(recipe_input("p", "m", shape)) == expected
+    gemini = recipe_input("google", "g", {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                                          "generationConfig": {"temperature": 0.2, "maxOutputTokens": 5}})
+    assert gemini["messages"] == [{"role": "user", "content": [{"text": "hi"}]}] and gemini["temperature"] == 0.2
+    ollama = recipe_input("ollama", "q", {"messages": [{"role": "user", "content": "hi"}], "options": {"temperature": 0}})
+    assert ollama["temperature"] == 0
+
+
+def test_tool_call_turns_get_a_key_that_depends_on_the_call():
+    def turn(arguments):
+        return {"messages": [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    first, second = (cache_key(recipe_input("openai", "m", turn(args))) for args in ('{"a": 1}', '{"a": 2}'))
+    assert first != second
+
+
+def test_secret_query_parameters_are_masked():
+    masked = url_without_secrets("https://x.com/v1/models/g:generateContent?key=AIzaSECRET&alt=sse")
+    assert "AIzaSECRET" not in masked and "alt=sse" in masked and "key=***REDACTED***" in masked
+    assert url_without_secrets("https://user:pw@x.com/a") == "https://x.com/a"
+
+
+def test_responses_say_why_they_stopped_and_what_they_used():
+    assert stop_reason({"candidates": [{"finishReason": "STOP"}]}) == "STOP"
+    assert usage({"usageMetadata": {"totalTokenCount": 3}}) == {"totalTokenCount": 3}
+    assert stop_reason({"done_reason": "stop", "done": True}) == "stop"
+    assert usage({"prompt_eval_count": 2, "eval_count": 5}) == {"prompt_eval_count": 2, "eval_count": 5}
+
+
+def test_sse_round_trips_and_streams_assemble_per_provider():
+    body = (b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3}}}\n\n'
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+            b': keep-alive comment\n\n'
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n'
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}\n\n'
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n')
+    events = sse.split_events(body)
+    assert len(events) == 5 and events[0]["event"] == "message_start"
+    assert sse.split_events(b"".join(sse.event_bytes(event) for event in events)) == events
+    message = sse.assemble("anthropic", events)
+    assert message["text"] == "Hello" and message["stopReason"] == "end_turn"
+    assert message["usage"] == {"input_tokens": 3, "output_tokens": 2}
+    chat = sse.split_events(b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'
+                            b'{"name":"f","arguments":"{\\"a\\""}}]}}]}\n\ndata: {"choices":[{"index":0,"delta":'
+                            b'{"tool_calls":[{"index":0,"function":{"arguments":": 1}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+                            b'data: [DONE]\n\n')
+    assembled = sse.assemble("openai", chat)
+    assert assembled["toolCalls"] == [{"id": "c1", "name": "f", "arguments": '{"a": 1}'}]
+    assert assembled["stopReason"] == "tool_calls"
+    lines = sse.split_lines(b'{"message":{"content":"a"}}\n{"message":{"content":"b"},"done":true,"done_reason":"stop"}\n')
+    assert sse.assemble("ollama", lines)["text"] == "ab"
