@@ -76,6 +76,7 @@ class LLMProxy:
 def _handler_class(proxy: LLMProxy) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             self._proxy()
