@@ -17,6 +17,10 @@ __all__ = ["__version__", *sorted(SDK_NAMES)]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "state":
+        import importlib
+
+        return importlib.import_module("openwop_cli.state")
     if name in SDK_NAMES:
         from openwop_cli.runtime import sdk
 

@@ -5,7 +5,7 @@ import sys
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, fork, gc, ls, replay, rm, show, verify
+from openwop_cli.cli import cache_key, capture, fork, gc, ls, replay, rm, show, state, verify
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -22,6 +22,7 @@ app = typer.Typer(
         "  wop ls                          list stored captures\n"
         "  wop show last                   timeline of the newest capture\n"
         "  wop show last --seq 3           one event as a JSON tree\n"
+        "  wop state last --at 6           the folded channel state after seq 6\n"
         "  wop verify ./captures/run1      check a capture's integrity\n"
         "  wop cache-key request.json      the LLM cache key of a request\n\n"
         "Exit codes: 0 ok, 1 divergence or difference, 2 usage or bad input,\n"
@@ -56,6 +57,7 @@ def root(
 app.command("capture", context_settings={"allow_interspersed_args": False})(capture.command)
 app.command("replay")(replay.command)
 app.command("fork")(fork.command)
+app.command("state")(state.command)
 app.command("ls")(ls.command)
 app.command("show")(show.command)
 app.command("verify")(verify.command)

@@ -23,6 +23,7 @@ def command(
         None, "--type", "-t", help="Only these event types (repeatable or comma-separated; aliases: llm, tool, state, nd, run)."
     ),
     seq: int = typer.Option(None, "--seq", help="Show only the event with this seq, as a JSON tree."),
+    with_state: bool = typer.Option(False, "--state", help="With --seq: also the folded state right after that event."),
     json_output: bool = typer.Option(False, "--json", help="Print the events (or the one event) as JSON."),
 ) -> None:
     """Show a capture as a timeline: seq, time offset, type and a one-line summary per event.
@@ -34,6 +35,7 @@ def command(
       wop show last
       wop show last --type llm --type tool
       wop show 3f2a --seq 4
+      wop show 3f2a --seq 4 --state
       wop show ./captures/run1 --json
     """
     from openwop_cli.format.reader import CaptureReader
@@ -42,8 +44,10 @@ def command(
     path = resolve_capture(capture)
     reader = CaptureReader(path, resolve_blobs=seq is not None)
     if seq is not None:
-        _show_one(reader, seq, json_output)
+        _show_one(reader, seq, json_output, with_state)
         return
+    if with_state:
+        raise UsageError("--state goes with --seq N (or use `wop state CAPTURE --at N`)")
     wanted = expand_types(types or [])
     events: Iterable[dict[str, Any]] = reader
     if wanted:
@@ -57,7 +61,7 @@ def command(
         console = make_console()
         render_header(console, reader.manifest, str(path))
         render_rows(console, events)
-    _warn_problems(reader)
+    warn_problems(reader)
 
 
 def expand_types(values: list[str]) -> frozenset[str]:
@@ -77,26 +81,40 @@ def expand_types(values: list[str]) -> frozenset[str]:
     return frozenset(wanted)
 
 
-def _show_one(reader: Any, seq: int, json_output: bool) -> None:
+def _show_one(reader: Any, seq: int, json_output: bool, with_state: bool) -> None:
+    from openwop_cli.state.fold import StateFold
+
+    fold = StateFold() if with_state else None
     last = -1
     for event in reader:
         last = event["seq"]
+        if fold is not None:
+            fold.apply(event)
         if last == seq:
-            if json_output:
-                from openwop_cli.cli.output import print_json
-
-                print_json(event)
-            else:
-                from openwop_cli.report.console import make_console
-                from openwop_cli.report.tree import json_tree
-
-                make_console().print(json_tree(event, f"seq {seq} · {event['type']}"))
-            _warn_problems(reader)
+            _print_event(event, fold, json_output)
+            warn_problems(reader)
             return
-    _warn_problems(reader)
+    warn_problems(reader)
     if last < 0:
         raise UsageError(f"--seq {seq} is out of range: the capture has no readable events")
     raise UsageError(f"--seq {seq} is out of range: this capture has seq 0..{last}")
+
+
+def _print_event(event: dict[str, Any], fold: Any, json_output: bool) -> None:
+    if json_output:
+        from openwop_cli.cli.output import print_json
+
+        print_json(event if fold is None else {"event": event, "state": fold.snapshot()})
+        return
+    from openwop_cli.report.console import make_console
+    from openwop_cli.report.tree import json_tree
+
+    console = make_console()
+    console.print(json_tree(event, f"seq {event['seq']} · {event['type']}"))
+    if fold is not None:
+        state = fold.snapshot()
+        console.print(json_tree({"channels": state["channels"], "variables": state["variables"]},
+                                f"state after seq {event['seq']}"))
 
 
 def _write_json(manifest: dict[str, Any], events: Iterable[dict[str, Any]], reader: Any) -> None:
@@ -113,7 +131,8 @@ def _write_json(manifest: dict[str, Any], events: Iterable[dict[str, Any]], read
     out.flush()
 
 
-def _warn_problems(reader: Any) -> None:
+def warn_problems(reader: Any) -> None:
+    """Warn about what is wrong with a capture that was read anyway (its intact prefix is shown)."""
     from openwop_cli.report.console import print_warning
 
     for problem in reader.problems[:5]:

@@ -48,6 +48,7 @@ class Replayer:
         self._lock = threading.RLock()
         self._pending: list[Divergence] = []
         self._source_run = self.source.manifest.get("runId")
+        self._fold: Any = None
         engine.on_divergence = self._pending.append
 
     # ---- tools ------------------------------------------------------------------------------
@@ -159,10 +160,30 @@ class Replayer:
             self._emit_divergences()
         return chosen
 
-    def state(self, data: dict[str, Any]) -> None:
+    def state(self, data: dict[str, Any], reduced: Any) -> None:
+        """A state write: matched like any call, then the reduced state compared with the recorded run's."""
         data = to_json(data)
         with self._lock:
-            self._match(KIND_STATE, "state_mutation", data)
+            match = self._match(KIND_STATE, "state_mutation", data)
+            if match.unit is None or match.divergence is not None:
+                return
+            expected = self._recorded_state(match.request_seq, data)
+            try:
+                self.engine.state_difference(match.request_seq, data, expected, to_json(reduced))
+            finally:
+                self._emit_divergences()
+
+    def _recorded_state(self, seq: int, data: dict[str, Any]) -> Any:
+        """The recorded run's reduced value of the written channel (or variable) right after seq."""
+        from openwop_cli.state.fold import StateFold
+
+        if self._fold is None or self._fold.seq > seq:
+            self._fold = StateFold()
+        while self._fold.seq < seq:
+            self._fold.apply(self.source.event(self._fold.seq + 1))
+        if data.get("kind") == "variable":
+            return self._fold.variables.value(str(data.get("key")))
+        return self._fold.snapshot()["channels"].get(str(data.get("channel")))
 
     # ---- plumbing ---------------------------------------------------------------------------
 

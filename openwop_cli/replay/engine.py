@@ -157,6 +157,20 @@ class ReplayEngine:
                                      _unexpected_detail(kind, data), event_type))
         return Match(None, **override)
 
+    def state_difference(self, seq: int, data: dict[str, Any], expected: Any, observed: Any) -> None:
+        """Observable state determinism: the channel's reduced value after a matched write must be the recorded one."""
+        if self.branch or seq < self.from_seq:
+            return
+        path, was, now = first_difference(expected, observed)
+        if path is None:
+            return
+        channel = str(data.get("channel", data.get("key")))
+        where = "variables" if data.get("kind") == "variable" else "channels"
+        prefix = f"$.{where}.{channel}" if channel.isidentifier() else f"$.{where}[{channel!r}]"
+        self._diverge(Divergence(EVENT_PAYLOAD_MISMATCH, seq, prefix + path[1:], was, now,
+                                 f"after this write {channel!r} holds a different value than in the recorded run "
+                                 "(same input, different reducer or declaration)", "state_mutation"))
+
     def _state_difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
         """A state write matches its recorded channel by key; its value and reducer must match too."""
         if kind != KIND_STATE or not self._checked(unit):

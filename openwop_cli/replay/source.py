@@ -192,6 +192,6 @@ def _unit_name(kind: int, data: dict[str, Any]) -> str | None:
 def _instant_kind(event_type: str, data: dict[str, Any]) -> int | None:
     if event_type == NONDETERMINISTIC:
         return KIND_VERSION if data.get("source") == "version" else KIND_VALUE
-    if event_type == STATE_MUTATION:
+    if event_type == STATE_MUTATION and data.get("kind") != "declare":
         return KIND_STATE
     return None

@@ -10,6 +10,7 @@ import inspect
 import os
 import random as _random
 import sys
+import threading
 import time as _time
 import uuid as _uuid
 from datetime import datetime, timezone
@@ -349,45 +350,92 @@ def version(change_id: str, min_version: int, max_version: int) -> int:
 # ---- state -------------------------------------------------------------------------------------
 
 
-class _StateWrites:
-    """`wop.state`: channel and variable writes, recorded in the channel.written shape."""
+class _State:
+    """`wop.state`: channels with the canonical reducers, recorded in the channel.written shape.
 
-    def write(
-        self,
-        channel: str,
-        value: Any,
-        reducer: str = "replace",
-        *,
-        node_id: str | None = None,
-        schema_version: int | None = None,
-    ) -> None:
-        """Record a write of value to channel through reducer (the write input, not the reduced state)."""
-        session = current()
-        if session is None:
-            return
-        data: dict[str, Any] = {"kind": "channel", "channel": channel, "value": value, "reducer": reducer}
-        if node_id is not None:
-            data["nodeId"] = node_id
-        if schema_version is not None:
-            data["schemaVersion"] = schema_version
-        data["writtenAt"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        _record_state(session, data)
+    Writes are reduced in this process (with or without a recording), so `get` returns what the
+    fold of the capture will show; the recorded event carries the write input and its reducer.
+    """
 
-    def set(self, key: str, value: Any) -> None:
-        """Record a write to the run's untyped variables (legacy prefixes fold as their channel reducer)."""
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every channel and declaration (a new run starts)."""
+        from openwop_cli.state.reducers import ChannelStore
+
+        self._lock = threading.Lock()
+        self._channels = ChannelStore()
+        self._variables = ChannelStore()
+        self._declarations: dict[str, dict[str, Any]] = {}
+
+    def declare(self, channel: str, reducer: str = "replace", *, default: Any = None, max_size: int | None = None,
+                ttl_ms: int | None = None, schema: dict[str, Any] | None = None, schema_version: int | None = None,
+                access: Any = None) -> None:
+        """Declare a channel (the spec's ChannelDeclaration); later writes without a reducer use this one."""
+        declaration: dict[str, Any] = {"reducer": reducer}
+        for key, value in (("default", default), ("maxSize", max_size), ("ttlMs", ttl_ms), ("schema", schema),
+                           ("schemaVersion", schema_version), ("access", access)):
+            if value is not None:
+                declaration[key] = value
+        with self._lock:
+            self._declarations[channel] = declaration
         session = current()
         if session is not None:
-            _record_state(session, {"kind": "variable", "key": key, "value": value})
+            session.record("state_mutation", {"kind": "declare", "channel": channel, "declaration": declaration})
+
+    def write(self, channel: str, value: Any, reducer: str | None = None, *, node_id: str | None = None,
+              type_id: str | None = None, schema_version: int | None = None) -> Any:
+        """Write value to channel through its reducer (declared, given, or replace); returns the reduced value.
+
+        An input the reducer rejects (a merge of a non-object, a vote without userId…) raises ValueError.
+        """
+        from openwop_cli.state.reducers import effective_reducer
+
+        declaration = self._declarations.get(channel, {})
+        named = reducer or declaration.get("reducer") or "replace"
+        now_ms = _time.time_ns() // 1_000_000
+        with self._lock:
+            self._channels.write(channel, value, effective_reducer(named), ts=now_ms, declaration=declaration)
+            reduced = self._channels.value(channel)
+        session = current()
+        if session is not None:
+            data: dict[str, Any] = {"kind": "channel", "channel": channel, "value": value, "reducer": named}
+            for key, extra in (("nodeId", node_id), ("typeId", type_id), ("schemaVersion", schema_version)):
+                if extra is not None:
+                    data[key] = extra
+            data["writtenAt"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+            _record_state(session, data, reduced)
+        return reduced
+
+    def set(self, key: str, value: Any) -> Any:
+        """Write a legacy untyped variable (its prefix picks the reducer: `_loopbackCount:` counts…)."""
+        from openwop_cli.state.reducers import legacy_reducer
+
+        with self._lock:
+            self._variables.write(key, value, legacy_reducer(key), ts=_time.time_ns() // 1_000_000)
+            reduced = self._variables.value(key)
+        session = current()
+        if session is not None:
+            _record_state(session, {"kind": "variable", "key": key, "value": value}, reduced)
+        return reduced
+
+    def get(self, channel: str, default: Any = None) -> Any:
+        """The channel's reduced value (its declared default, or `default`, before any write)."""
+        with self._lock:
+            if channel in self._channels:
+                return self._channels.value(channel)
+        return self._declarations.get(channel, {}).get("default", default)
 
 
-def _record_state(session: Session, data: dict[str, Any]) -> None:
+def _record_state(session: Session, data: dict[str, Any], reduced: Any) -> None:
     if session.replayer is not None:
-        session.replayer.state(data)
+        session.replayer.state(data, reduced)
     else:
         session.record("state_mutation", data)
 
 
-state = _StateWrites()
+state = _State()
 
 
 # ---- capturing without the CLI -----------------------------------------------------------------
@@ -437,6 +485,7 @@ class capture:
         self._sink.start({"captureId": capture_id, "name": name, "program": {"argv": argv, "cwd": cwd}})
         self.capture_id = capture_id
         self._session = Session(AppendRecorder(self._sink.append, self._sink.flush))
+        state.reset()
         self._session.record("run_start", run_start_data(argv, cwd, sys.version.split()[0]))
         self._owner_pid = os.getpid()
         self._started = _time.monotonic()

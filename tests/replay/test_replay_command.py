@@ -317,3 +317,27 @@ def test_bad_replay_and_fork_input_is_exit_2(tmp_path, args, message):
     done = run_wop(*[str(source) if arg == "SOURCE" else arg for arg in args], cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+STATEFUL = """
+    import os
+    import openwop_cli as wop
+
+    wop.state.declare("recent", "append", max_size=int(os.environ.get("KEEP", "2")))
+    for item in ["a", "b", "c"]:
+        wop.state.write("recent", item)
+    print(wop.state.get("recent"))
+"""
+
+
+def test_a_state_that_differs_with_equal_write_inputs_is_a_divergence_at_the_channel(tmp_path):
+    source = capture(tmp_path, STATEFUL)
+    same, report = replay(tmp_path, source, name="same")
+    assert same.returncode == 0 and report["score"]["score"] == 1.0, same.stderr
+    done, report = replay(tmp_path, source, "--lenient", env={"KEEP": "3"}, name="changed")
+    assert done.returncode == 1
+    divergence = report["divergences"][0]
+    assert divergence["code"] == "event_payload_mismatch" and divergence["eventType"] == "state_mutation"
+    assert divergence["jsonPath"].startswith("$.channels.recent")
+    writes = [e["seq"] for e in CaptureReader(source) if e["type"] == "state_mutation" and e["data"]["kind"] == "channel"]
+    assert divergence["eventSeq"] == writes[2]

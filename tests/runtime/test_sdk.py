@@ -174,3 +174,23 @@ def test_an_unknown_wop_mode_warns_and_runs_unrecorded(tmp_path):
                           env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "5"
     assert "not one of off, capture, replay" in done.stderr
+
+
+def test_state_writes_return_the_reduced_value_with_or_without_a_recording(tmp_path):
+    wop.state.declare("log", "append", max_size=2)
+    assert [wop.state.write("log", item) for item in "abc"][-1] == ["b", "c"]
+    assert wop.state.get("log") == ["b", "c"] and wop.state.get("nothing", 7) == 7
+    with wop.capture(out=tmp_path / "c") as run:
+        wop.state.declare("ticket", "merge", default={"open": True})
+        assert wop.state.get("ticket") == {"open": True}
+        assert wop.state.write("ticket", {"topic": "billing"}) == {"open": True, "topic": "billing"}
+        assert wop.state.set("_loopbackCount:review", 2) == 2
+        assert wop.state.set("_loopbackCount:review", 3) == 5
+        with pytest.raises(ValueError, match="merge takes an object"):
+            wop.state.write("ticket", "not an object")
+    kinds = [(e["type"], e.get("kind")) for e in recorded(run.path)]
+    assert kinds[1:5] == [("state_mutation", "declare"), ("state_mutation", "channel"),
+                          ("state_mutation", "variable"), ("state_mutation", "variable")]
+    from openwop_cli.state.fold import fold_events
+
+    assert fold_events(CaptureReader(run.path)).snapshot()["channels"] == {"ticket": {"open": True, "topic": "billing"}}

@@ -1,0 +1,81 @@
+"""`wop state CAPTURE [--at SEQ]`: the folded channel state of a run at any point."""
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from openwop_cli.errors import UsageError
+
+
+def command(
+    capture: str = typer.Argument(..., help="A capture: path, id or unique prefix, name, or `last`."),
+    at: Optional[int] = typer.Option(None, "--at", help="The state right after event SEQ (inclusive; default: the last event)."),
+    channel: Optional[str] = typer.Option(None, "--channel", "-c", help="Only this channel (or variable)."),
+    declarations: Optional[Path] = typer.Option(None, "--declarations", metavar="FILE",
+                                                help="Channel declarations (JSON: {name: declaration}, or a workflow with `channels`)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the state as JSON."),
+) -> None:
+    """Fold the run's state writes with the canonical reducers and show {channels, variables} at a seq.
+
+    Declarations come from the run (run_start, wop.state.declare) and --declarations. Writes a
+    compliant engine would refuse (access denied, cross-engine, schema) are listed, not applied.
+
+    \b
+    Examples:
+      wop state last
+      wop state last --at 6 --channel ticket
+      wop state ./captures/run1 --declarations workflow.json --json
+    """
+    from openwop_cli.format.reader import CaptureReader
+    from openwop_cli.state.fold import fold_events
+    from openwop_cli.store import resolve_capture
+
+    path = resolve_capture(capture)
+    reader = CaptureReader(path, resolve_blobs=True)
+    count = reader.manifest.get("eventCount") or 0
+    if at is not None and not 0 <= at < max(count, 1):
+        raise UsageError(f"--at {at} is out of range: this capture has seq 0..{count - 1}")
+    fold = fold_events(reader, at=at, declarations=read_declarations(declarations) if declarations else None)
+    if at is not None and fold.seq < at:
+        raise UsageError(f"--at {at} is past the readable events of this capture (they end at seq {fold.seq})")
+    snapshot = fold.snapshot()
+    if channel is not None:
+        snapshot = _only(snapshot, channel)
+    findings = [finding.to_json() for finding in fold.findings]
+    if json_output:
+        from openwop_cli.cli.output import print_json
+
+        print_json({"captureId": reader.manifest.get("captureId"), **snapshot, "findings": findings})
+    else:
+        from openwop_cli.report.console import make_console
+        from openwop_cli.report.state import render_state
+
+        render_state(make_console(), reader.manifest, snapshot, fold.findings, fold.meta)
+    from openwop_cli.cli.show import warn_problems
+
+    warn_problems(reader)
+
+
+def read_declarations(path: Path) -> dict:
+    """Channel declarations from a JSON file: the map itself, or a workflow holding it under `channels`."""
+    import orjson
+
+    try:
+        content = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read --declarations {path}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--declarations {path} is not JSON: {exc}") from None
+    found = content.get("channels", content) if isinstance(content, dict) else None
+    if not isinstance(found, dict):
+        raise UsageError(f"--declarations {path} must be an object of channel declarations")
+    return found
+
+
+def _only(snapshot: dict, name: str) -> dict:
+    for part in ("channels", "variables"):
+        if name in snapshot[part]:
+            return {"atSeq": snapshot["atSeq"], part: {name: snapshot[part][name]}}
+    known = ", ".join(sorted([*snapshot["channels"], *snapshot["variables"]])) or "none"
+    raise UsageError(f"no channel or variable {name!r} at seq {snapshot['atSeq']} (known: {known})")

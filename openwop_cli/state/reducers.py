@@ -1,0 +1,149 @@
+"""The canonical channel reducers of openwop-channels.md, and a channel store that applies them in place.
+
+replace, append, merge (shallow), counter, votes (replace by userId), feedback, message
+(idempotent on messageId); `vendor.*` and unknown names fold as replace (the caller warns once per
+channel). Writes are validated the way the spec's types say; an invalid write raises ReducerError
+(`validation_error`) and changes nothing.
+
+ChannelStore keeps each channel's state so that a million writes cost a million small steps:
+list reducers append to a deque (maxSize trims from the left, ttlMs prunes expired entries from
+the left using the event's own timestamp, never the wall clock), message ids are remembered in a
+set. Dependency-free on purpose: the runtime uses it too, so a program sees the reduced value the
+fold will compute.
+"""
+
+from collections import deque
+from typing import Any
+
+CANONICAL = ("replace", "append", "merge", "counter", "votes", "feedback", "message")
+LIST_REDUCERS = frozenset({"append", "votes", "feedback", "message"})
+TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
+MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
+LEGACY_PREFIXES = (
+    ("_approvalVotes:", "votes"),
+    ("_askExchanges:", "append"),
+    ("_clarificationAnswers:", "merge"),
+    ("_feedbackHistory:", "feedback"),
+    ("_loopbackCount:", "counter"),
+)
+
+
+class ReducerError(ValueError):
+    """A write the reducer's input type rejects (the spec's validation_error)."""
+
+
+def effective_reducer(name: Any) -> str:
+    """The reducer a write folds with: its own name when canonical, else replace (spec: unknown → replace)."""
+    return name if name in CANONICAL else "replace"
+
+
+def legacy_reducer(variable: str) -> str:
+    """The reducer a legacy variable folds with, from its prefix (others: replace)."""
+    for prefix, reducer in LEGACY_PREFIXES:
+        if variable.startswith(prefix):
+            return reducer
+    return "replace"
+
+
+class ChannelStore:
+    """Channels (or variables) and their reduced values; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._message_ids: dict[str, set[str]] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._values
+
+    def names(self) -> list[str]:
+        return list(self._values)
+
+    def write(self, name: str, value: Any, reducer: str, *, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
+        """Fold one write into the channel (reducer already resolved with effective_reducer)."""
+        declaration = declaration or {}
+        _validate(reducer, value)
+        if reducer in LIST_REDUCERS:
+            self._write_list(name, value, reducer, ts, declaration)
+            return
+        current = self._values.get(name, declaration.get("default"))
+        if reducer == "merge":
+            merged = {**(current if isinstance(current, dict) else {}), **value}
+            _check_size(name, merged, declaration)
+            self._values[name] = merged
+        elif reducer == "counter":
+            base = current if isinstance(current, (int, float)) and not isinstance(current, bool) else 0
+            self._values[name] = base + value
+        else:
+            _check_size(name, value, declaration)
+            self._values[name] = value
+
+    def value(self, name: str, default: Any = None) -> Any:
+        """The channel's reduced value as plain JSON (lists for list reducers)."""
+        if name not in self._values:
+            return default
+        value = self._values[name]
+        return list(value) if isinstance(value, deque) else value
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every channel's reduced value as plain JSON."""
+        return {name: self.value(name) for name in self._values}
+
+    def _write_list(self, name: str, value: Any, reducer: str, ts: int, declaration: dict[str, Any]) -> None:
+        entries = self._values.get(name)
+        if not isinstance(entries, deque):
+            default = declaration.get("default")
+            entries = deque(default if isinstance(default, list) else [])
+            self._values[name] = entries
+        ttl = declaration.get("ttlMs") or 0
+        wrapped = bool(ttl) and reducer in TTL_REDUCERS
+        if wrapped:
+            while entries and isinstance(entries[0], dict) and entries[0].get("_ts", ts) < ts - ttl:
+                entries.popleft()
+        if reducer == "message":
+            seen = self._message_ids.setdefault(name, {m.get("messageId") for m in entries if isinstance(m, dict)})
+            if value["messageId"] in seen:
+                return
+            seen.add(value["messageId"])
+        if reducer == "votes":
+            user = value["userId"]
+            kept = [entry for entry in entries if _unwrap(entry, wrapped).get("userId") != user]
+            if len(kept) != len(entries):
+                entries.clear()
+                entries.extend(kept)
+        entries.append({"value": value, "_ts": ts} if wrapped else value)
+        limit = declaration.get("maxSize")
+        if isinstance(limit, int) and limit >= 0:
+            while len(entries) > limit:
+                dropped = entries.popleft()
+                if reducer == "message":
+                    self._message_ids[name].discard(dropped.get("messageId"))
+
+
+def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:
+    value = entry.get("value") if wrapped and isinstance(entry, dict) else entry
+    return value if isinstance(value, dict) else {}
+
+
+def _validate(reducer: str, value: Any) -> None:
+    if reducer == "merge" and not isinstance(value, dict):
+        raise ReducerError(f"merge takes an object, got {type(value).__name__}")
+    if reducer == "counter" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ReducerError(f"counter takes a number to add, got {type(value).__name__}")
+    if reducer == "votes":
+        if not isinstance(value, dict) or not isinstance(value.get("userId"), str) or not isinstance(value.get("action"), str):
+            raise ReducerError("votes takes {userId: string, action: string, timestamp, reason?}")
+    if reducer == "feedback" and (not isinstance(value, dict) or not isinstance(value.get("feedback"), str)):
+        raise ReducerError("feedback takes {feedback: string, timestamp, iteration}")
+    if reducer == "message":
+        if not isinstance(value, dict) or not isinstance(value.get("messageId"), str):
+            raise ReducerError("message takes {messageId: string, role, content, timestamp, …}")
+        if value.get("role") not in MESSAGE_ROLES:
+            raise ReducerError(f"message role must be one of {', '.join(sorted(MESSAGE_ROLES))}, got {value.get('role')!r}")
+        if not isinstance(value.get("content"), (str, list)):
+            raise ReducerError("message content must be a string or an array of content blocks")
+
+
+def _check_size(name: str, value: Any, declaration: dict[str, Any]) -> None:
+    limit = declaration.get("maxSize")
+    if isinstance(limit, int) and isinstance(value, (list, dict, str)) and len(value) > limit:
+        raise ReducerError(f"{name!r} would hold {len(value)} entries, over its maxSize {limit}")

@@ -1,0 +1,131 @@
+"""Folding a capture's writes: declarations, legacy variables, findings, any seq, and the `wop state` command."""
+
+import copy
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.state.fold import StateFold, fold_events, writer_allowed
+from tests.conftest import run_wop, write_capture
+
+
+def write(seq, channel, value, reducer="replace", ts=None, **extra):
+    return {"seq": seq, "ts": ts if ts is not None else seq, "type": "state_mutation",
+            "data": {"kind": "channel", "channel": channel, "value": value, "reducer": reducer, **extra}}
+
+
+def variable(seq, key, value):
+    return {"seq": seq, "ts": seq, "type": "state_mutation", "data": {"kind": "variable", "key": key, "value": value}}
+
+
+def test_channels_and_legacy_variables_fold_with_their_reducers():
+    events = [write(0, "ticket", {"a": 1}, "merge"), write(1, "ticket", {"b": 2}, "merge"),
+              variable(2, "_loopbackCount:review", 1), variable(3, "_loopbackCount:review", 2),
+              variable(4, "_approvalVotes:gate", {"userId": "u1", "action": "approve"}),
+              variable(5, "plain", "x"), variable(6, "plain", "y")]
+    snapshot = fold_events(events).snapshot()
+    assert snapshot == {"atSeq": 6, "channels": {"ticket": {"a": 1, "b": 2}},
+                        "variables": {"_loopbackCount:review": 3,
+                                      "_approvalVotes:gate": [{"userId": "u1", "action": "approve"}], "plain": "y"}}
+
+
+def test_a_vendor_reducer_folds_as_replace_with_one_warning_per_channel():
+    fold = fold_events([write(0, "c", 1, "vendor.acme.dedupe"), write(1, "c", 2, "vendor.acme.dedupe")])
+    assert fold.snapshot()["channels"] == {"c": 2}
+    assert [(f.code, f.channel) for f in fold.findings] == [("unknown_reducer", "c")]
+
+
+def test_access_is_checked_per_declaration_and_denied_writes_are_findings():
+    declarations = {"votes": {"reducer": "votes", "access": {"writers": ["vote-collector", "core.ai.*"]}},
+                    "secret": {"reducer": "replace", "access": "private"}}
+    vote = {"userId": "u", "action": "approve"}
+    events = [write(0, "votes", vote, "votes", nodeId="vote-collector"),
+              write(1, "votes", {**vote, "userId": "v"}, "votes", nodeId="n7", typeId="core.ai.callPrompt"),
+              write(2, "votes", {**vote, "userId": "w"}, "votes", nodeId="vote-tally", typeId="vendor.acme.tally"),
+              write(3, "secret", "s", nodeId="anyone")]
+    fold = fold_events(events, declarations=declarations)
+    assert [v["userId"] for v in fold.snapshot()["channels"]["votes"]] == ["u", "v"]
+    assert [(f.code, f.seq) for f in fold.findings] == [("channel_access_denied", 2), ("channel_access_denied", 3)]
+    assert writer_allowed({"writers": ["*"]}, "x", "any.type") and writer_allowed({"readers": []}, "x", None)
+
+
+def test_cross_engine_writes_to_replace_and_merge_are_forbidden_but_append_is_fine():
+    events = [write(0, "decision", "yes", sourceEngineId="child-7", sourceRunId="r"),
+              write(1, "log", "entry", "append", sourceEngineId="child-7")]
+    fold = fold_events(events)
+    assert fold.snapshot()["channels"] == {"log": ["entry"]}
+    assert [f.code for f in fold.findings] == ["channel_cross_engine_write_forbidden"]
+
+
+def test_schema_versions_are_kept_and_breaking_old_writes_are_refused():
+    declarations = {"fb": {"reducer": "append", "schemaVersion": 3, "compatibleWith": [2]}}
+    events = [write(0, "fb", "v1 write", "append", schemaVersion=1), write(1, "fb", "v2 write", "append", schemaVersion=2),
+              write(2, "fb", "v3 write", "append", schemaVersion=3)]
+    fold = fold_events(events, declarations=declarations)
+    assert fold.snapshot()["channels"]["fb"] == ["v2 write", "v3 write"]
+    assert [(f.code, f.seq) for f in fold.findings] == [("channel_schema_breaking_change", 0)]
+    assert fold.meta["fb"]["schemaVersion"] == 3
+
+
+def test_ttl_uses_event_timestamps_never_the_wall_clock():
+    declarations = {"recent": {"reducer": "append", "ttlMs": 100}}
+    events = [write(0, "recent", "a", "append", ts=1_000), write(1, "recent", "b", "append", ts=1_050),
+              write(2, "recent", "c", "append", ts=1_140)]
+    assert fold_events(events, declarations=declarations).snapshot()["channels"]["recent"] == [
+        {"value": "b", "_ts": 1_050}, {"value": "c", "_ts": 1_140}]
+
+
+def test_declarations_come_from_the_run_itself():
+    events = [{"seq": 0, "ts": 0, "type": "run_start", "data": {"channels": {"n": {"reducer": "counter", "default": 5}}}},
+              {"seq": 1, "ts": 1, "type": "state_mutation", "data": {"kind": "declare", "channel": "log",
+                                                                     "declaration": {"reducer": "append", "maxSize": 1}}},
+              write(2, "n", 2, None), write(3, "log", "a", None), write(4, "log", "b", None)]
+    assert fold_events(events).snapshot()["channels"] == {"n": 7, "log": ["b"]}
+
+
+WRITE_EVENTS = st.lists(st.one_of(
+    st.builds(lambda c, v: ("append", c, v), st.sampled_from("xyz"), st.integers()),
+    st.builds(lambda c, v: ("merge", c, {"k" + str(v % 3): v}), st.sampled_from("xyz"), st.integers()),
+    st.builds(lambda c, v: ("counter", c, v), st.sampled_from("xyz"), st.integers(-3, 3)),
+), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(WRITE_EVENTS, st.integers(0, 30))
+def test_folding_to_n_then_continuing_equals_folding_everything(writes, cut):
+    events = [write(seq, f"{reducer}-{channel}", value, reducer) for seq, (reducer, channel, value) in enumerate(writes)]
+    partial = StateFold()
+    for event in events[:cut]:
+        partial.apply(event)
+    at_cut = partial.snapshot()
+    frozen = copy.deepcopy(at_cut)
+    for event in events[cut:]:
+        partial.apply(event)
+    assert at_cut == frozen, "a snapshot must not change when the fold goes on"
+    assert partial.snapshot() == fold_events(events).snapshot()
+    if events:
+        assert fold_events(events, at=min(cut, len(events)) - 1).snapshot()["channels"] == frozen["channels"]
+
+
+def test_wop_state_command_folds_a_real_capture(tmp_path):
+    capture = write_capture(tmp_path / "c", [
+        ("run_start", {"argv": ["x"], "channels": {"log": {"reducer": "append", "maxSize": 2}}}),
+        ("state_mutation", {"kind": "channel", "channel": "log", "value": 1, "reducer": "append"}),
+        ("state_mutation", {"kind": "channel", "channel": "log", "value": 2, "reducer": "append"}),
+        ("state_mutation", {"kind": "channel", "channel": "log", "value": 3, "reducer": "append"}),
+        ("state_mutation", {"kind": "variable", "key": "_loopbackCount:n", "value": 4}),
+    ])
+    done = run_wop("state", str(capture), "--json")
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)["channels"] == {"log": [2, 3]}
+    at = orjson.loads(run_wop("state", str(capture), "--at", "2", "--json", "--channel", "log").stdout)
+    assert at == {"captureId": at["captureId"], "atSeq": 2, "channels": {"log": [1, 2]}, "findings": []}
+    human = run_wop("state", str(capture))
+    assert "log" in human.stdout and "append, 3 writes" in human.stdout and "_loopbackCount:n" in human.stdout
+    bad = run_wop("state", str(capture), "--at", "40")
+    assert bad.returncode == 2 and "seq 0..4" in bad.stderr
+    missing = run_wop("state", str(capture), "--channel", "nope")
+    assert missing.returncode == 2 and "known: _loopbackCount:n, log" in missing.stderr
+    shown = orjson.loads(run_wop("show", str(capture), "--seq", "3", "--state", "--json").stdout)
+    assert shown["event"]["seq"] == 3 and shown["state"]["channels"]["log"] == [2, 3]

@@ -1,0 +1,143 @@
+"""The canonical reducers of openwop-channels.md, with the spec's own examples, and the store that applies them."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
+
+
+def fold(reducer, writes, declaration=None, stamps=None):
+    store = ChannelStore()
+    for index, value in enumerate(writes):
+        store.write("c", value, reducer, ts=(stamps[index] if stamps else index), declaration=declaration)
+    return store.value("c")
+
+
+def test_replace_keeps_the_latest_write():
+    assert fold("replace", [1, {"a": 1}, "last"]) == "last"
+
+
+def test_append_keeps_every_write_in_order():
+    assert fold("append", ["a", "b", "c"]) == ["a", "b", "c"]
+
+
+def test_merge_is_shallow_and_later_keys_win():
+    assert fold("merge", [{"a": 1, "nested": {"x": 1}}, {"b": 2, "nested": {"y": 2}}, {"a": 3}]) == {
+        "a": 3, "b": 2, "nested": {"y": 2}}
+
+
+def test_counter_adds_including_negative_increments():
+    assert fold("counter", [1, 1, 5, -2]) == 5
+
+
+def test_votes_replace_a_users_earlier_vote():
+    votes = [{"userId": "u1", "action": "approve", "timestamp": "t1"},
+             {"userId": "u2", "action": "reject", "timestamp": "t2"},
+             {"userId": "u1", "action": "reject", "timestamp": "t3", "reason": "changed my mind"}]
+    assert fold("votes", votes) == [votes[1], votes[2]]
+
+
+def test_feedback_appends_with_iterations():
+    entries = [{"feedback": "shorter", "timestamp": "t1", "iteration": 1},
+               {"feedback": "warmer", "timestamp": "t2", "iteration": 2}]
+    assert fold("feedback", entries) == entries
+
+
+def test_message_is_idempotent_on_message_id():
+    first = {"messageId": "m1", "role": "user", "content": "hi", "timestamp": "t1"}
+    second = {"messageId": "m2", "role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": "t2"}
+    assert fold("message", [first, second, dict(first, content="retried")]) == [first, second]
+
+
+@pytest.mark.parametrize("reducer, value", [
+    ("merge", [1]), ("counter", "1"), ("counter", True), ("votes", {"action": "approve"}),
+    ("feedback", {"text": "x"}), ("message", {"messageId": "m", "role": "robot", "content": "x"}),
+    ("message", {"role": "user", "content": "x"}),
+])
+def test_invalid_inputs_are_validation_errors_and_change_nothing(reducer, value):
+    store = ChannelStore()
+    with pytest.raises(ReducerError):
+        store.write("c", value, reducer)
+    assert "c" not in store
+
+
+def test_max_size_drops_the_oldest_entries_of_list_reducers():
+    assert fold("append", [1, 2, 3, 4], {"maxSize": 2}) == [3, 4]
+
+
+def test_max_size_rejects_oversized_values_of_other_reducers():
+    store = ChannelStore()
+    store.write("c", {"a": 1}, "merge", declaration={"maxSize": 2})
+    store.write("c", {"b": 1}, "merge", declaration={"maxSize": 2})
+    with pytest.raises(ReducerError, match="maxSize 2"):
+        store.write("c", {"c": 1}, "merge", declaration={"maxSize": 2})
+    assert store.value("c") == {"a": 1, "b": 1}
+
+
+def test_ttl_wraps_entries_and_prunes_by_the_events_own_time_then_max_size():
+    declaration = {"ttlMs": 1000, "maxSize": 2}
+    result = fold("append", ["old", "mid", "new", "newest"], declaration, stamps=[0, 1500, 1800, 2600])
+    # at 2600 the cutoff is 1600: "old" (0) and "mid" (1500) are gone before maxSize applies
+    assert result == [{"value": "new", "_ts": 1800}, {"value": "newest", "_ts": 2600}]
+
+
+def test_ttl_votes_still_replace_by_user():
+    declaration = {"ttlMs": 10_000}
+    votes = [{"userId": "u1", "action": "approve"}, {"userId": "u1", "action": "reject"}]
+    assert fold("votes", votes, declaration, stamps=[1, 2]) == [{"value": votes[1], "_ts": 2}]
+
+
+def test_declared_defaults_are_the_starting_value():
+    assert fold("counter", [2], {"default": 10}) == 12
+    assert fold("append", ["x"], {"default": ["seed"]}) == ["seed", "x"]
+
+
+def test_unknown_and_vendor_reducers_fold_as_replace_and_legacy_prefixes_map():
+    assert effective_reducer("vendor.acme.dedupe") == "replace" and effective_reducer("append") == "append"
+    assert [legacy_reducer(name) for name in ("_approvalVotes:n1", "_askExchanges:n1", "_clarificationAnswers:n",
+                                               "_feedbackHistory:n", "_loopbackCount:n", "_previousArtifact:n")] == [
+        "votes", "append", "merge", "feedback", "counter", "replace"]
+
+
+def reference(reducer, current, value):
+    """The spec's reducer functions, translated literally (copying, no optimisation)."""
+    if reducer == "replace":
+        return value
+    if reducer == "append":
+        return [*(current or []), value]
+    if reducer == "merge":
+        return {**(current or {}), **value}
+    if reducer == "counter":
+        return (current or 0) + value
+    if reducer == "votes":
+        return [*[v for v in current or [] if v["userId"] != value["userId"]], value]
+    if reducer == "message":
+        return current if any(m["messageId"] == value["messageId"] for m in current or []) else [*(current or []), value]
+    raise AssertionError(reducer)
+
+
+WRITES = st.one_of(
+    st.tuples(st.just("replace"), st.integers()),
+    st.tuples(st.just("append"), st.text(max_size=3)),
+    st.tuples(st.just("merge"), st.dictionaries(st.sampled_from("abc"), st.integers(), max_size=3)),
+    st.tuples(st.just("counter"), st.integers(-5, 5)),
+    st.tuples(st.just("votes"), st.fixed_dictionaries({"userId": st.sampled_from(["u1", "u2", "u3"]),
+                                                       "action": st.sampled_from(["approve", "reject"])})),
+    st.tuples(st.just("message"), st.fixed_dictionaries({"messageId": st.sampled_from(["m1", "m2", "m3"]),
+                                                         "role": st.just("user"), "content": st.text(max_size=2)})),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), WRITES), max_size=40))
+def test_the_store_agrees_with_the_spec_functions(writes):
+    store, expected, reducers = ChannelStore(), {}, {}
+    for channel, (reducer, value) in writes:
+        reducer = reducers.setdefault(channel, reducer)  # a channel keeps its first reducer; wrong inputs are refused
+        try:
+            store.write(channel, value, reducer)
+        except ReducerError:
+            continue
+        expected[channel] = reference(reducer, expected.get(channel), value)
+    assert store.snapshot() == expected
