@@ -1,7 +1,7 @@
 """`wop state CAPTURE [--at SEQ]`: the folded channel state of a run at any point."""
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -18,7 +18,8 @@ def command(
 ) -> None:
     """Fold the run's state writes with the canonical reducers and show {channels, variables} at a seq.
 
-    Declarations come from the run (run_start, wop.state.declare) and --declarations. Writes a
+    Declarations come from the run (its pinned --workflow, run_start, wop.state.declare) and
+    --declarations. Writes a
     compliant engine would refuse (access denied, cross-engine, schema) are listed, not applied.
 
     \b
@@ -36,7 +37,8 @@ def command(
     count = reader.manifest.get("eventCount") or 0
     if at is not None and not 0 <= at < max(count, 1):
         raise UsageError(f"--at {at} is out of range: this capture has seq 0..{count - 1}")
-    fold = fold_events(reader, at=at, declarations=read_declarations(declarations) if declarations else None)
+    declared = {**workflow_declarations(reader), **(read_declarations(declarations) if declarations else {})}
+    fold = fold_events(reader, at=at, declarations=declared)
     if at is not None and fold.seq < at:
         raise UsageError(f"--at {at} is past the readable events of this capture (they end at seq {fold.seq})")
     snapshot = fold.snapshot()
@@ -71,6 +73,16 @@ def read_declarations(path: Path) -> dict:
     if not isinstance(found, dict):
         raise UsageError(f"--declarations {path} must be an object of channel declarations")
     return found
+
+
+def workflow_declarations(reader: Any) -> dict:
+    """The `channels` of the workflow the run pinned with `wop capture --workflow`, if any."""
+    pinned = (reader.manifest.get("program") or {}).get("workflow")
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("blob"), dict):
+        return {}
+    workflow = reader.blobs.resolve(pinned["blob"])
+    channels = workflow.get("channels") if isinstance(workflow, dict) else None
+    return channels if isinstance(channels, dict) else {}
 
 
 def _only(snapshot: dict, name: str) -> dict:

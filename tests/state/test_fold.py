@@ -129,3 +129,16 @@ def test_wop_state_command_folds_a_real_capture(tmp_path):
     assert missing.returncode == 2 and "known: _loopbackCount:n, log" in missing.stderr
     shown = orjson.loads(run_wop("show", str(capture), "--seq", "3", "--state", "--json").stdout)
     assert shown["event"]["seq"] == 3 and shown["state"]["channels"]["log"] == [2, 3]
+
+
+def test_the_pinned_workflows_channel_declarations_are_used(tmp_path):
+    import sys
+
+    workflow = tmp_path / "flow.json"
+    workflow.write_text('{"name": "wf", "channels": {"log": {"reducer": "append", "maxSize": 1}}}')
+    program = tmp_path / "program.py"
+    program.write_text('import openwop_cli as wop\nwop.state.write("log", "a", "append")\nwop.state.write("log", "b", "append")\n')
+    out = tmp_path / "c"
+    assert run_wop("capture", "--workflow", str(workflow), "--out", str(out), "--", sys.executable, str(program),
+                   cwd=tmp_path).returncode == 0
+    assert orjson.loads(run_wop("state", str(out), "--json").stdout)["channels"] == {"log": ["b"]}
