@@ -142,3 +142,30 @@ def test_the_pinned_workflows_channel_declarations_are_used(tmp_path):
     assert run_wop("capture", "--workflow", str(workflow), "--out", str(out), "--", sys.executable, str(program),
                    cwd=tmp_path).returncode == 0
     assert orjson.loads(run_wop("state", str(out), "--json").stdout)["channels"] == {"log": ["b"]}
+
+
+def test_writes_are_checked_against_the_channels_json_schema():
+    import pytest
+
+    pytest.importorskip("jsonschema")
+    declarations = {"score": {"reducer": "replace", "schema": {"type": "integer", "minimum": 0}}}
+    fold = fold_events([write(0, "score", 3), write(1, "score", -1), write(2, "score", "high")], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"score": 3}
+    assert [(f.code, f.seq) for f in fold.findings] == [("validation_error", 1), ("validation_error", 2)]
+
+
+def test_without_jsonschema_schemas_are_skipped_with_one_notice(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_jsonschema(name, *args, **kwargs):
+        if name == "jsonschema":
+            raise ImportError("not installed")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_jsonschema)
+    declarations = {"score": {"reducer": "replace", "schema": {"type": "integer"}}}
+    fold = fold_events([write(0, "score", "a"), write(1, "score", "b")], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"score": "b"}
+    assert [f.code for f in fold.findings] == ["schema_validation_skipped"]
