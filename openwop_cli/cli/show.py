@@ -18,7 +18,7 @@ TYPE_ALIASES = {
 
 
 def command(
-    capture: str = typer.Argument(..., help="A capture: path, id or unique prefix, name, or `last`."),
+    capture: str = typer.Argument(..., help="A capture (path, id or unique prefix, name, `last`) or an OpenWOP event log (.jsonl/.json)."),
     types: list[str] = typer.Option(
         None, "--type", "-t", help="Only these event types (repeatable or comma-separated; aliases: llm, tool, state, nd, run)."
     ),
@@ -38,11 +38,10 @@ def command(
       wop show 3f2a --seq 4 --state
       wop show ./captures/run1 --json
     """
-    from openwop_cli.format.reader import CaptureReader
-    from openwop_cli.store import resolve_capture
+    from openwop_cli.cli.sources import open_run
 
-    path = resolve_capture(capture)
-    reader = CaptureReader(path, resolve_blobs=seq is not None)
+    reader = open_run(capture, resolve_blobs=seq is not None)
+    path = getattr(reader, "capture_dir", None) or reader.path
     if seq is not None:
         _show_one(reader, seq, json_output, with_state)
         return

@@ -9,6 +9,7 @@ branch point or for an allowed tool, lets the call run live and records it.
 import threading
 from typing import Any, Callable
 
+from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED
 from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
 from openwop_cli.replay.engine import Match, ReplayEngine
@@ -140,7 +141,8 @@ class Replayer:
                 recorded_value = data["value"]
             else:
                 recorded_value = self.source.event(match.request_seq)["data"].get("value")
-            self.session.record("nondeterministic", {**data, "value": recorded_value}, match.request_seq)
+            self.session.record("nondeterministic", {**data, "value": recorded_value,
+                                                     "valueHash": content_hash(recorded_value)}, match.request_seq)
             self._emit_divergences()
         if match.unit is None and not match.has_override:
             return live

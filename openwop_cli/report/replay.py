@@ -71,16 +71,17 @@ def _panel(divergence: Any) -> Panel:
     if divergence.json_path:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
     if divergence.expected is not None or divergence.observed is not None:
-        parts.append(_side_by_side(divergence.expected, divergence.observed))
+        parts.append(side_by_side(divergence.expected, divergence.observed))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 
-def _side_by_side(expected: Any, observed: Any) -> Table:
+def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expected (capture)", "observed (today)")) -> Table:
+    """Two values in two columns, trimmed to a window around their first difference."""
     was, now = _text(expected), _text(observed)
     start = _first_difference(was, now)
     table = Table(show_edge=False, expand=True, pad_edge=False)
-    table.add_column("expected (capture)", style="expected", ratio=1, overflow="fold")
-    table.add_column("observed (today)", style="observed", ratio=1, overflow="fold")
+    table.add_column(titles[0], style="expected", ratio=1, overflow="fold")
+    table.add_column(titles[1], style="observed", ratio=1, overflow="fold")
     table.add_row(_around(was, start), _around(now, start))
     return table
 

@@ -16,6 +16,7 @@ from openwop_cli.format.events import RUN_START, STATE_MUTATION
 from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
 
 CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
+CHANNEL_WRITTEN = "channel.written"  # the OpenWOP event type, in run logs from OpenWOP hosts
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,9 @@ class StateFold:
             declared = event["data"].get("channels")
             if isinstance(declared, dict):
                 self.declarations.update(declared)
+            return
+        if event_type == CHANNEL_WRITTEN:
+            self._write_channel(event["data"], event.get("ts", 0))
             return
         if event_type != STATE_MUTATION:
             return

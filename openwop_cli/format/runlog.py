@@ -1,0 +1,95 @@
+"""OpenWOP run event logs (RunEventDoc records) read as if they were captures, so hosts' runs can be shown and diffed.
+
+A log is JSON Lines (one RunEventDoc per line) or a JSON array of them. Each record's `sequence`,
+`type`, `payload`, `eventId` and `timestamp` (ISO 8601 or epoch ms) become an event's seq, type,
+data, eventId and ts; the run's id comes from the records' `runId` (else the file name).
+"""
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from openwop_cli.errors import CorruptCapture
+
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
+
+
+def is_run_log(path: Path) -> bool:
+    """True for a file that is an OpenWOP event log rather than a capture directory."""
+    return path.is_file() and path.suffix.lower() in LOG_SUFFIXES and path.name != "manifest.json"
+
+
+class RunLogReader:
+    """Iterate an OpenWOP event log as wop events; `manifest` is what can be said of the run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.problems: list[Any] = []
+        self.events_read = 0
+        first = self._first_record()
+        run_id = str(first.get("runId") or self.path.stem) if first else self.path.stem
+        self.manifest: dict[str, Any] = {"captureId": run_id, "runId": run_id, "name": self.path.name,
+                                         "status": "ok", "format": "openwop-run-events"}
+        self.blobs = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index, record in enumerate(self._records()):
+            if not isinstance(record, dict):
+                raise CorruptCapture(f"{self.path}: record {index + 1} is not an object")
+            self.events_read += 1
+            yield to_event(record, index, self.manifest["runId"])
+
+    def _records(self) -> Iterator[Any]:
+        with open(self.path, "rb") as handle:
+            head = handle.read(1)
+            while head.isspace():
+                head = handle.read(1)
+            handle.seek(0)
+            if head == b"[":
+                yield from _parsed(handle.read(), self.path)
+                return
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        yield orjson.loads(line)
+                    except orjson.JSONDecodeError as exc:
+                        raise CorruptCapture(f"{self.path}: line {number} is not JSON ({exc})") from None
+
+    def _first_record(self) -> dict[str, Any] | None:
+        for record in self._records():
+            return record if isinstance(record, dict) else None
+        return None
+
+
+def to_event(record: dict[str, Any], index: int, run_id: str) -> dict[str, Any]:
+    """One RunEventDoc as a wop event (envelope names; payload as data)."""
+    seq = record.get("sequence", record.get("seq", index))
+    event = {"version": 1, "captureId": run_id, "runId": str(record.get("runId", run_id)), "seq": seq,
+             "ts": _epoch_ms(record.get("timestamp", record.get("ts"))), "type": str(record.get("type", "?")),
+             "data": record.get("payload", record.get("data")) or {}}
+    if "eventId" in record:
+        event["eventId"] = record["eventId"]
+    return event
+
+
+def _parsed(content: bytes, path: Path) -> list[Any]:
+    try:
+        records = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptCapture(f"{path} is not JSON ({exc})") from None
+    if not isinstance(records, list):
+        raise CorruptCapture(f"{path} must hold a JSON array of run events (or one event per line)")
+    return records
+
+
+def _epoch_ms(value: Any) -> int:
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return 0
+    return 0

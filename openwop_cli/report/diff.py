@@ -1,0 +1,69 @@
+"""The run diff for people: a summary line, the first divergence side by side, the rest as a table, the state diff."""
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from openwop_cli.report.replay import side_by_side
+from openwop_cli.report.summary import summarize
+from openwop_cli.report.tree import json_tree
+
+MAX_ROWS = 40
+
+
+def render_diff(console: Console, result: dict[str, Any], manifest_a: dict[str, Any], manifest_b: dict[str, Any]) -> None:
+    """Print a diff_runs result."""
+    console.print(_summary(result, manifest_a, manifest_b))
+    diffs = result["eventDiffs"]
+    if diffs:
+        first = diffs[0]
+        console.print(Text.assemble(("first divergence  ", "bold"), ("seq ", "muted"), (str(first["seq"]), "seq"),
+                                    "  ", (first["op"], "error"), "  ", ", ".join(first.get("paths", []))))
+        console.print(side_by_side(_brief(first.get("aEvent")), _brief(first.get("bEvent")), ("A", "B")))
+    if len(diffs) > 1:
+        table = Table(show_edge=False, pad_edge=False, expand=True)
+        table.add_column("seq", style="seq", no_wrap=True, min_width=5)
+        table.add_column("op", no_wrap=True, min_width=7)
+        for column in ("A", "B"):
+            table.add_column(column, overflow="ellipsis", no_wrap=True, ratio=1)
+        for item in diffs[1:MAX_ROWS]:
+            table.add_row(str(item["seq"]), item["op"], _row(item.get("aEvent")), _row(item.get("bEvent")))
+        console.print(table)
+        if len(diffs) > MAX_ROWS:
+            console.print(Text(f"… {len(diffs) - MAX_ROWS} more (--json lists them)", style="muted"))
+    state = _state_changes(result["stateDiff"])
+    if state:
+        console.print(json_tree(state, "state diff (A → B)"))
+
+
+def _summary(result: dict[str, Any], manifest_a: dict[str, Any], manifest_b: dict[str, Any]) -> Text:
+    names = Text.assemble((str(manifest_a.get("captureId")), "bold"), " vs ", (str(manifest_b.get("captureId")), "bold"))
+    align = f"  (aligned by {result['align']})"
+    if result["divergedAtSeq"] is None and not result["stateDiff"]["status"]["changed"]:
+        return Text.assemble(names, ("  identical", "ok"), (align, "muted"))
+    counts = result["counts"]
+    parts = ", ".join(f"{counts[op]} {op}" for op in ("changed", "added", "removed") if counts[op])
+    where = f"diverged at seq {result['divergedAtSeq']}" if result["divergedAtSeq"] is not None else "same events"
+    truncated = " (truncated)" if result["truncated"] else ""
+    return Text.assemble(names, "  ", (where, "error"), f": {parts or 'status differs'}{truncated}", (align, "muted"))
+
+
+def _brief(event: dict[str, Any] | None) -> Any:
+    return None if event is None else {"type": event.get("type"), "data": event.get("data")}
+
+
+def _row(event: dict[str, Any] | None) -> str:
+    return "—" if event is None else f"{event.get('type')}  {summarize(event)}"
+
+
+def _state_changes(state: dict[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    if state["status"]["changed"]:
+        shown["status"] = f"{state['status']['a']} → {state['status']['b']}"
+    for part in ("channels", "variables"):
+        changes = {kind: values for kind, values in state[part].items() if values}
+        if changes:
+            shown[part] = changes
+    return shown
