@@ -88,34 +88,22 @@ def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int) -> i
     return from_seq
 
 
-class ReplayHooks(RunHooks):
-    """The parent's part of a replay; see the module docstring."""
+class ReplayAccount:
+    """What a replay adds up to, in whichever process writes the replay capture: the recorded seqs
+    served, the divergences, and at the end event_missing, a changed exit code and the score."""
 
-    def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool,
-                 overrides: dict[str, Any], allow_tools: list[str]) -> None:
+    def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool) -> None:
         self.mode = "fork" if branch else "replay"
         self.source = source
         self.source_dir = source_dir
         self.policy = policy
         self.from_seq = from_seq
         self.branch = branch
-        self.overrides = overrides
-        self.allow_tools = allow_tools
         self.divergences: list[Divergence] = []
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
         self._last_seq_by_pid: dict[Any, int] = {}
-        self._assigned: set[Any] = set()
         self._run_id = ""
-
-    def environment(self) -> dict[str, str]:
-        return {
-            ENV_SOURCE: str(self.source_dir.resolve()),
-            ENV_POLICY: self.policy,
-            ENV_FROM_SEQ: str(self.from_seq),
-            ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
-            ENV_OVERRIDES: json.dumps(self.overrides),
-        }
 
     def started(self, sink: CaptureSink) -> None:
         self._run_id = sink.manifest.get("runId", "")
@@ -142,32 +130,13 @@ class ReplayHooks(RunHooks):
 
         return watched
 
-    def prepare_proxy(self, session: Any) -> None:
-        """Proxied calls are served in this process, from the units the capture's proxy recorded."""
-        from openwop_cli.format.redact import Redactor
-        from openwop_cli.replay.boundaries import Replayer
-        from openwop_cli.replay.engine import ReplayEngine
-        from openwop_cli.runtime.proxy import PROXY_ORIGIN
-
-        profile = (self.source.manifest.get("redaction") or {}).get("profile", "default")
-        source = ReplaySource(self.source_dir, only_pid=PROXY_ORIGIN["pid"], redactor=Redactor.from_environment(profile))
-        engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
-                              overrides=self.overrides)
-        session.replayer = Replayer(session, engine, frozenset(self.allow_tools))
-
-    def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
-        hello = message.get("replayHello")
-        if not isinstance(hello, dict):
-            return None
-        return {"recordedPid": self._recorded_pid(hello)}
-
-    def before_finish(self, sink: CaptureSink, exit_code: int) -> dict[str, Any]:
+    def before_finish(self, sink: CaptureSink, exit_code: int | None) -> dict[str, Any]:
         stopped = self.policy == "strict" and not self.branch and bool(self.divergences)
         late: list[Divergence] = []
         if not stopped:
             late.extend(self._missing())
             recorded_exit = self.source.exit_code
-            if not self.branch and recorded_exit is not None and exit_code != recorded_exit:
+            if not self.branch and None not in (recorded_exit, exit_code) and exit_code != recorded_exit:
                 late.append(Divergence(EVENT_PAYLOAD_MISMATCH, self.source.event_count - 1, "$.exitCode",
                                        recorded_exit, exit_code,
                                        f"the program exited with {exit_code}; the recorded run exited with {recorded_exit}",
@@ -217,6 +186,44 @@ class ReplayHooks(RunHooks):
             "score": round(matched / compared, 6) if compared else 1.0,
         }
 
+class ReplayHooks(ReplayAccount, RunHooks):
+    """The parent's part of `wop replay`/`wop fork`: the child's environment, its processes' questions, the proxy."""
+
+    def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool,
+                 overrides: dict[str, Any], allow_tools: list[str]) -> None:
+        super().__init__(source, source_dir, policy, from_seq, branch)
+        self.overrides = overrides
+        self.allow_tools = allow_tools
+        self._assigned: set[Any] = set()
+
+    def environment(self) -> dict[str, str]:
+        return {
+            ENV_SOURCE: str(self.source_dir.resolve()),
+            ENV_POLICY: self.policy,
+            ENV_FROM_SEQ: str(self.from_seq),
+            ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
+            ENV_OVERRIDES: json.dumps(self.overrides),
+        }
+
+    def prepare_proxy(self, session: Any) -> None:
+        """Proxied calls are served in this process, from the units the capture's proxy recorded."""
+        from openwop_cli.format.redact import Redactor
+        from openwop_cli.replay.boundaries import Replayer
+        from openwop_cli.replay.engine import ReplayEngine
+        from openwop_cli.runtime.proxy import PROXY_ORIGIN
+
+        profile = (self.source.manifest.get("redaction") or {}).get("profile", "default")
+        source = ReplaySource(self.source_dir, only_pid=PROXY_ORIGIN["pid"], redactor=Redactor.from_environment(profile))
+        engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
+                              overrides=self.overrides)
+        session.replayer = Replayer(session, engine, frozenset(self.allow_tools))
+
+    def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
+        hello = message.get("replayHello")
+        if not isinstance(hello, dict):
+            return None
+        return {"recordedPid": self._recorded_pid(hello)}
+
     def _recorded_pid(self, hello: dict[str, Any]) -> Any:
         processes = (self.source.manifest.get("program") or {}).get("processes") or []
         argv = hello.get("argv")
@@ -226,6 +233,7 @@ class ReplayHooks(RunHooks):
                     self._assigned.add(process.get("pid"))
                     return process.get("pid")
         return None if not processes else -1
+
 
 
 def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:

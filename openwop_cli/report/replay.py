@@ -28,6 +28,18 @@ def render_replay(console: Console, outcome: Any) -> None:
     console.print(_verdict(outcome))
 
 
+def replay_text(outcome: Any, width: int = 100) -> str:
+    """The report as plain text without colour codes (what a failing pytest test prints)."""
+    import io
+
+    from openwop_cli.report.console import THEME
+
+    buffer = io.StringIO()
+    render_replay(Console(file=buffer, width=width, no_color=True, force_terminal=False, theme=THEME,
+                          highlight=False), outcome)
+    return buffer.getvalue()
+
+
 def replay_json(outcome: Any) -> dict[str, Any]:
     """The stable JSON report of a replay or fork."""
     capture = outcome.capture

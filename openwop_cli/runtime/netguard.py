@@ -6,7 +6,7 @@ sockets (local IPC) and the connection to `wop` itself stay open.
 """
 
 import socket
-from typing import Any
+from typing import Any, Callable
 
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
 
@@ -15,8 +15,8 @@ class NetworkBlocked(ConnectionRefusedError):
     """A connection attempt during replay: it would reach the network, and its answer is not in the capture."""
 
 
-def block_network(allowed: tuple[str, int] | None = None) -> None:
-    """Patch socket connect and name resolution for the rest of this process (allowed: wop's own address)."""
+def block_network(allowed: tuple[str, int] | None = None) -> Callable[[], None]:
+    """Patch socket connect and name resolution (allowed: wop's own address); returns the undo."""
     real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
 
     def refuse(sock: Any, address: Any) -> None:
@@ -40,6 +40,13 @@ def block_network(allowed: tuple[str, int] | None = None) -> None:
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
     socket.getaddrinfo = getaddrinfo
+
+    def unblock() -> None:
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+        socket.getaddrinfo = real_getaddrinfo
+
+    return unblock
 
 
 def _message(host: Any, port: Any) -> str:

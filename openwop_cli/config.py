@@ -1,0 +1,64 @@
+"""`[tool.wop]` in pyproject.toml: project defaults read by the CLI and the pytest plugin.
+
+    [tool.wop]
+    capture_dir = "tests/captures"   # where the pytest plugin keeps one capture per test
+    redact = "default"               # none | default | strict
+    policy = "strict"                # strict | lenient
+    record = "once"                  # the pytest plugin's record mode when --wop-record is not given
+    ignore = ["$.response.id"]       # JSON paths `wop diff` leaves out
+"""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openwop_cli.errors import UsageError
+
+RECORD_MODES = ("none", "once", "new", "all")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The project's wop settings (defaults when there is no [tool.wop])."""
+
+    root: Path
+    capture_dir: Path
+    redact: str = "default"
+    policy: str = "strict"
+    record: str = "once"
+    ignore: list[str] = field(default_factory=list)
+
+
+def load_settings(start: Path | None = None) -> Settings:
+    """[tool.wop] of the nearest pyproject.toml at or above start (the current directory by default)."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            return _from_table(directory, _wop_table(pyproject))
+    return _from_table(here, {})
+
+
+def _wop_table(pyproject: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read [tool.wop] from {pyproject}: {exc}") from None
+    table = data.get("tool", {}).get("wop", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"[tool.wop] in {pyproject} must be a table")
+    return table
+
+
+def _from_table(root: Path, table: dict[str, Any]) -> Settings:
+    choices = {"redact": ("none", "default", "strict"), "policy": ("strict", "lenient"), "record": RECORD_MODES}
+    for key, allowed in choices.items():
+        if key in table and table[key] not in allowed:
+            raise UsageError(f"[tool.wop] {key} = {table[key]!r}: use one of {', '.join(allowed)}")
+    ignore = table.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(path, str) for path in ignore):
+        raise UsageError("[tool.wop] ignore must be a list of JSON paths")
+    return Settings(root=root, capture_dir=root / table.get("capture_dir", "tests/captures"),
+                    redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
+                    record=table.get("record", "once"), ignore=ignore)

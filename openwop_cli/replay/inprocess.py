@@ -1,0 +1,72 @@
+"""Replay inside the current process: the test body of `@pytest.mark.wop`, served from its capture.
+
+The same source, engine and boundaries as `wop replay`, attached to a session in this process;
+the network is blocked only while the block runs. What the run did is written as a replay
+capture (in `out`), and the outcome has the divergences and the score (report.replay.replay_text
+renders it).
+"""
+
+from pathlib import Path
+from typing import Any
+
+from openwop_cli.format.redact import Redactor
+from openwop_cli.format.sink import CaptureSink, new_id
+from openwop_cli.replay.boundaries import Replayer
+from openwop_cli.replay.engine import ReplayEngine
+from openwop_cli.replay.run import ReplayAccount, ReplayOutcome, changed_files
+from openwop_cli.replay.source import ReplaySource
+from openwop_cli.runtime.launcher import CaptureOutcome
+from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
+
+
+class InProcessReplay:
+    """`with InProcessReplay(capture_dir, out=tmp) as replay: run()` — then `replay.outcome`.
+
+    extend=True serves what the capture has and lets anything else run live, recording all of it
+    (pytest's `--wop-record=new`); the new capture in `out` then holds the old calls and the new.
+    """
+
+    def __init__(self, source_dir: Path, *, out: Path, policy: str = "strict", extend: bool = False,
+                 name: str | None = None) -> None:
+        self.source_dir = Path(source_dir)
+        self.out = Path(out)
+        self.policy = policy
+        self.extend = extend
+        self.name = name
+        self.outcome: ReplayOutcome | None = None
+        self._undo_network: Any = None
+
+    def __enter__(self) -> "InProcessReplay":
+        from openwop_cli.format.manifest import read_manifest
+
+        profile = (read_manifest(self.source_dir).get("redaction") or {}).get("profile", "default")
+        self.source = ReplaySource(self.source_dir, redactor=Redactor.from_environment(profile))
+        from_seq = self.source.event_count if self.extend else 0
+        self.account = ReplayAccount(self.source, self.source_dir, self.policy, from_seq, self.extend)
+        self.sink = CaptureSink(self.out, redactor=Redactor.from_environment(profile))
+        self.sink.start({"captureId": new_id(), "name": self.name, "mode": self.account.mode,
+                         **self.account.manifest_seed()})
+        self.account.started(self.sink)
+        self.session = Session(AppendRecorder(self.account.wrap_append(self.sink.append), self.sink.flush),
+                               mode=self.account.mode)
+        engine = ReplayEngine(self.source, policy=self.policy, from_seq=from_seq, branch=self.extend)
+        self.session.replayer = Replayer(self.session, engine)
+        activate(self.session)
+        if not self.extend:
+            from openwop_cli.runtime.netguard import block_network
+
+            self._undo_network = block_network()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        deactivate(self.session)
+        if self._undo_network is not None:
+            self._undo_network()
+        fields = self.account.before_finish(self.sink, None)
+        status = "error" if exc is not None else "ok"
+        manifest = self.sink.finalize(status, None if exc is None else f"{type(exc).__name__}: {exc}", **fields)
+        capture = CaptureOutcome(manifest["captureId"], self.out, manifest, 0 if exc is None else 1)
+        self.outcome = ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy,
+                                     self.account.from_seq, self.extend, self.account.divergences,
+                                     self.account.score, changed_files(self.source.manifest, Path.cwd()))
+        self.source.close()

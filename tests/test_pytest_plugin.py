@@ -1,0 +1,120 @@
+"""The pytest plugin, driven by pytester: record a real openai-SDK test, replay it offline, catch a prompt change."""
+
+import os
+import textwrap
+
+import pytest
+
+from tests.fake_provider import FakeProvider
+
+pytest_plugins = ["pytester"]
+pytest.importorskip("openai")
+
+TEST_FILE = """
+import os
+import openai
+import pytest
+
+PROMPT = {prompt!r}
+
+
+@pytest.mark.wop
+def test_agent_answers():
+    client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-plugin-0123456789", max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
+        {{"role": "system", "content": PROMPT}}, {{"role": "user", "content": "where is A-1?"}}])
+    assert reply.choices[0].message.content == "answer to where is A-1?"
+
+
+def test_with_the_fixture(wop):
+    assert wop.action in ("record", "replay")
+"""
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makepyprojecttoml('[tool.wop]\ncapture_dir = "tests/captures"\n')
+    return pytester
+
+
+def write_test(pytester, prompt):
+    pytester.makepyfile(test_agent=TEST_FILE.format(prompt=prompt))
+
+
+def test_record_then_replay_offline_then_catch_a_change_then_rerecord(project, monkeypatch):
+    write_test(project, "Be brief.")
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        recorded = project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider")
+        recorded.assert_outcomes(passed=2)
+        assert len(provider.requests) == 1
+    capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers"
+    assert (capture / "manifest.json").is_file()
+    assert b"sk-test-plugin-0123456789" not in b"".join(p.read_bytes() for p in capture.rglob("*") if p.is_file())
+
+    offline = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    offline.assert_outcomes(passed=2)
+
+    write_test(project, "Be brief and warm.")
+    changed = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    changed.assert_outcomes(passed=1, failed=1)
+    output = changed.stdout.str()
+    assert "event_payload_mismatch" in output and "$.messages[0].content" in output and "seq 1" in output
+    assert "\x1b[" not in output
+
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=all", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_once_records_only_missing_captures_and_none_names_the_path_and_flag(project, monkeypatch):
+    write_test(project, "Be brief.")
+    missing = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    missing.assert_outcomes(passed=0, failed=2)
+    text = missing.stdout.str()
+    assert "no wop capture for this test at" in text and "--wop-record=once" in text
+    assert "tests/captures/test_agent/test_agent_answers" in text
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+        capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers" / "manifest.json"
+        first = capture.read_bytes()
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+        assert capture.read_bytes() == first, "once must not record again when the capture exists"
+        assert len(provider.requests) == 1
+
+
+def test_ci_forces_replay_only(project, monkeypatch):
+    write_test(project, "Be brief.")
+    monkeypatch.setenv("CI", "true")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    assert "no wop capture for this test" in result.stdout.str()
+
+
+EXTENDED = """
+import os
+import openai
+import pytest
+
+
+@pytest.mark.wop
+def test_two_questions():
+    client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test", max_retries=0)
+    for question in os.environ.get("QUESTIONS", "one").split(","):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": question}])
+"""
+
+
+def test_new_mode_keeps_what_was_recorded_and_adds_the_new_calls(project, monkeypatch):
+    project.makepyfile(test_more=EXTENDED)
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+        monkeypatch.setenv("QUESTIONS", "one,two")
+        project.runpytest_subprocess("--wop-record=new", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+        assert [r["messages"][0]["content"] for r in provider.requests] == ["one", "two"]
+    offline = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    offline.assert_outcomes(passed=1)
