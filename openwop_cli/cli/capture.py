@@ -17,7 +17,8 @@ def command(
     argv: Optional[list[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...", help="The command to run and record."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="A name to find the capture by (default: the script's name)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the capture to DIR instead of the store."),
-    redact: RedactProfile = typer.Option(RedactProfile.default, "--redact", help="Redaction profile: none, default or strict."),
+    redact: Optional[RedactProfile] = typer.Option(None, "--redact", help="Redaction profile: none, default or strict "
+                                                   "(default: [tool.wop] redact, else default)."),
     workflow: Optional[Path] = typer.Option(None, "--workflow", help="Pin this workflow JSON in the manifest."),
     proxy: bool = typer.Option(False, "--proxy", help="Also record LLM calls of non-Python programs: OPENAI_BASE_URL, "
                                "ANTHROPIC_BASE_URL and OLLAMA_HOST point at a recording proxy on 127.0.0.1."),
@@ -37,6 +38,7 @@ def command(
       wop capture --redact strict -- python -m my_agent
       wop capture --proxy -- node agent.js
     """
+    from openwop_cli.config import load_settings
     from openwop_cli.report.console import print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.store import captures_root
@@ -45,7 +47,7 @@ def command(
         list(argv or []),
         out=out,
         name=name,
-        redact=redact.value,
+        redact=redact.value if redact is not None else load_settings().redact,
         workflow=workflow,
         warn=lambda message: print_warning(message.removeprefix("wop: ")),
         store_root=captures_root(),

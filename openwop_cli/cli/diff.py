@@ -9,7 +9,8 @@ def command(
     run_a: str = typer.Argument(..., metavar="A", help="A capture (path, id, prefix, name, `last`) or an OpenWOP event log (.jsonl/.json)."),
     run_b: str = typer.Argument(..., metavar="B", help="The run to compare A with (same forms)."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", metavar="JSONPATH",
-                                               help="Leave this field of every event's data out of the comparison, e.g. $.response.id (repeatable; * matches any key)."),
+                                               help="Leave this field of every event's data out of the comparison, e.g. $.response.id "
+                                                    "(repeatable; * matches any key; [tool.wop] ignore adds more)."),
     max_diffs: Optional[int] = typer.Option(None, "--max-diffs", min=1, help="List at most N event diffs (sets truncated)."),
     align: str = typer.Option("seq", "--align", help="seq (RFC 0054: event k against event k) or content (an inserted event is one `added`)."),
     json_output: bool = typer.Option(False, "--json", help="Print the RFC 0054 diff object as JSON."),
@@ -32,6 +33,9 @@ def command(
 
     if align not in (ALIGN_SEQ, ALIGN_CONTENT):
         raise UsageError(f"--align must be {ALIGN_SEQ} or {ALIGN_CONTENT}, got {align!r}")
+    from openwop_cli.config import load_settings
+
+    ignore = [*(ignore or []), *load_settings().ignore]
     reader_a, reader_b = open_run(run_a, resolve_blobs=True), open_run(run_b, resolve_blobs=True)
     result = diff_runs(reader_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
                        status_a=reader_a.manifest.get("status"), status_b=reader_b.manifest.get("status"),

@@ -1,4 +1,4 @@
-"""`wop replay CAPTURE [-- CMD…]`: re-run a recorded program offline and report where it diverges."""
+"""`wop replay CAPTURE… [-- CMD…]`: re-run recorded programs offline and report where they diverge."""
 
 from pathlib import Path
 from typing import Optional
@@ -7,36 +7,40 @@ import typer
 
 
 def command(
-    capture: str = typer.Argument(..., help="The capture to replay: path, id or unique prefix, name, or `last`."),
-    argv: Optional[list[str]] = typer.Argument(None, metavar="[-- CMD [ARGS]...]",
-                                               help="Run this command instead of the recorded one."),
-    strict: bool = typer.Option(True, "--strict/--lenient",
-                                help="Stop at the first divergence (strict, for CI) or collect them all (lenient)."),
+    captures: list[str] = typer.Argument(..., metavar="CAPTURE... [-- CMD [ARGS]...]",
+                                         help="Captures to replay (paths, ids, names, `last`, or directories holding captures); "
+                                              "after --, a command to run instead of the recorded one."),
+    strict: Optional[bool] = typer.Option(None, "--strict/--lenient",
+                                          help="Stop at the first divergence (strict, for CI) or collect them all "
+                                               "(lenient). Default: [tool.wop] policy, else strict."),
     from_seq: Optional[int] = typer.Option(None, "--from-seq", help="Check only events from seq N on."),
     allow_tool: Optional[list[str]] = typer.Option(None, "--allow-tool", metavar="NAME",
                                                    help="Let this tool run for real (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR instead of the store."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR (one capture only)."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="Name of the replay capture."),
     proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (for programs captured with --proxy)."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
 ) -> None:
-    """Re-run the recorded command with every call served from the capture, the network blocked.
+    """Re-run each recorded command with every call served from its capture and the network blocked.
 
     Prints a report: the determinism score, each divergence (seq, code, JSON path, expected vs
-    observed) and the program files changed since the capture. The replay itself is saved as a
-    new capture linked to its source. Exits 0 when the run replays exactly, 1 on any divergence,
-    2 on bad input, 3 when the capture is corrupt or incomplete.
+    observed) and the program files changed since the capture; several captures get a progress bar
+    and a summary table. Each replay is saved as a new capture linked to its source. Under GitHub
+    Actions divergences are also printed as ::error annotations. Exits 0 when everything replays
+    exactly, 1 on any divergence, 2 on bad input, 3 when a capture is corrupt or incomplete.
 
     \b
     Examples:
       wop replay last
       wop replay support_agent --lenient
+      wop replay tests/captures --junit replay.xml
       wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
-      wop replay node-agent --proxy
     """
-    from openwop_cli.cli.replaying import finish, run
+    from openwop_cli.cli.replaying import run_many, split_command
+    from openwop_cli.config import load_settings
 
-    outcome = run(capture, argv, policy="strict" if strict else "lenient", from_seq=from_seq, branch=False,
-                  overrides={}, allow_tools=list(allow_tool or []), out=out, name=name, json_output=json_output,
-                  proxy=proxy)
-    finish(outcome, json_output)
+    references, argv = split_command(captures)
+    policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
+    run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
+             name=name, json_output=json_output, proxy=proxy, junit=junit)

@@ -341,3 +341,40 @@ def test_a_state_that_differs_with_equal_write_inputs_is_a_divergence_at_the_cha
     assert divergence["jsonPath"].startswith("$.channels.recent")
     writes = [e["seq"] for e in CaptureReader(source) if e["type"] == "state_mutation" and e["data"]["kind"] == "channel"]
     assert divergence["eventSeq"] == writes[2]
+
+
+def test_a_directory_of_captures_replays_with_junit_and_github_annotations(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    captures = tmp_path / "captures"
+    for name in ("one", "two"):
+        program = write_program(tmp_path, SEQUENTIAL)
+        assert run_wop("capture", "--name", name, "--out", str(captures / name), "--", sys.executable,
+                       str(program), cwd=tmp_path).returncode == 0
+    junit = tmp_path / "out" / "replay.xml"
+    done = run_wop("replay", str(captures), "--junit", str(junit), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 captures" in done.stdout
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    assert [case.get("name") for case in suite.iter("testcase")] == ["one", "two"]
+
+    failing = run_wop("replay", str(captures), "--junit", str(junit), env={"SWAP": "1", "GITHUB_ACTIONS": "true"},
+                      cwd=tmp_path)
+    assert failing.returncode == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "2"
+    failures = [case.find("failure") for case in suite.iter("testcase")]
+    assert all(f is not None and f.get("type") == "event_payload_mismatch" for f in failures)
+    annotations = [line for line in failing.stdout.splitlines() if line.startswith("::error title=wop replay: ")]
+    assert len(annotations) == 2 and "out of order" in annotations[0]
+
+
+def test_replay_policy_comes_from_tool_wop_when_no_flag_is_given(tmp_path):
+    source = capture(tmp_path, SEQUENTIAL)
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\npolicy = "lenient"\n')
+    done, report = replay(tmp_path, source, env={"SWAP": "1"})
+    assert report["policy"] == "lenient" and report["replay"]["exitCode"] == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\npolicy = "sloppy"\n')
+    bad = run_wop("replay", str(source), cwd=tmp_path)
+    assert bad.returncode == 2 and "[tool.wop] policy" in bad.stderr
