@@ -22,11 +22,17 @@ def command(
     types: list[str] = typer.Option(
         None, "--type", "-t", help="Only these event types (repeatable or comma-separated; aliases: llm, tool, state, nd, run)."
     ),
-    seq: int = typer.Option(None, "--seq", help="Show only the event with this seq, as a JSON tree."),
-    with_state: bool = typer.Option(False, "--state", help="With --seq: also the folded state right after that event."),
+    node: str = typer.Option(None, "--node", help="Only calls and writes of this node, tool, channel, thread or task."),
+    grep: str = typer.Option(None, "--grep", help="Only events whose data contains TEXT (case-insensitive)."),
+    from_seq: int = typer.Option(None, "--from", help="Only events from seq N on."),
+    to_seq: int = typer.Option(None, "--to", help="Only events up to seq N."),
+    seq: int = typer.Option(None, "--seq", help="Show only the event with this seq, as a JSON tree, with the state after it."),
+    with_state: bool = typer.Option(False, "--state", help="With --seq --json: include the folded state after that event."),
+    no_pager: bool = typer.Option(False, "--no-pager", help="Do not page long output through $PAGER on a terminal."),
     json_output: bool = typer.Option(False, "--json", help="Print the events (or the one event) as JSON."),
 ) -> None:
-    """Show a capture as a timeline: seq, time offset, type and a one-line summary per event.
+    """Show a run as a timeline: each call on one row (request → result, duration, tokens), nested
+    under the call its thread or task was waiting on; state writes, values and divergences between.
 
     A damaged capture still shows its intact prefix, with a warning naming the first bad line.
 
@@ -34,6 +40,7 @@ def command(
     Examples:
       wop show last
       wop show last --type llm --type tool
+      wop show last --grep refund --from 100 --to 200
       wop show 3f2a --seq 4
       wop show 3f2a --seq 4 --state
       wop show ./captures/run1 --json
@@ -43,24 +50,60 @@ def command(
     reader = open_run(capture, resolve_blobs=seq is not None)
     path = getattr(reader, "capture_dir", None) or reader.path
     if seq is not None:
-        _show_one(reader, seq, json_output, with_state)
+        _show_one(reader, seq, json_output, with_state or not json_output)
         return
     if with_state:
         raise UsageError("--state goes with --seq N (or use `wop state CAPTURE --at N`)")
-    wanted = expand_types(types or [])
-    events: Iterable[dict[str, Any]] = reader
-    if wanted:
-        events = (event for event in reader if event.get("type") in wanted)
+    keep = EventFilter(expand_types(types or []), node, grep, from_seq, to_seq)
     if json_output:
-        _write_json(reader.manifest, events, reader)
+        _write_json(reader.manifest, (event for event in reader if keep.event(event)), reader)
     else:
-        from openwop_cli.report.console import make_console
+        from openwop_cli.report.console import paged_console
         from openwop_cli.report.timeline import render_header, render_rows
 
-        console = make_console()
-        render_header(console, reader.manifest, str(path))
-        render_rows(console, events)
+        with paged_console(not no_pager) as console:
+            render_header(console, reader.manifest, str(path))
+            render_rows(console, reader, keep.row)
     warn_problems(reader)
+
+
+class EventFilter:
+    """--type, --node, --grep, --from/--to, for single events (--json) and for timeline rows (a call matches
+    when its request or its result does)."""
+
+    def __init__(self, types: frozenset[str], node: str | None, grep: str | None, first: int | None,
+                 last: int | None) -> None:
+        self.types, self.node, self.first, self.last = types, node, first, last
+        self.grep = grep.lower() if grep else None
+
+    def event(self, event: dict[str, Any]) -> bool:
+        return self._in_range(event) and self._matches([event])
+
+    def row(self, row: Any) -> bool:
+        return self._in_range(row.event) and self._matches(row.events)
+
+    def _in_range(self, event: dict[str, Any]) -> bool:
+        seq = event.get("seq", 0)
+        return (self.first is None or seq >= self.first) and (self.last is None or seq <= self.last)
+
+    def _matches(self, events: list[dict[str, Any]]) -> bool:
+        if self.types and not any(event.get("type") in self.types for event in events):
+            return False
+        if self.node is not None and not any(self.node in _names(event) for event in events):
+            return False
+        if self.grep is not None:
+            import orjson
+
+            text = b" ".join(orjson.dumps(event.get("data"), default=repr) for event in events)
+            return self.grep in text.decode("utf-8", "replace").lower()
+        return True
+
+
+def _names(event: dict[str, Any]) -> set[str]:
+    data = event.get("data") or {}
+    origin = event.get("origin") or {}
+    return {str(value) for value in (data.get("nodeId"), data.get("name"), data.get("channel"), data.get("key"),
+                                     origin.get("thread"), origin.get("task")) if value is not None}
 
 
 def expand_types(values: list[str]) -> frozenset[str]:

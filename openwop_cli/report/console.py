@@ -4,6 +4,12 @@ Rich already honours NO_COLOR and drops styling when output is not a terminal; n
 writes an escape code.
 """
 
+import os
+import shutil
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
 from rich.console import Console
 from rich.text import Text
 from rich.theme import Theme
@@ -64,3 +70,33 @@ def print_error(message: str) -> None:
 def print_warning(message: str) -> None:
     """One yellow line on stderr."""
     make_console(stderr=True).print(Text.assemble(("wop: warning: ", "warning"), message), soft_wrap=True)
+
+
+@contextmanager
+def paged_console(enabled: bool = True) -> Iterator[Console]:
+    """A console on stdout, or, on a terminal, one streaming into $PAGER (less -RFX): long output pages
+    from its first line, and quitting the pager early just stops the output."""
+    command = os.environ.get("PAGER", "less -RFX")
+    if not enabled or not sys.stdout.isatty() or not command.strip() or command.strip() == "cat":
+        yield make_console()
+        return
+    import shlex
+    import subprocess
+
+    try:
+        pager = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, text=True, encoding="utf-8")
+    except OSError:
+        yield make_console()
+        return
+    console = Console(theme=THEME, file=pager.stdin, force_terminal=True, width=shutil.get_terminal_size().columns,
+                      highlight=False)
+    try:
+        yield console
+    except BrokenPipeError:
+        pass
+    finally:
+        try:
+            pager.stdin.close()
+        except BrokenPipeError:
+            pass
+        pager.wait()

@@ -1,6 +1,11 @@
-"""The `wop show` timeline: one row per event, streamed so a huge capture starts printing at once."""
+"""The `wop show` timeline: calls on one row each (request → response, duration, tokens), nested
+under the call that was pending in the same thread/task when they were made, streamed so a huge
+capture starts printing at once.
+"""
 
-from typing import Any, Iterable
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.text import Text
@@ -8,9 +13,28 @@ from rich.text import Text
 from openwop_cli.report.console import status_style, type_style
 from openwop_cli.report.summary import summarize
 
-SEQ_WIDTH = 6
+SEQ_WIDTH = 9
 OFFSET_WIDTH = 10
+DURATION_WIDTH = 8
 TYPE_WIDTH = 16
+MAX_WAITING_ROWS = 500
+_CALLS = {"tool_call": "tool_result", "llm_request": "llm_response"}
+_RESULTS = frozenset(_CALLS.values())
+
+
+@dataclass
+class Row:
+    """One line of the timeline: an event, or a call with its result."""
+
+    event: dict[str, Any]
+    depth: int = 0
+    result: dict[str, Any] | None = None
+    waiting: bool = False
+    origin: tuple = field(default_factory=tuple)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [self.event] if self.result is None else [self.event, self.result]
 
 
 def render_header(console: Console, manifest: dict[str, Any], path: str) -> None:
@@ -25,33 +49,50 @@ def render_header(console: Console, manifest: dict[str, Any], path: str) -> None
         (f"  {manifest.get('eventCount', '?')} events  ", "muted"),
         (path, "path"),
     )
+    if manifest.get("source"):
+        source = manifest["source"]
+        title.append(f"  {source.get('mode')} of {source.get('captureId')}", "muted")
     console.print(title, soft_wrap=True)
 
 
-def render_rows(console: Console, events: Iterable[dict[str, Any]]) -> int:
-    """Print the column header and one row per event; returns how many rows were printed."""
-    console.print(
-        Text(f"{'seq':>{SEQ_WIDTH}}  {'offset':>{OFFSET_WIDTH}}  {'type':<{TYPE_WIDTH}}  summary", style="muted"),
-        no_wrap=True,
-        overflow="ellipsis",
-    )
+def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callable[[Row], bool] = lambda row: True) -> int:
+    """Print the column header and one row per call or event that `keep` accepts; returns how many."""
+    console.print(Text(f"{'seq':>{SEQ_WIDTH}}  {'offset':>{OFFSET_WIDTH}}  {'took':>{DURATION_WIDTH}}  "
+                       f"{'type':<{TYPE_WIDTH}}  summary", style="muted"), no_wrap=True, overflow="ellipsis")
     start = None
-    rows = 0
+    printed = 0
+    for row in paired_rows(events):
+        start = row.event.get("ts", 0) if start is None else start
+        if keep(row):
+            console.print(_line(row, start), no_wrap=True, overflow="ellipsis")
+            printed += 1
+    return printed
+
+
+def paired_rows(events: Iterable[dict[str, Any]]) -> Iterator[Row]:
+    """Rows in the order calls were made; a call waits for its result (up to MAX_WAITING_ROWS rows)."""
+    pending: dict[Any, Row] = {}
+    open_by_origin: dict[tuple, int] = {}
+    queue: deque[Row] = deque()
     for event in events:
-        ts = event.get("ts", 0)
-        start = ts if start is None else start
-        row = Text.assemble(
-            (f"{event.get('seq', '?'):>{SEQ_WIDTH}}", "seq"),
-            "  ",
-            (f"{format_offset(ts - start):>{OFFSET_WIDTH}}", "muted"),
-            "  ",
-            (f"{event.get('type', '?'):<{TYPE_WIDTH}}", type_style(str(event.get("type", "")))),
-            "  ",
-            summarize(event),
-        )
-        console.print(row, no_wrap=True, overflow="ellipsis")
-        rows += 1
-    return rows
+        event_type = event.get("type")
+        data = event.get("data") or {}
+        origin = _origin(event)
+        if event_type in _RESULTS and data.get("callId") in pending:
+            row = pending.pop(data["callId"])
+            row.result = event
+            row.waiting = False
+            open_by_origin[row.origin] -= 1
+        else:
+            row = Row(event, depth=open_by_origin.get(origin, 0), origin=origin)
+            queue.append(row)
+            if event_type in _CALLS and data.get("callId") is not None:
+                row.waiting = True
+                pending[data["callId"]] = row
+                open_by_origin[origin] = open_by_origin.get(origin, 0) + 1
+        while queue and (not queue[0].waiting or len(queue) > MAX_WAITING_ROWS):
+            yield queue.popleft()
+    yield from queue
 
 
 def format_offset(milliseconds: int) -> str:
@@ -61,3 +102,53 @@ def format_offset(milliseconds: int) -> str:
         return f"+{seconds:.3f}s"
     minutes, rest = divmod(seconds, 60)
     return f"+{int(minutes)}m{rest:04.1f}s"
+
+
+def row_text(row: Row) -> str:
+    """The summary of a row: the call → its result (or the event alone)."""
+    text = summarize(row.event)
+    if row.result is not None:
+        return f"{text}  →  {summarize(row.result)}"
+    if row.waiting:
+        return f"{text}  →  (no result recorded)"
+    return text
+
+
+def _line(row: Row, start: int) -> Text:
+    event = row.event
+    ts = event.get("ts", 0)
+    seq = str(event.get("seq", "?"))
+    took = ""
+    if row.result is not None:
+        seq = f"{seq}–{row.result.get('seq', '?')}"
+        took = _duration(row.result.get("ts", ts) - ts)
+    event_type = str(event.get("type", ""))
+    label = {"tool_call": "tool", "llm_request": "llm"}.get(event_type, event_type) if row.result is not None else event_type
+    marker = "✗ " if event_type == "replay_diverged" else ""
+    return Text.assemble(
+        (f"{seq:>{SEQ_WIDTH}}", "seq"), "  ",
+        (f"{format_offset(ts - start):>{OFFSET_WIDTH}}", "muted"), "  ",
+        (f"{took:>{DURATION_WIDTH}}", "muted"), "  ",
+        (f"{label:<{TYPE_WIDTH}}", type_style(event_type)), "  ",
+        "  " * row.depth, (marker, "error"), _result_styled(row),
+    )
+
+
+def _result_styled(row: Row) -> Text:
+    text = Text(row_text(row))
+    if row.result is not None and (row.result.get("data") or {}).get("ok") is False:
+        text.stylize("error")
+    if row.event.get("type") == "replay_diverged":
+        text.stylize("error")
+    return text
+
+
+def _duration(milliseconds: int) -> str:
+    if milliseconds < 1000:
+        return f"{milliseconds}ms"
+    return f"{milliseconds / 1000:.2f}s"
+
+
+def _origin(event: dict[str, Any]) -> tuple:
+    origin = event.get("origin") or {}
+    return origin.get("pid"), origin.get("thread"), origin.get("task")

@@ -117,7 +117,8 @@ def test_show_filters_by_type_and_prints_one_event(tmp_path):
     fixture = str(FIXTURES / "support-agent")
     only_llm = run_wop("show", fixture, "--type", "llm")
     rows = [line for line in only_llm.stdout.splitlines()[2:] if line.strip()]
-    assert [row.split()[2] for row in rows] == ["llm_request", "llm_response"]
+    assert [row.split()[0] for row in rows] == ["6–7"] and rows[0].split()[3] == "llm"
+    assert "stop · 21→10 tokens" in rows[0] and "→" in rows[0]
     both = orjson.loads(run_wop("show", fixture, "--type", "tool_call,nondeterministic", "--json").stdout)
     assert [e["type"] for e in both["events"]] == ["nondeterministic", "tool_call", "nondeterministic", "tool_call"]
     one = run_wop("show", fixture, "--seq", "6")
