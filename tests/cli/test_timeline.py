@@ -44,7 +44,7 @@ def test_calls_are_paired_and_nested_under_the_call_that_made_them(tmp_path):
     research = next(line for line in lines if "research(" in line)
     llm = next(line for line in lines if "openai m" in line)
     write = next(line for line in lines if "notes ←" in line)
-    assert research.split()[0] == "1–5" and "→ ok" in research
+    assert research.split()[0] == "1–5" and "→  ok" in research
     assert llm.index("openai m") > research.index("research(")
     assert write.index("notes ←") > research.index("research(")
     assert "→" in llm and "end_turn" in llm
