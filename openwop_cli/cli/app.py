@@ -5,7 +5,7 @@ import sys
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, diff, fork, gc, ls, replay, rm, show, state, verify
+from openwop_cli.cli import cache_key, capture, diff, fork, gc, ls, replay, report, rm, show, state, verify
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -24,6 +24,7 @@ app = typer.Typer(
         "  wop show last --seq 3           one event as a JSON tree\n"
         "  wop state last --at 6           the folded channel state after seq 6\n"
         "  wop diff run-a run-b            where two runs part ways (RFC 0054)\n"
+        "  wop report last -o run.html     a self-contained HTML report\n"
         "  wop verify ./captures/run1      check a capture's integrity\n"
         "  wop cache-key request.json      the LLM cache key of a request\n\n"
         "Exit codes: 0 ok, 1 divergence or difference, 2 usage or bad input,\n"
@@ -60,6 +61,7 @@ app.command("replay")(replay.command)
 app.command("fork")(fork.command)
 app.command("diff")(diff.command)
 app.command("state")(state.command)
+app.command("report")(report.command)
 app.command("ls")(ls.command)
 app.command("show")(show.command)
 app.command("verify")(verify.command)

@@ -1,0 +1,56 @@
+"""Regenerate the README's pictures: `python docs/make_screenshots.py` (needs chromium for the HTML one).
+
+- docs/divergence.svg: `wop replay` of the bundled capture against the changed agent, at a terminal.
+- docs/report.png: `wop report` of the bundled capture against its changed run, in headless chromium.
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from openwop_cli.replay.run import run_replay
+from openwop_cli.report.console import THEME
+from openwop_cli.report.replay import render_replay
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def divergence_svg() -> Path:
+    with tempfile.TemporaryDirectory() as temp:
+        outcome = run_replay(ROOT / "fixtures" / "support-agent",
+                             ["python3", "examples/support_agent_changed.py", "A-1001", "--seed", "7"],
+                             policy="lenient", from_seq=None, branch=False, overrides={},
+                             allow_tools=["loyalty_tier"], out=Path(temp) / "replay", name="screenshot",
+                             warn=lambda message: None, store_root=Path(temp), output_to_stderr=True)
+    console = Console(record=True, width=100, theme=THEME, force_terminal=True, file=open("/dev/null", "w"))
+    render_replay(console, outcome)
+    path = HERE / "divergence.svg"
+    console.save_svg(str(path), title="wop replay support-agent -- python3 examples/support_agent_changed.py")
+    return path
+
+
+def report_png() -> Path | None:
+    browser = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+    if browser is None:
+        print("no chromium: docs/report.png not regenerated", file=sys.stderr)
+        return None
+    with tempfile.TemporaryDirectory() as temp:
+        page = Path(temp) / "report.html"
+        subprocess.run([sys.executable, "-m", "openwop_cli", "report", "fixtures/support-agent", "--against",
+                        "fixtures/support-agent-changed", "-o", str(page)], cwd=ROOT, check=True)
+        path = HERE / "report.png"
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--virtual-time-budget=5000", "--window-size=1400,800", f"--screenshot={path}",
+                        page.as_uri()], check=True, capture_output=True)
+    return path
+
+
+if __name__ == "__main__":
+    for made in (divergence_svg(), report_png()):
+        if made is not None:
+            print(f"wrote {made.relative_to(ROOT)}", file=sys.stderr)

@@ -1,0 +1,43 @@
+"""`wop report CAPTURE [--against OTHER] -o report.html`: a self-contained HTML report of a run."""
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def command(
+    capture: str = typer.Argument(..., help="A capture (path, id, prefix, name, `last`) or an OpenWOP event log."),
+    against: Optional[str] = typer.Option(None, "--against", metavar="OTHER", help="Also show the RFC 0054 diff against this run."),
+    output: Path = typer.Option(Path("wop-report.html"), "--output", "-o", help="The HTML file to write."),
+) -> None:
+    """Write one HTML file — no network, no CDN, works from file:// — with the timeline, a collapsible
+    JSON tree per event, filters, the state at the selected seq and, with --against, the diff with
+    the first divergence highlighted. Long runs are paged in the page, never cut.
+
+    \b
+    Examples:
+      wop report last -o run.html
+      wop report support --against support-replay -o diff.html
+    """
+    from openwop_cli.cli.sources import open_run
+    from openwop_cli.errors import UsageError
+    from openwop_cli.report.html import build_report
+
+    reader = open_run(capture, resolve_blobs=True)
+    diff = other = None
+    if against is not None:
+        from openwop_cli.diff import diff_runs
+
+        reader_a, reader_b = open_run(capture, resolve_blobs=True), open_run(against, resolve_blobs=True)
+        diff = diff_runs(reader_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
+                         status_a=reader_a.manifest.get("status"), status_b=reader_b.manifest.get("status"))
+        other = reader_b.manifest
+    page = build_report(reader.manifest, reader, diff=diff, against=other)
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory: give a file name such as {output / 'report.html'}")
+    try:
+        output.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {output} ({len(page.encode()) / 1_000_000:.1f} MB)", err=True)
