@@ -97,10 +97,19 @@ def test_a_100k_event_capture_is_paged_in_the_page_and_stays_small(tmp_path):
     assert len(data["events"]) == 100_000 and len(data["rows"]) == 50_000
     seen = run_page(page)
     assert seen["rows"] == 500 and seen["pager"] == "page 1 of 100 · 50000 rows"
+    browser = _browser()
+    if browser is not None:
+        dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+                              "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=300)
+        assert 'data-ready="true"' in dom.stdout and "page 1 of 100" in dom.stdout
+
+
+def _browser() -> str | None:
+    return next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
 
 
 def test_in_a_real_headless_browser(tmp_path):
-    browser = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+    browser = _browser()
     if browser is None:
         pytest.skip("no chromium on PATH (CI installs Debian's chromium); the node harness covers the page's script")
     page = report(tmp_path, str(FIXTURES / "support-agent"), "--against", str(FIXTURES / "support-agent-changed"))
