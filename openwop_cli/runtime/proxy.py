@@ -14,8 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, response_parts
-from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts
 from openwop_cli.runtime.session import Session
 
 PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}
@@ -90,22 +89,13 @@ def _handler_class(proxy: LLMProxy) -> type:
                 return
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             exchange = Exchange(proxy.session, self.command, target, self.headers, body)
-            if proxy.session.replayer is not None:
-                self._replay(exchange)
-                return
-            exchange.record_request()
-            self._forward(exchange, target, body)
-
-        def _replay(self, exchange: Exchange) -> None:
-            try:
-                served = exchange.replay()
-            except ReplayDivergenceError as exc:
-                self._send(*divergence_parts(exc))
-                return
-            if served.live:
+            answer = exchange.begin()
+            if answer is not None:
+                self._send(*answer)
+            elif proxy.session.replayer is not None:
                 self._send(*divergence_parts(RuntimeError("a fork cannot run proxied calls live")))
-                return
-            self._send(*response_parts(served.result))
+            else:
+                self._forward(exchange, target, body)
 
         def _forward(self, exchange: Exchange, target: str, body: bytes) -> None:
             parts = urlsplit(target)
@@ -118,7 +108,7 @@ def _handler_class(proxy: LLMProxy) -> type:
                 connection.request(self.command, path, body=body or None, headers=headers)
                 upstream = connection.getresponse()
             except OSError as exc:
-                proxy.session.record(exchange.result_type, exchange.failure(exc))
+                exchange.finish(exchange.failure(exc))
                 self._send(502, [("content-type", "text/plain")], [f"wop proxy: upstream failed: {exc}".encode()], False)
                 return
             response_headers = [(name, value) for name, value in upstream.getheaders()
@@ -126,8 +116,7 @@ def _handler_class(proxy: LLMProxy) -> type:
             streamed = exchange.is_stream(dict((name.lower(), value) for name, value in response_headers))
             collected = self._relay(upstream, response_headers, streamed)
             connection.close()
-            proxy.session.record(exchange.result_type,
-                                 exchange.result(upstream.status, dict(response_headers), collected, streamed))
+            exchange.finish(exchange.result(upstream.status, dict(response_headers), collected, streamed))
 
         def _relay(self, upstream: Any, headers: list[tuple[str, str]], streamed: bool) -> bytes:
             """Pass the upstream answer on as it arrives (chunk by chunk for streams) and return its bytes."""

@@ -13,6 +13,7 @@ import orjson
 
 from openwop_cli.runtime.adapters import sse
 from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
+from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import Session, describe_exception
 
 _UNRECORDED_HEADERS = frozenset({
@@ -82,11 +83,30 @@ class Exchange:
         """The response event's data when the request never got an answer (connection refused, timeout)."""
         return {**self.context, "ok": False, "error": describe_exception(exc)}
 
-    # ---- replay ---------------------------------------------------------------------------------
+    # ---- the call ------------------------------------------------------------------------------
 
-    def replay(self) -> Any:
-        """The replayer's answer: Served with the recorded response data, or live; raises on a divergence."""
-        return self.session.replayer.exchange(self.llm is not None, self.request_data)
+    def begin(self) -> tuple | None:
+        """Before sending: in a replay, the response to hand back instead (None when the call runs live,
+        as in a fork); in a capture, records the request and returns None."""
+        self._live: Any = None
+        if self.session.replayer is None:
+            self.record_request()
+            return None
+        try:
+            served = self.session.replayer.exchange(self.llm is not None, self.request_data)
+        except ReplayDivergenceError as exc:
+            return divergence_parts(exc)
+        if not served.live:
+            return response_parts(served.result)
+        self._live = served
+        return None
+
+    def finish(self, data: dict[str, Any]) -> None:
+        """Record the response event's data (through the replayer when the call ran live in a fork)."""
+        if self._live is not None:
+            self._live.finish(data)
+        else:
+            self.session.record(self.result_type, data)
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

@@ -8,8 +8,7 @@ stream is passed through chunk by chunk while it is recorded.
 
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, response_parts
-from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.adapters.exchange import Exchange
 from openwop_cli.runtime.session import UNRESOLVED, _state, current
 
 _MARK = "__wop_patched__"
@@ -40,36 +39,21 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
         if session is None:
             return original(self, request)
         exchange = _exchange(session, request, request.read())
-        finish = exchange.session.record
-        if session.replayer is not None:
-            try:
-                served = exchange.replay()
-            except ReplayDivergenceError as exc:
-                return _response(module, streams, divergence_parts(exc), request)
-            if not served.live:
-                return _response(module, streams, response_parts(served.result), request)
-            finish = lambda _type, data: served.finish(data)  # noqa: E731 (fork: record the live answer)
-        else:
-            exchange.record_request()
+        answer = exchange.begin()
+        if answer is not None:
+            return _response(module, streams, answer, request)
         try:
             response = original(self, request)
         except BaseException as exc:
-            finish(exchange.result_type, exchange.failure(exc))
+            exchange.finish(exchange.failure(exc))
             raise
         if exchange.is_stream(response.headers):
-            recording = streams.sync_recording(response.stream, lambda body, complete: finish(
-                exchange.result_type, exchange.result(response.status_code, response.headers,
-                                                      _decoded(module, response, body), True, complete)))
-            return module.Response(response.status_code, headers=response.headers, stream=recording,
-                                   extensions=response.extensions)
+            return _recording_response(module, streams.sync_recording, exchange, response)
         try:
             raw = b"".join(response.stream)
         finally:
             response.stream.close()
-        finish(exchange.result_type,
-               exchange.result(response.status_code, response.headers, _decoded(module, response, raw), False))
-        return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw),
-                               extensions=response.extensions)
+        return _recorded_response(module, exchange, response, raw)
 
     setattr(handle_request, _MARK, True)
     return handle_request
@@ -81,39 +65,42 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
         if session is None:
             return await original(self, request)
         exchange = _exchange(session, request, await request.aread())
-        finish = exchange.session.record
-        if session.replayer is not None:
-            try:
-                served = exchange.replay()
-            except ReplayDivergenceError as exc:
-                return _response(module, streams, divergence_parts(exc), request)
-            if not served.live:
-                return _response(module, streams, response_parts(served.result), request)
-            finish = lambda _type, data: served.finish(data)  # noqa: E731
-        else:
-            exchange.record_request()
+        answer = exchange.begin()
+        if answer is not None:
+            return _response(module, streams, answer, request)
         try:
             response = await original(self, request)
         except BaseException as exc:
-            finish(exchange.result_type, exchange.failure(exc))
+            exchange.finish(exchange.failure(exc))
             raise
         if exchange.is_stream(response.headers):
-            recording = streams.async_recording(response.stream, lambda body, complete: finish(
-                exchange.result_type, exchange.result(response.status_code, response.headers,
-                                                      _decoded(module, response, body), True, complete)))
-            return module.Response(response.status_code, headers=response.headers, stream=recording,
-                                   extensions=response.extensions)
+            return _recording_response(module, streams.async_recording, exchange, response)
         try:
             raw = b"".join([chunk async for chunk in response.stream])
         finally:
             await response.stream.aclose()
-        finish(exchange.result_type,
-               exchange.result(response.status_code, response.headers, _decoded(module, response, raw), False))
-        return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw),
-                               extensions=response.extensions)
+        return _recorded_response(module, exchange, response, raw)
 
     setattr(handle_async_request, _MARK, True)
     return handle_async_request
+
+
+def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any) -> Any:
+    """The response handed on while its stream is recorded as the client reads it."""
+    def done(body: bytes, complete: bool) -> None:
+        decoded = _decoded(module, response, body)
+        exchange.finish(exchange.result(response.status_code, response.headers, decoded, True, complete))
+
+    return module.Response(response.status_code, headers=response.headers, stream=recording(response.stream, done),
+                           extensions=response.extensions)
+
+
+def _recorded_response(module: Any, exchange: Exchange, response: Any, raw: bytes) -> Any:
+    """Record a whole response and hand the client the same raw bytes."""
+    decoded = _decoded(module, response, raw)
+    exchange.finish(exchange.result(response.status_code, response.headers, decoded, False))
+    return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw),
+                           extensions=response.extensions)
 
 
 def _decoded(module: Any, response: Any, raw: bytes) -> bytes:

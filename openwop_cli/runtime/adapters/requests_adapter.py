@@ -7,8 +7,7 @@ and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw
 import io
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, response_parts
-from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.adapters.exchange import Exchange
 from openwop_cli.runtime.session import UNRESOLVED, _state, current
 
 _MARK = "__wop_patched__"
@@ -32,25 +31,17 @@ def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, request, *args, **kwargs)
         body = request.body.encode() if isinstance(request.body, str) else (request.body or b"")
         exchange = Exchange(session, request.method, request.url, request.headers, body)
-        finish = session.record
-        if session.replayer is not None:
-            try:
-                served = exchange.replay()
-            except ReplayDivergenceError as exc:
-                return _response(request, divergence_parts(exc))
-            if not served.live:
-                return _response(request, response_parts(served.result))
-            finish = lambda _type, data: served.finish(data)  # noqa: E731 (fork: record the live answer)
-        else:
-            exchange.record_request()
+        answer = exchange.begin()
+        if answer is not None:
+            return _response(request, answer)
         try:
             response = original(self, request, *args, **kwargs)
         except BaseException as exc:
-            finish(exchange.result_type, exchange.failure(exc))
+            exchange.finish(exchange.failure(exc))
             raise
         content = response.content
         streamed = exchange.is_stream(response.headers)
-        finish(exchange.result_type, exchange.result(response.status_code, response.headers, content, streamed))
+        exchange.finish(exchange.result(response.status_code, response.headers, content, streamed))
         response.raw = io.BytesIO(content)
         response._content_consumed = True
         return response
