@@ -18,7 +18,6 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
-    from openwop_cli.format.redact import Redactor
     from openwop_cli.replay.boundaries import Replayer
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
@@ -29,10 +28,7 @@ def install() -> None:
     address = os.environ[ENV_ADDRESS]
     sender = ChannelSender(address)
     answer = sender.request({"replayHello": process_info()})
-    source_dir = Path(os.environ[ENV_SOURCE])
-    profile = _source_profile(source_dir)
-    source = ReplaySource(source_dir, only_pid=answer.get("recordedPid"),
-                          redactor=Redactor.from_environment(profile))
+    source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=answer.get("recordedPid"))
     engine = ReplayEngine(
         source,
         policy=os.environ.get(ENV_POLICY, "strict"),
@@ -48,12 +44,6 @@ def install() -> None:
         from openwop_cli.runtime.netguard import block_network
 
         block_network(_tcp_address(address))
-
-
-def _source_profile(source_dir: Path) -> str:
-    from openwop_cli.format.manifest import read_manifest
-
-    return (read_manifest(source_dir).get("redaction") or {}).get("profile", "default")
 
 
 def _tcp_address(address: str) -> tuple[str, int] | None:

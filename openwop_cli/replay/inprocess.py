@@ -9,7 +9,6 @@ renders it).
 from pathlib import Path
 from typing import Any
 
-from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
@@ -37,13 +36,10 @@ class InProcessReplay:
         self._undo_network: Any = None
 
     def __enter__(self) -> "InProcessReplay":
-        from openwop_cli.format.manifest import read_manifest
-
-        profile = (read_manifest(self.source_dir).get("redaction") or {}).get("profile", "default")
-        self.source = ReplaySource(self.source_dir, redactor=Redactor.from_environment(profile))
+        self.source = ReplaySource.for_serving(self.source_dir)
         from_seq = self.source.event_count if self.extend else 0
         self.account = ReplayAccount(self.source, self.source_dir, self.policy, from_seq, self.extend)
-        self.sink = CaptureSink(self.out, redactor=Redactor.from_environment(profile))
+        self.sink = CaptureSink(self.out, redactor=self.source.redactor)
         self.sink.start({"captureId": new_id(), "name": self.name, "mode": self.account.mode,
                          **self.account.manifest_seed()})
         self.account.started(self.sink)

@@ -60,7 +60,7 @@ def run_replay(
     proxy: bool = False,
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring."""
-    source = ReplaySource(source_dir)
+    source = ReplaySource(source_dir, keyed=False)
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count)
         command = argv or list((source.manifest.get("program") or {}).get("argv") or [])
@@ -207,13 +207,11 @@ class ReplayHooks(ReplayAccount, RunHooks):
 
     def prepare_proxy(self, session: Any) -> None:
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""
-        from openwop_cli.format.redact import Redactor
         from openwop_cli.replay.boundaries import Replayer
         from openwop_cli.replay.engine import ReplayEngine
         from openwop_cli.runtime.proxy import PROXY_ORIGIN
 
-        profile = (self.source.manifest.get("redaction") or {}).get("profile", "default")
-        source = ReplaySource(self.source_dir, only_pid=PROXY_ORIGIN["pid"], redactor=Redactor.from_environment(profile))
+        source = ReplaySource.for_serving(self.source_dir, only_pid=PROXY_ORIGIN["pid"])
         engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
                               overrides=self.overrides)
         session.replayer = Replayer(session, engine, frozenset(self.allow_tools))

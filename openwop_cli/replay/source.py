@@ -40,10 +40,12 @@ _RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
 class ReplaySource:
     """Everything replay needs from one capture; see the module docstring.
 
-    only_pid keeps the units one recorded process made (a replayed process serves only its own).
+    only_pid keeps the units one recorded process made (a replayed process serves only its own);
+    keyed=False skips the content keys (the parent only counts and checks units).
     """
 
-    def __init__(self, capture_dir: Path, *, only_pid: int | None = None, redactor: Any = None) -> None:
+    def __init__(self, capture_dir: Path, *, only_pid: int | None = None, redactor: Any = None,
+                 keyed: bool = True) -> None:
         self.capture_dir = Path(capture_dir)
         self.manifest = read_manifest(self.capture_dir)
         if self.manifest.get("status") == STATUS_INCOMPLETE:
@@ -54,6 +56,7 @@ class ReplaySource:
         self.blobs = BlobStore(self.capture_dir)
         self.redactor = redactor
         self.only_pid = only_pid
+        self.keyed = keyed
         self.event_count = 0
         self.exit_code: int | None = None
         self.kinds = array("b")
@@ -67,6 +70,15 @@ class ReplaySource:
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
+
+    @classmethod
+    def for_serving(cls, capture_dir: Path, only_pid: int | None = None) -> "ReplaySource":
+        """A source whose content keys match today's calls: keyed under the capture's own redaction profile,
+        with the secrets of this process's environment (so a secret argument still finds its redacted record)."""
+        from openwop_cli.format.redact import Redactor
+
+        profile = (read_manifest(Path(capture_dir)).get("redaction") or {}).get("profile", "default")
+        return cls(capture_dir, only_pid=only_pid, redactor=Redactor.from_environment(profile))
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -159,7 +171,7 @@ class ReplaySource:
                 data = self.blobs.resolve(data)
             unit = len(self.kinds)
             self.kinds.append(kind)
-            self.keys.append(unit_key(kind, data, self.redactor))
+            self.keys.append(unit_key(kind, data, self.redactor) if self.keyed else 0)
             self.names.append(_unit_name(kind, data))
             self.request_seqs.append(event["seq"])
             self.result_seqs.append(-1)
