@@ -100,6 +100,10 @@ class ReplaySource:
         """Unit ids in seq order: the spec's cursor, with no skipping."""
         return iter(range(len(self.kinds)))
 
+    def cursor(self) -> "Cursor":
+        """The spec's ReplaySource interface: next(expectedType), peek(), remaining(), in seq order."""
+        return Cursor(self)
+
     def close(self) -> None:
         """Release the memory map."""
         if self._map is not None and len(self._map):
@@ -207,3 +211,30 @@ def _instant_kind(event_type: str, data: dict[str, Any]) -> int | None:
     if event_type == STATE_MUTATION and data.get("kind") != "declare":
         return KIND_STATE
     return None
+
+
+class Cursor:
+    """A strict cursor over the recorded call units in seq order (capture-replay-design.md ReplaySource):
+    `next` never skips a unit of another type, it answers None and stays put."""
+
+    def __init__(self, source: ReplaySource) -> None:
+        self.source = source
+        self.position = 0
+
+    def peek(self) -> dict[str, Any] | None:
+        """The next recorded request event, without moving."""
+        if self.position >= self.source.unit_count():
+            return None
+        return self.source.event(self.source.request_seqs[self.position])
+
+    def next(self, expected_type: str) -> dict[str, Any] | None:
+        """The next recorded request event if it has expected_type (and move past it), else None."""
+        event = self.peek()
+        if event is None or event["type"] != expected_type:
+            return None
+        self.position += 1
+        return event
+
+    def remaining(self) -> int:
+        """How many recorded units are still ahead."""
+        return self.source.unit_count() - self.position
