@@ -93,7 +93,8 @@ class WopRun:
         if self.action == "record":
             from openwop_cli.runtime.sdk import capture
 
-            self._context = capture(name=self.item.nodeid, out=self._work, redact=self.settings.redact)
+            self._context = capture(name=self.item.nodeid, out=self._work, redact=self.settings.redact,
+                                    test=self.item.nodeid)
         else:
             from openwop_cli.replay.inprocess import InProcessReplay
 

@@ -118,3 +118,19 @@ def test_new_mode_keeps_what_was_recorded_and_adds_the_new_calls(project, monkey
         assert [r["messages"][0]["content"] for r in provider.requests] == ["one", "two"]
     offline = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
     offline.assert_outcomes(passed=1)
+
+
+def test_wop_replay_points_plugin_captures_back_to_pytest(project, monkeypatch):
+    import sys
+    import subprocess
+
+    write_test(project, "Be brief.")
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers"
+    single = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(capture)], capture_output=True, text=True)
+    assert single.returncode == 2 and "--wop-record=none" in single.stderr and "test_agent_answers" in single.stderr
+    folder = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(project.path / "tests" / "captures")],
+                            capture_output=True, text=True)
+    assert folder.returncode == 2 and "recorded by the pytest plugin" in folder.stderr

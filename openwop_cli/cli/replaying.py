@@ -90,12 +90,28 @@ def expand_captures(references: list[str]) -> list[Path]:
         if path.is_dir() and not (path / MANIFEST_NAME).is_file():
             inside = sorted(manifest.parent for manifest in path.rglob(MANIFEST_NAME)
                             if not any(part.startswith(".") for part in manifest.relative_to(path).parts))
-            if not inside:
-                raise CaptureNotFound(f"no captures under {path}")
-            found.extend(inside)
+            runnable = [capture for capture in inside if not _recorded_by_pytest(capture)]
+            if len(runnable) < len(inside):
+                from openwop_cli.report.console import print_warning
+
+                print_warning(f"{len(inside) - len(runnable)} captures under {path} were recorded by the pytest plugin "
+                              "and are replayed by pytest, not here")
+            if not runnable:
+                raise CaptureNotFound(f"no captures to replay under {path}")
+            found.extend(runnable)
         else:
             found.append(resolve_capture(reference))
     return found
+
+
+def _recorded_by_pytest(capture: Path) -> bool:
+    from openwop_cli.errors import CaptureError
+    from openwop_cli.format.manifest import read_manifest
+
+    try:
+        return bool((read_manifest(capture).get("program") or {}).get("pytest"))
+    except CaptureError:
+        return False
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:

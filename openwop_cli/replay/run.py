@@ -63,7 +63,11 @@ def run_replay(
     source = ReplaySource(source_dir, keyed=False)
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count)
-        command = argv or list((source.manifest.get("program") or {}).get("argv") or [])
+        program = source.manifest.get("program") or {}
+        if program.get("pytest") and not argv:
+            raise UsageError(f"{source_dir} was recorded by the pytest plugin for {program['pytest']}: replay it with "
+                             f"`pytest {program['pytest']} --wop-record=none`")
+        command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools)

@@ -452,10 +452,13 @@ class capture:
     (WOP_HOME). The manifest is finalized on exit: status error with the exception when one escaped.
     """
 
-    def __init__(self, name: str | None = None, *, out: str | os.PathLike[str] | None = None, redact: str = "default"):
+    def __init__(self, name: str | None = None, *, out: str | os.PathLike[str] | None = None, redact: str = "default",
+                 test: str | None = None):
+        """test: the pytest node id when the pytest plugin records (replays of it belong to pytest)."""
         self.name = name
         self.out = out
         self.redact = redact
+        self.test = test
         self.path: Path | None = None
         self.capture_id: str | None = None
         self.manifest: dict[str, Any] | None = None
@@ -482,7 +485,10 @@ class capture:
         self._sink = CaptureSink(self.path, redactor=Redactor.from_environment(self.redact), on_warning=_warn)
         argv, cwd = list(sys.argv), os.getcwd()
         name = self.name or Path(argv[0]).stem or None
-        self._sink.start({"captureId": capture_id, "name": name, "program": {"argv": argv, "cwd": cwd}})
+        program: dict[str, Any] = {"argv": argv, "cwd": cwd}
+        if self.test is not None:
+            program["pytest"] = self.test
+        self._sink.start({"captureId": capture_id, "name": name, "program": program})
         self.capture_id = capture_id
         self._session = Session(AppendRecorder(self._sink.append, self._sink.flush))
         state.reset()
