@@ -18,7 +18,7 @@ def command(
                                                    help="Let this tool run for real (repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR (one capture only)."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="Name of the replay capture."),
-    proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (for programs captured with --proxy)."),
+    proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (on by itself for captures made with --proxy)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
 ) -> None:

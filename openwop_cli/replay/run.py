@@ -71,6 +71,7 @@ def run_replay(
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools)
+        proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
@@ -236,6 +237,14 @@ class ReplayHooks(ReplayAccount, RunHooks):
                     return process.get("pid")
         return None if not processes else -1
 
+
+
+def recorded_through_proxy(source: ReplaySource) -> bool:
+    """True when the capture holds calls the --proxy recorded (a replay then serves them through the proxy too,
+    so a program in another language never reaches the real API)."""
+    from openwop_cli.runtime.proxy import PROXY_ORIGIN
+
+    return any(origin[0] == PROXY_ORIGIN["pid"] and origin[1] == PROXY_ORIGIN["thread"] for origin in source.origin_ids)
 
 
 def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:

@@ -182,9 +182,8 @@ def test_a_node_program_is_captured_and_replayed_through_the_proxy(tmp_path):
     assert captured.stdout.splitlines() == ["node: answer to hi from node", "node stream: answer to node stream "]
     types = [e["type"] for e in CaptureReader(tmp_path / "source")]
     assert types == ["run_start", "llm_request", "llm_response", "llm_request", "llm_response", "run_end"]
-    replayed = run_wop("replay", "--proxy", str(tmp_path / "source"), "--out", str(tmp_path / "replay"),
-                       env=env, cwd=tmp_path)
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    replayed = run_wop("replay", str(tmp_path / "source"), "--out", str(tmp_path / "replay"), env=env, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr  # the proxy comes back without --proxy
     assert replayed.stdout.splitlines()[:2] == captured.stdout.splitlines()
     everything = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".js")
     assert b"sk-node-secret-0123456789abcdef" not in everything
