@@ -1,7 +1,5 @@
 """The pytest plugin, driven by pytester: record a real openai-SDK test, replay it offline, catch a prompt change."""
 
-import os
-import textwrap
 
 import pytest
 

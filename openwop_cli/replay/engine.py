@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from openwop_cli.replay.divergence import (
-    EVENT_MISSING,
     EVENT_PAYLOAD_MISMATCH,
     EVENT_TYPE_MISMATCH,
     EVENT_UNEXPECTED,
