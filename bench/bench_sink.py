@@ -50,7 +50,10 @@ def main() -> None:
     print(f"events: {count} of ~{size} bytes")
     print(f"bare dumps+write loop: {bare:.2f} us/event")
     print(f"sink append, default redaction: {sink:.2f} us/event")
-    print(f"ratio sink/bare: {sink / bare:.2f} (target <= 1.5)")
+    from openwop_cli.format.redact import compile_prefilter
+
+    engine = type(compile_prefilter([])).__module__.split(".")[0]
+    print(f"ratio sink/bare: {sink / bare:.2f} (target <= 1.5), secret prefilter on {engine}")
 
 
 if __name__ == "__main__":

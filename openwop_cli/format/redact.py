@@ -8,9 +8,9 @@
 
 The hot path is `suspicious(serialized)`: one regular-expression pass over serialized JSON (a line or
 a whole buffer of lines) for secret-looking keys, provider-key and bearer values, and the known
-secret values. Only what it flags pays for the structural `redact`. The pass runs on RE2 (the
-`google-re2` package, linear time and several times faster than `re` on alternations) and falls
-back to `re` with the same pattern when RE2 is not installed.
+secret values. Only what it flags pays for the structural `redact`. The same patterns run on the
+fastest engine installed: Hyperscan (the optional `fast` extra, SIMD, ~5x RE2 here), RE2 (the
+`google-re2` dependency, linear time, ~4x `re` on these alternations), else `re`.
 """
 
 import hashlib
@@ -78,7 +78,7 @@ class Redactor:
             return False
         if self.strict:
             return True
-        return self._prefilter.search(serialized) is not None
+        return bool(self._prefilter.search(serialized))
 
     def redact(self, value: Any) -> Any:
         """A copy of value with the profile applied; untouched values are returned as they are."""
@@ -133,15 +133,57 @@ def secret_env_values(environ: Mapping[str, str]) -> list[str]:
     return [value for name, value in environ.items() if SECRET_KEY.search(name) and len(value) >= MIN_SECRET_LENGTH]
 
 
-def compile_prefilter(secrets: Iterable[str]) -> Any:
-    """The hot-path pattern over serialized bytes: secret keys, secret-looking values, known secrets."""
+PREFILTER_ENGINES = ("hyperscan", "re2", "re")
+
+
+def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
+    """The hot-path matcher over serialized bytes (secret keys, secret-looking values, known secrets):
+    an object whose `search(data)` is truthy on a possible secret, on `engine` or the fastest installed."""
     literals = [re.escape(orjson.dumps(secret)[1:-1].decode()) for secret in secrets]
-    pattern = "|".join([SERIALIZED_SECRET_KEY, SECRET_VALUE.pattern, *literals]).encode()
-    try:
-        import re2
-    except ImportError:
-        return re.compile(pattern)
-    return re2.compile(pattern)
+    parts = [SERIALIZED_SECRET_KEY, SECRET_VALUE.pattern.replace("(?P<scheme>", "(?:"), *literals]
+    for name in (engine,) if engine else PREFILTER_ENGINES:
+        try:
+            if name == "hyperscan":
+                return _HyperscanPrefilter(parts)
+            if name == "re2":
+                import re2
+
+                return re2.compile("|".join(parts).encode())
+        except ImportError:
+            if engine:
+                raise
+            continue
+    return re.compile("|".join(parts).encode())
+
+
+class _HyperscanPrefilter:
+    """The prefilter's patterns in one Hyperscan database; each thread scans with its own scratch space."""
+
+    def __init__(self, parts: list[str]) -> None:
+        import threading
+
+        import hyperscan
+
+        self._hyperscan = hyperscan
+        self._database = hyperscan.Database()
+        self._database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
+                               flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
+        self._local = threading.local()
+
+    def search(self, data: bytes) -> bool:
+        """True when any pattern matches somewhere in data (the scan stops at the first match)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hyperscan.Scratch(self._database)
+        try:
+            self._database.scan(data, match_event_handler=_stop, scratch=scratch)
+        except self._hyperscan.ScanTerminated:
+            return True
+        return False
+
+
+def _stop(*_match: Any) -> bool:
+    return True
 
 
 def _replace_secret(match: re.Match[str]) -> str:

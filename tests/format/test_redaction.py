@@ -76,3 +76,22 @@ def test_only_the_events_holding_a_secret_are_rewritten(tmp_path):
     read = [event["data"] for event in CaptureReader(capture)]
     assert read[0] == plain and read[2] == plain
     assert read[1]["args"]["api_key"] == REDACTED
+
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re2", "re"])
+def test_every_prefilter_engine_flags_the_same_things(engine):
+    from openwop_cli.format.redact import compile_prefilter
+
+    try:
+        prefilter = compile_prefilter([ENV_KEY], engine)
+    except ImportError:
+        pytest.skip(f"{engine} is not installed here")
+    flagged = [b'{"data":{"note":"key=' + SK_TOKEN.encode() + b'"}}', b'{"h":"Bearer ' + BEARER.encode() + b'"}',
+               b'{"args":{"X-Api-Key":"short"}}', b'{"msg":"' + ENV_KEY.encode() + b'"}', b'{"refresh_token":"x"}',
+               b'{"Cookie":"a=b"}', b'{"auth":"x"}']
+    clean = [b'{"cacheKey":"ab","usage":{"prompt_tokens":3},"tokenizer":"x","text":"Bearer"}',
+             b'{"messages":[{"role":"user","content":"where is my order?"}]}']
+    assert [bool(prefilter.search(line)) for line in flagged] == [True] * len(flagged)
+    assert [bool(prefilter.search(line)) for line in clean] == [False] * len(clean)
+    assert bool(prefilter.search(b"\n".join(clean + flagged[:1])))
