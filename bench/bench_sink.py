@@ -52,7 +52,8 @@ def main() -> None:
     print(f"sink append, default redaction: {sink:.2f} us/event")
     from openwop_cli.format.redact import compile_prefilter
 
-    engine = type(compile_prefilter([])).__module__.split(".")[0]
+    prefilter = compile_prefilter([])
+    engine = {"_HyperscanPrefilter": "hyperscan"}.get(type(prefilter).__name__, type(prefilter).__module__.split(".")[0])
     print(f"ratio sink/bare: {sink / bare:.2f} (target <= 1.5), secret prefilter on {engine}")
 
 
