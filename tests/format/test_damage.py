@@ -71,3 +71,15 @@ def test_a_fixture_verifies_clean():
         done = run_wop("verify", str(FIXTURES / name))
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.startswith("ok capture")
+
+
+def test_an_edited_line_with_a_bad_envelope_is_named_even_though_intact_lines_skip_envelope_checks(capture):
+    lines = lines_of(capture)
+    lines[3] = lines[3].replace(b'"type":"tool_call"', b'"type":"nonsense"')
+    (capture / "events.jsonl").write_bytes(b"".join(lines))
+    report = verify_capture(capture)
+    kinds = {(problem.kind, problem.line) for problem in report.problems}
+    assert ("changed_line", 4) in kinds and ("bad_event", 4) in kinds
+    (capture / "events.crc32").unlink()
+    kinds = {(problem.kind, problem.line) for problem in verify_capture(capture).problems}
+    assert ("bad_event", 4) in kinds and any(kind == "hash_mismatch" for kind, _ in kinds)
