@@ -115,6 +115,8 @@ class CaptureSink:
             "tool": {"name": "wop", "version": __version__},
             **self.redactor.redact(fields),
         }
+        self._line_prefix = (b'{"version":%d,"captureId":%s,"runId":%s,"seq":' % (
+            EVENT_VERSION, orjson.dumps(self._capture_id), orjson.dumps(self._run_id)))
         self._file = open(self.capture_dir / EVENTS_NAME, "xb", buffering=0)
         write_manifest_atomic(self.capture_dir, self.manifest)
         return self.manifest
@@ -158,6 +160,34 @@ class CaptureSink:
             line = _dumps_or_none(event)
             if line is None or len(line) > self.blob_threshold or self.redactor.strict:
                 line = self._serialize_now(event, data)
+            self._buffer.append(line)
+            self._buffered += len(line)
+            if self._buffered >= self.buffer_bytes:
+                self._write_buffer()
+            return seq
+
+    def append_raw(self, event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
+                   source_seq: int | None = None) -> int:
+        """append() for data already serialized (the capture channel's bytes): spliced into the line, not parsed.
+
+        Anything append() must look inside (big values for blobs, the strict profile, the first
+        llm_request's model) takes the parsed path; data with bytes in it must come through append().
+        """
+        if event_type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {event_type!r}")
+        if len(data_json) > self.blob_threshold or self.redactor.strict or (
+                self._model is None and event_type == LLM_REQUEST):
+            origin = orjson.loads(origin_json) if origin_json else None
+            return self.append(event_type, orjson.loads(data_json), ts=ts, origin=origin, source_seq=source_seq)
+        with self._lock:
+            seq = self._next_seq
+            self._next_seq = seq + 1
+            if self._failure is not None:
+                return seq
+            line = b'%s%d,"ts":%d,"type":"%s","data":%s%s%s}\n' % (
+                self._line_prefix, seq, ts, event_type.encode(), data_json,
+                b',"origin":' + origin_json if origin_json else b"",
+                b',"sourceSeq":%d' % source_seq if source_seq is not None else b"")
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= self.buffer_bytes:

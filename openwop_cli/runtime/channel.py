@@ -1,8 +1,10 @@
 """The channel between recorded processes and the `wop capture` process that owns the capture.
 
 Every Python process started under `wop capture` (the child, and any Python it starts) connects to
-the address in WOP_SINK and sends newline-delimited JSON: a hello, then events as
-`[type, ts, origin, data]`, then the local modules it imported. The parent alone assigns seq and
+the address in WOP_SINK and sends lines: control messages (hello, modules, questions) as JSON
+objects, events as `type TAB ts TAB origin-json TAB data-json TAB source-seq` — JSON never holds
+a raw tab or newline, so the parent can splice the data bytes into the event line without parsing
+them again. The parent alone assigns seq and
 writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 redaction and disk I/O happen outside the recorded program.
 
@@ -56,8 +58,8 @@ class ChannelSender:
             from openwop_cli.runtime.jsonable import dumps as orjson_dumps
 
             dumps = self._dumps = orjson_dumps
-        message = [event_type, ts, origin, data] if source_seq is None else [event_type, ts, origin, data, source_seq]
-        line = dumps(message) + b"\n"
+        line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
+                                          b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
             self._buffer.append(line)
             self._buffered += len(line)
@@ -145,7 +147,8 @@ def process_info() -> dict[str, Any]:
 class Collector:
     """The parent's end: accepts any number of processes and appends their events to one sink.
 
-    `append` is called from the collector's thread, per connection in the order sent. Messages
+    `append` is called from the collector's thread, per connection in the order sent (or
+    `append_raw(type, data_json, ts=, origin_json=, source_seq=)` when given: no re-parsing). Messages
     that are not events (hello, modules) go to `on_message` with the sender's pid; what it returns,
     if anything, is sent back as the answer. `on_idle` runs
     whenever everything readable has been handled (the launcher flushes the sink there, so a
@@ -157,6 +160,7 @@ class Collector:
         append: Callable[..., Any],
         on_message: Callable[[int | None, dict[str, Any]], dict[str, Any] | None],
         on_idle: Callable[[], None] = lambda: None,
+        append_raw: Callable[..., Any] | None = None,
     ) -> None:
         import selectors
         import tempfile
@@ -167,6 +171,7 @@ class Collector:
 
         self._loads, self._revive_bytes = orjson.loads, revive_bytes
         self._append = append
+        self._append_raw = append_raw
         self._on_message = on_message
         self._on_idle = on_idle
         self._dir = tempfile.mkdtemp(prefix="wop-")
@@ -265,20 +270,13 @@ class Collector:
             self._handle(conn, line)
 
     def _handle(self, conn: socket.socket, line: bytes) -> None:
+        if not line.startswith(b"{"):
+            self._handle_event(line)
+            return
         try:
             message = self._loads(line)
         except ValueError:
             self.torn_messages += 1
-            return
-        if BYTES_MARKER in line:
-            message = self._revive_bytes(message)
-        if type(message) is list and len(message) in (4, 5):
-            event_type, ts, origin, data = message[:4]
-            source_seq = message[4] if len(message) == 5 else None
-            try:
-                self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
-            except (TypeError, ValueError):
-                self.bad_messages += 1
             return
         if type(message) is dict:
             hello = message.get("hello")
@@ -287,6 +285,24 @@ class Collector:
             reply = self._on_message(self._pids[conn], message)
             if reply is not None:
                 self._answer(conn, reply)
+
+    def _handle_event(self, line: bytes) -> None:
+        parts = line.split(b"\t")
+        if len(parts) != 5:
+            self.torn_messages += 1
+            return
+        kind, ts, origin, data, source = parts
+        try:
+            event_type, stamp, source_seq = kind.decode(), int(ts), int(source) if source else None
+            if self._append_raw is not None and BYTES_MARKER not in data:
+                self._append_raw(event_type, data, ts=stamp, origin_json=origin, source_seq=source_seq)
+                return
+            payload = self._loads(data)
+            if BYTES_MARKER in data:
+                payload = self._revive_bytes(payload)
+            self._append(event_type, payload, ts=stamp, origin=self._loads(origin), source_seq=source_seq)
+        except (TypeError, ValueError):
+            self.bad_messages += 1
 
     def _answer(self, conn: socket.socket, reply: dict[str, Any]) -> None:
         import orjson

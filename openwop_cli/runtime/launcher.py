@@ -108,7 +108,8 @@ def run_captured(
         program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
     append = hooks.wrap_append(sink.append)
-    collector = Collector(append, processes.on_message, on_idle=sink.flush)
+    raw = sink.append_raw if append == sink.append else None  # a replay watches events as dicts
+    collector = Collector(append, processes.on_message, on_idle=sink.flush, append_raw=raw)
     collector.start()
     llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
     started = time.monotonic()

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts
+from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, plain_headers
 from openwop_cli.runtime.session import Session
 
 PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}
@@ -113,10 +113,11 @@ def _handler_class(proxy: LLMProxy) -> type:
                 return
             response_headers = [(name, value) for name, value in upstream.getheaders()
                                 if name.lower() not in _HOP_BY_HOP]
-            streamed = exchange.is_stream(dict((name.lower(), value) for name, value in response_headers))
+            plain = plain_headers(response_headers)
+            streamed = exchange.is_stream(plain)
             collected = self._relay(upstream, response_headers, streamed)
             connection.close()
-            exchange.finish(exchange.result(upstream.status, dict(response_headers), collected, streamed))
+            exchange.finish(exchange.result(upstream.status, plain, collected, streamed))
 
         def _relay(self, upstream: Any, headers: list[tuple[str, str]], streamed: bool) -> bytes:
             """Pass the upstream answer on as it arrives (chunk by chunk for streams) and return its bytes."""

@@ -106,3 +106,17 @@ def test_disk_failure_keeps_the_program_running_and_the_manifest_says_what_was_l
     lost = manifest["lost"]
     assert lost["fromSeq"] > 0 and lost["events"] == 40 - lost["fromSeq"]
     assert "events were not written" in manifest["error"]
+
+
+def test_spliced_lines_are_the_lines_append_would_write(tmp_path):
+    data = {"name": "lookup", "args": {"id": 1, "text": "ünï"}, "callId": "t1"}
+    origin = {"pid": 7, "thread": "MainThread"}
+    sink = CaptureSink(tmp_path / "c", redactor=Redactor("default", ()))
+    sink.start({})
+    sink.append("tool_call", data, ts=5, origin=origin, source_seq=3)
+    sink.append_raw("tool_call", orjson.dumps(data), ts=5, origin_json=orjson.dumps(origin), source_seq=3)
+    sink.append_raw("tool_call", orjson.dumps({**data, "api_key": "abcdef123456"}), ts=6)
+    sink.finalize("ok")
+    first, second, third = (tmp_path / "c" / "events.jsonl").read_bytes().splitlines()
+    assert first.replace(b'"seq":0', b'"seq":1') == second
+    assert b"abcdef123456" not in third and orjson.loads(third)["data"]["api_key"] == "***REDACTED***"

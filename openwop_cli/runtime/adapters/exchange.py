@@ -28,10 +28,12 @@ class Exchange:
     """See the module docstring. Build it from the request; then record or replay the response."""
 
     def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes) -> None:
+        """headers: the request's, in any library's form (read once, through plain_headers)."""
+        headers = plain_headers(headers)
         self.session = session
         self.method = method.upper()
         self.url = url_without_secrets(url)
-        self.body_value = _body_value(body, _header(headers, "content-type"))
+        self.body_value = _body_value(body, headers.get("content-type"))
         self.llm: LLMCall | None = recognize(self.method, url, self.body_value)
         self.call_id = session.new_call_id("llm" if self.llm else "h")
         if self.llm is not None:
@@ -54,16 +56,16 @@ class Exchange:
         if self.llm is not None:
             self.session.flush()
 
-    def is_stream(self, headers: Any) -> bool:
-        """True when the answer comes as server-sent events or JSON lines."""
-        content_type = _header(headers, "content-type") or ""
-        return content_type.startswith(STREAM_TYPES)
+    def is_stream(self, headers: dict[str, str]) -> bool:
+        """True when the answer (its plain_headers) comes as server-sent events or JSON lines."""
+        return (headers.get("content-type") or "").startswith(STREAM_TYPES)
 
-    def result(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True) -> dict[str, Any]:
-        """The response event's data for a decoded body (whole, or a stream's bytes)."""
+    def result(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+               complete: bool = True) -> dict[str, Any]:
+        """The response event's data for a decoded body (whole, or a stream's bytes); headers from plain_headers."""
         kept = kept_headers(headers)
         if self.llm is None:
-            value = _body_value(body, _header(headers, "content-type"))
+            value = _body_value(body, headers.get("content-type"))
             return {"callId": self.call_id, "ok": status < 400,
                     "result": {"status": status, "headers": kept, "body": value}}
         data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
@@ -75,7 +77,7 @@ class Exchange:
             if not complete:
                 data["streamComplete"] = False
         else:
-            value = _body_value(body, _header(headers, "content-type"))
+            value = _body_value(body, headers.get("content-type"))
             data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
         return data
 
@@ -131,10 +133,18 @@ def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[b
     return DIVERGENCE_STATUS, headers, [body], False
 
 
-def kept_headers(headers: Any) -> dict[str, str]:
-    """Headers worth recording: everything but credentials, cookies and transfer framing."""
+def plain_headers(headers: Any) -> dict[str, str]:
+    """Any library's headers (httpx Headers, requests' dict, http.server's message, pairs) as {lowercase name: value}."""
+    raw = getattr(headers, "raw", None)
+    if isinstance(raw, list):
+        return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
     items = headers.items() if hasattr(headers, "items") else headers or []
-    return {str(name).lower(): str(value) for name, value in items if str(name).lower() not in _UNRECORDED_HEADERS}
+    return {str(name).lower(): str(value) for name, value in items}
+
+
+def kept_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Headers worth recording (from plain_headers): everything but credentials, cookies and transfer framing."""
+    return {name: value for name, value in headers.items() if name not in _UNRECORDED_HEADERS}
 
 
 def _headers_for(recorded: Any, length: int | None) -> list[tuple[str, str]]:
@@ -176,11 +186,3 @@ def _body_bytes(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode()
     return orjson.dumps(value)
-
-
-def _header(headers: Any, name: str) -> str | None:
-    if headers is None:
-        return None
-    if hasattr(headers, "get"):
-        return headers.get(name)
-    return next((value for key, value in headers if key.lower() == name), None)

@@ -8,7 +8,7 @@ stream is passed through chunk by chunk while it is recorded.
 
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange
+from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
 from openwop_cli.runtime.session import UNRESOLVED, _state, current
 
 _MARK = "__wop_patched__"
@@ -47,13 +47,14 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
         except BaseException as exc:
             exchange.finish(exchange.failure(exc))
             raise
-        if exchange.is_stream(response.headers):
-            return _recording_response(module, streams.sync_recording, exchange, response)
+        headers = plain_headers(response.headers)
+        if exchange.is_stream(headers):
+            return _recording_response(module, streams.sync_recording, exchange, response, headers)
         try:
             raw = b"".join(response.stream)
         finally:
             response.stream.close()
-        return _recorded_response(module, exchange, response, raw)
+        return _recorded_response(module, exchange, response, headers, raw)
 
     setattr(handle_request, _MARK, True)
     return handle_request
@@ -73,39 +74,41 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
         except BaseException as exc:
             exchange.finish(exchange.failure(exc))
             raise
-        if exchange.is_stream(response.headers):
-            return _recording_response(module, streams.async_recording, exchange, response)
+        headers = plain_headers(response.headers)
+        if exchange.is_stream(headers):
+            return _recording_response(module, streams.async_recording, exchange, response, headers)
         try:
             raw = b"".join([chunk async for chunk in response.stream])
         finally:
             await response.stream.aclose()
-        return _recorded_response(module, exchange, response, raw)
+        return _recorded_response(module, exchange, response, headers, raw)
 
     setattr(handle_async_request, _MARK, True)
     return handle_async_request
 
 
-def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any) -> Any:
+def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any,
+                        headers: dict[str, str]) -> Any:
     """The response handed on while its stream is recorded as the client reads it."""
     def done(body: bytes, complete: bool) -> None:
-        decoded = _decoded(module, response, body)
-        exchange.finish(exchange.result(response.status_code, response.headers, decoded, True, complete))
+        decoded = _decoded(module, response, headers, body)
+        exchange.finish(exchange.result(response.status_code, headers, decoded, True, complete))
 
     return module.Response(response.status_code, headers=response.headers, stream=recording(response.stream, done),
                            extensions=response.extensions)
 
 
-def _recorded_response(module: Any, exchange: Exchange, response: Any, raw: bytes) -> Any:
+def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: dict[str, str], raw: bytes) -> Any:
     """Record a whole response and hand the client the same raw bytes."""
-    decoded = _decoded(module, response, raw)
-    exchange.finish(exchange.result(response.status_code, response.headers, decoded, False))
+    decoded = _decoded(module, response, headers, raw)
+    exchange.finish(exchange.result(response.status_code, headers, decoded, False))
     return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw),
                            extensions=response.extensions)
 
 
-def _decoded(module: Any, response: Any, raw: bytes) -> bytes:
+def _decoded(module: Any, response: Any, headers: dict[str, str], raw: bytes) -> bytes:
     """The body as the client will see it (gzip, deflate, brotli… undone by the library's own decoders)."""
-    if "content-encoding" not in response.headers:
+    if "content-encoding" not in headers:
         return raw
     return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw)).read()
 

@@ -7,7 +7,7 @@ and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw
 import io
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange
+from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
 from openwop_cli.runtime.session import UNRESOLVED, _state, current
 
 _MARK = "__wop_patched__"
@@ -40,8 +40,8 @@ def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
             exchange.finish(exchange.failure(exc))
             raise
         content = response.content
-        streamed = exchange.is_stream(response.headers)
-        exchange.finish(exchange.result(response.status_code, response.headers, content, streamed))
+        headers = plain_headers(response.headers)
+        exchange.finish(exchange.result(response.status_code, headers, content, exchange.is_stream(headers)))
         response.raw = io.BytesIO(content)
         response._content_consumed = True
         return response
