@@ -30,6 +30,22 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
 
 
+def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
+    """A JSON file a user pointed wop at (label: the option, e.g. --workflow): its bytes and its value.
+
+    An unreadable or non-JSON file is a UsageError naming the option and the file."""
+    import orjson
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {label} {path}: {exc.strerror or exc}") from None
+    try:
+        return raw, orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{label} {path} is not JSON: {exc}") from None
+
+
 def load_settings(start: Path | None = None) -> Settings:
     """[tool.wop] of the nearest pyproject.toml at or above start (the current directory by default)."""
     here = (start or Path.cwd()).resolve()

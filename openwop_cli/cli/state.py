@@ -61,14 +61,9 @@ def command(
 
 def read_declarations(path: Path) -> dict:
     """Channel declarations from a JSON file: the map itself, or a workflow holding it under `channels`."""
-    import orjson
+    from openwop_cli.config import read_json_file
 
-    try:
-        content = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise UsageError(f"cannot read --declarations {path}: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"--declarations {path} is not JSON: {exc}") from None
+    _, content = read_json_file(path, "--declarations")
     found = content.get("channels", content) if isinstance(content, dict) else None
     if not isinstance(found, dict):
         raise UsageError(f"--declarations {path} must be an object of channel declarations")

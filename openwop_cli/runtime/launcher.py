@@ -21,6 +21,7 @@ from typing import Any, Callable
 import orjson
 
 import openwop_cli
+from openwop_cli.config import read_json_file
 from openwop_cli.errors import UsageError
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
@@ -92,7 +93,7 @@ def run_captured(
     """Run argv under capture and return the finalized outcome (see the module docstring)."""
     hooks = hooks or RunHooks()
     _check_runnable(argv)
-    workflow_json = _read_workflow(workflow) if workflow is not None else None
+    workflow_file = read_json_file(workflow, "--workflow") if workflow is not None else None
     redactor = Redactor.from_environment(redact)
     capture_id = new_id()
     path = out if out is not None else store_root / capture_id
@@ -104,8 +105,8 @@ def run_captured(
                 "mode": hooks.mode, **hooks.manifest_seed()})
     hooks.started(sink)
     program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
-    if workflow_json is not None:
-        program["workflow"] = _pin_workflow(workflow, workflow_json, sink, redactor)
+    if workflow_file is not None:
+        program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
     append = hooks.wrap_append(sink.append)
     raw = sink.append_raw if append == sink.append else None  # a replay watches events as dicts
@@ -228,19 +229,9 @@ def _check_runnable(argv: list[str]) -> None:
         raise UsageError(f"cannot run {command}: command not found on PATH")
 
 
-def _read_workflow(workflow: Path) -> Any:
-    try:
-        return orjson.loads(workflow.read_bytes())
-    except OSError as exc:
-        raise UsageError(f"cannot read --workflow {workflow}: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"--workflow {workflow} is not JSON: {exc}") from None
-
-
-def _pin_workflow(workflow: Path, content: Any, sink: CaptureSink, redactor: Redactor) -> dict[str, Any]:
+def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: CaptureSink, redactor: Redactor) -> dict[str, Any]:
     import hashlib
 
-    raw = workflow.read_bytes()
     return {
         "path": str(workflow),
         "sha256": hashlib.sha256(raw).hexdigest(),
@@ -319,7 +310,8 @@ class _Processes:
         return list(self.modules)
 
     def summary(self) -> dict[str, Any]:
-        root = next((hello for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
+        root_pid = self.root_pid()
+        root = next((hello for hello in self.hellos if hello.get("pid") == root_pid), None)
         root = root or (self.hellos[0] if self.hellos else None)
         summary: dict[str, Any] = {"processes": [
             {key: hello.get(key) for key in ("pid", "ppid", "python", "executable", "argv")} for hello in self.hellos
