@@ -205,8 +205,7 @@ class ReplayEngine:
     # ---- bookkeeping -----------------------------------------------------------------------
 
     def _checked(self, unit: int) -> bool:
-        seq = self.source.request_seqs[unit]
-        return seq < self.from_seq if self.branch else seq >= self.from_seq
+        return is_checked(self.source.request_seqs[unit], self.from_seq, self.branch)
 
     def _available(self, key: int) -> int | None:
         units = self._by_key.get(key)
@@ -258,6 +257,11 @@ class ReplayEngine:
         if kind in (KIND_VALUE, KIND_VERSION) and data.get("key") in self.overrides:
             return {"override": self.overrides[data["key"]], "has_override": True}
         return {}
+
+
+def is_checked(seq: int, from_seq: int, branch: bool) -> bool:
+    """Whether a recorded unit counts: a replay checks seq >= from_seq, a fork its history seq < from_seq."""
+    return seq < from_seq if branch else seq >= from_seq
 
 
 def _kind_and_name(kind: int, name: str | None) -> tuple[int, str | None]:

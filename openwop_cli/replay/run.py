@@ -18,6 +18,7 @@ from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVE
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
+from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
 
@@ -158,7 +159,7 @@ class ReplayAccount:
     # ---- accounting -------------------------------------------------------------------------
 
     def _checked(self, seq: int) -> bool:
-        return seq < self.from_seq if self.branch else seq >= self.from_seq
+        return is_checked(seq, self.from_seq, self.branch)
 
     def _missing(self) -> list[Divergence]:
         source = self.source
