@@ -7,8 +7,14 @@ it already is), so programs that never import them pay nothing.
 from openwop_cli.runtime.imports import when_imported
 
 
+_installed: list[bool] = []
+
+
 def install() -> None:
-    """Attach the adapters to httpx, httpx2 and requests when (if ever) they are imported."""
+    """Attach the adapters to httpx, httpx2 and requests when (if ever) they are imported (once per process)."""
+    if _installed:
+        return
+    _installed.append(True)
     when_imported("httpx", _patch_httpx)
     when_imported("httpx2", _patch_httpx)
     when_imported("requests", _patch_requests)
