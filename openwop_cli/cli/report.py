@@ -25,15 +25,16 @@ def command(
     from openwop_cli.report.html import build_report
 
     reader = open_run(capture, resolve_blobs=True)
+    events = list(reader)  # the page embeds every event anyway; read them once for it and for the diff
     diff = other = None
     if against is not None:
         from openwop_cli.diff import diff_runs
 
-        reader_a, reader_b = open_run(capture, resolve_blobs=True), open_run(against, resolve_blobs=True)
-        diff = diff_runs(reader_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
-                         status_a=reader_a.manifest.get("status"), status_b=reader_b.manifest.get("status"))
+        reader_b = open_run(against, resolve_blobs=True)
+        diff = diff_runs(events, reader_b, a=str(reader.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
+                         status_a=reader.manifest.get("status"), status_b=reader_b.manifest.get("status"))
         other = reader_b.manifest
-    page = build_report(reader.manifest, reader, diff=diff, against=other)
+    page = build_report(reader.manifest, events, diff=diff, against=other)
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: give a file name such as {output / 'report.html'}")
     try:
