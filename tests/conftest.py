@@ -38,12 +38,51 @@ def sample_events(count: int = 6) -> list[tuple[str, dict]]:
     return events
 
 
+ISOLATED_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
+
+
+def _real_store() -> Path:
+    """The store a user of this machine has (what `wop` uses with no WOP_HOME), as the suite started."""
+    from platformdirs import user_data_dir
+
+    home = os.environ.get("WOP_HOME")
+    return Path(home).expanduser() if home else Path(user_data_dir("wop", appauthor=False))
+
+
+def _listing(store: Path) -> list[tuple[str, int]]:
+    if not store.exists():
+        return []
+    return sorted((str(path.relative_to(store)), path.stat().st_mtime_ns) for path in store.rglob("*")
+                  if not path.is_symlink())
+
+
+REAL_STORE = _real_store()
+REAL_STORE_AT_START = _listing(REAL_STORE)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when any test wrote into (or deleted from) the user's real store."""
+    if _listing(REAL_STORE) != REAL_STORE_AT_START:
+        session.exitstatus = 1
+        print(f"\nFAILED: the test run changed the user's real wop store {REAL_STORE}: a test escaped its WOP_HOME")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch) -> Path:
+    """Every test gets its own empty store (WOP_HOME), HOME and XDG directories, passed on to subprocesses."""
+    base = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
+    for name in ISOLATED_VARIABLES:
+        directory = base / name.lower()
+        directory.mkdir()
+        monkeypatch.setenv(name, str(directory))
+    return base / "wop-home"
+
+
 @pytest.fixture
-def wop_home(tmp_path, monkeypatch) -> Path:
-    """An empty store for this test (WOP_HOME), also passed to subprocesses."""
-    home = tmp_path / "wop-home"
-    monkeypatch.setenv("WOP_HOME", str(home))
-    return home
+def wop_home(isolated_home) -> Path:
+    """This test's empty store (WOP_HOME), also passed to subprocesses."""
+    return isolated_home
 
 
 def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -8,6 +8,7 @@ WOP_MODE=capture without a parent, to a CaptureSink in this process.
 """
 
 import atexit
+import contextvars
 import itertools
 import os
 import sys
@@ -85,6 +86,28 @@ class AppendRecorder:
         from openwop_cli.runtime.jsonable import to_json
 
         self._append(event_type, to_json(data), ts=ts, origin=origin, source_seq=source_seq)
+
+
+_inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)
+
+
+def inside_boundary() -> bool:
+    """True while a recorded boundary (wop.llm_call, @wop.tool, an HTTP adapter) is open in this thread or
+    task: whatever happens below it is part of that one unit, so it records (and replays) nothing of its own."""
+    return _inside_boundary.get()
+
+
+def enter_boundary() -> contextvars.Token:
+    """Mark a boundary open in this thread/task; pass the token to `exit_boundary` when it closes."""
+    return _inside_boundary.set(True)
+
+
+def exit_boundary(token: contextvars.Token) -> None:
+    """Close the boundary `enter_boundary` opened."""
+    try:
+        _inside_boundary.reset(token)
+    except ValueError:  # closed from another context (a generator finalized elsewhere): just mark it closed
+        _inside_boundary.set(False)
 
 
 class _Unresolved:

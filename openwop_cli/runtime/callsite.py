@@ -1,0 +1,104 @@
+"""Where in the code a call was made: the frame a recorded event is attributed to.
+
+Every source file is put once in one of four places — wop itself, the standard library, an
+installed package (site-packages), or the program — and the answer is cached by file name, so
+finding a call site costs a walk up the stack with one dictionary lookup per frame.
+
+- `program_site()`: the first frame in the program's own code (not the stdlib, not installed
+  packages, not wop). This is `origin.site` on boundary events.
+- `caller_site(depth)`: the frame that called into an intercepted stdlib function, or None when
+  that caller is the stdlib or wop itself (their clock and random reads are internals, not
+  the program's). Installed packages count as callers: a library minting a uuid is recorded.
+
+A site is `{"file", "line", "function"}`; `file` is relative to the program's root (the working
+directory the run started in) for program files, and relative to its site-packages directory for
+installed packages, so a site is the same on every machine that runs the program.
+"""
+
+import os
+import sys
+import sysconfig
+from typing import Any
+
+WOP = 0
+STDLIB = 1
+PACKAGE = 2
+PROGRAM = 3
+
+_WOP_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+_places: dict[str, tuple[int, str]] = {}
+_root: list[str] = []
+
+
+def _stdlib_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    found = {os.path.abspath(paths[name]) + os.sep for name in ("stdlib", "platstdlib") if paths.get(name)}
+    found.update(os.path.realpath(prefix) for prefix in list(found))
+    return tuple(sorted({prefix.rstrip(os.sep) + os.sep for prefix in found}))
+
+
+_STDLIB = _stdlib_prefixes()
+
+
+def program_root() -> str:
+    """The directory program files are named relative to (the working directory at the first lookup)."""
+    if not _root:
+        _root.append(os.path.realpath(os.getcwd()) + os.sep)
+    return _root[0]
+
+
+def set_program_root(path: str) -> None:
+    """Name program files relative to path (a replay runs in the recorded run's directory)."""
+    _root[:] = [os.path.realpath(path) + os.sep]
+    _places.clear()
+
+
+def place(filename: str) -> tuple[int, str]:
+    """(WOP | STDLIB | PACKAGE | PROGRAM, the file name a site shows) for a code object's file name."""
+    found = _places.get(filename)
+    if found is None:
+        found = _places[filename] = _classify(filename)
+    return found
+
+
+def _classify(filename: str) -> tuple[int, str]:
+    if filename.startswith("<"):
+        return (STDLIB, filename) if filename.startswith("<frozen ") else (PROGRAM, filename)
+    path = os.path.abspath(filename)
+    if path.startswith(_WOP_ROOT):
+        return WOP, path[len(_WOP_ROOT):]
+    parts = path.split(os.sep)
+    for marker in _PACKAGE_DIRS:
+        if marker in parts:
+            index = len(parts) - 1 - parts[::-1].index(marker)
+            return PACKAGE, "/".join(parts[index + 1:])
+    if path.startswith(_STDLIB):
+        return STDLIB, path
+    root = program_root()
+    if path.startswith(root):
+        return PROGRAM, path[len(root):].replace(os.sep, "/")
+    return PROGRAM, path
+
+
+def program_site(depth: int = 1) -> dict[str, Any] | None:
+    """The first frame, from the caller `depth` frames up, that is in the program's own code."""
+    frame: Any = sys._getframe(depth + 1)
+    places = _places
+    while frame is not None:
+        code = frame.f_code
+        found = places.get(code.co_filename) or place(code.co_filename)
+        if found[0] == PROGRAM:
+            return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}
+        frame = frame.f_back
+    return None
+
+
+def caller_site(depth: int = 1) -> dict[str, Any] | None:
+    """The site of the frame `depth` frames above the caller, or None when it is the stdlib or wop."""
+    frame: Any = sys._getframe(depth + 1)
+    code = frame.f_code
+    found = _places.get(code.co_filename) or place(code.co_filename)
+    if found[0] <= STDLIB:
+        return None
+    return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}
