@@ -1,6 +1,6 @@
 """Regenerate the README's pictures: `python docs/make_screenshots.py` (needs chromium for the HTML one).
 
-- docs/divergence.svg: `wop replay` of the bundled capture against the changed agent, at a terminal.
+- docs/divergence.svg: a strict `wop replay` of the bundled capture against the changed agent, at a terminal.
 - docs/report.png: `wop report` of the bundled capture against its changed run, in headless chromium.
 """
 
@@ -20,17 +20,19 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+DIVERGENCE_COMMAND = ["python3", "examples/support_agent_changed.py"]
+
+
 def divergence_svg() -> Path:
+    """Exactly `wop replay fixtures/support-agent -- python3 examples/support_agent_changed.py` (strict, the default)."""
     with tempfile.TemporaryDirectory() as temp:
-        outcome = run_replay(ROOT / "fixtures" / "support-agent",
-                             ["python3", "examples/support_agent_changed.py", "A-1001", "--seed", "7"],
-                             policy="lenient", from_seq=None, branch=False, overrides={},
-                             allow_tools=["loyalty_tier"], out=Path(temp) / "replay", name="screenshot",
+        outcome = run_replay(ROOT / "fixtures" / "support-agent", DIVERGENCE_COMMAND, policy="strict", from_seq=None,
+                             branch=False, overrides={}, allow_tools=[], out=Path(temp) / "replay", name="screenshot",
                              warn=lambda message: None, store_root=Path(temp), output_to_stderr=True)
     console = Console(record=True, width=100, theme=THEME, force_terminal=True, file=open("/dev/null", "w"))
     render_replay(console, outcome)
     path = HERE / "divergence.svg"
-    console.save_svg(str(path), title="wop replay support-agent -- python3 examples/support_agent_changed.py")
+    console.save_svg(str(path), title="wop replay fixtures/support-agent -- " + " ".join(DIVERGENCE_COMMAND))
     return path
 
 

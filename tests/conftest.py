@@ -86,8 +86,11 @@ def wop_home(isolated_home) -> Path:
 
 
 def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the real `wop` command line in a subprocess (python -m openwop_cli), no colour."""
+    """Run the real `wop` command line in a subprocess (python -m openwop_cli), no colour.
+
+    env adds to (a value of None: removes from) this process's environment."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    full_env = {name: value for name, value in full_env.items() if value is not None}
     return subprocess.run(
         [sys.executable, "-m", "openwop_cli", *args],
         capture_output=True, text=True, input=input, env=full_env, cwd=cwd or ROOT, timeout=120,

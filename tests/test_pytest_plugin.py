@@ -132,3 +132,31 @@ def test_wop_replay_points_plugin_captures_back_to_pytest(project, monkeypatch):
     folder = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(project.path / "tests" / "captures")],
                             capture_output=True, text=True)
     assert folder.returncode == 2 and "recorded by the pytest plugin" in folder.stderr
+
+
+README_TEST = """
+import os
+import openai
+import pytest
+
+
+@pytest.mark.wop
+def test_support_agent_answers():
+    client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", max_retries=0)   # the key: OPENAI_API_KEY
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
+        {"role": "system", "content": "You are a concise support agent."},
+        {"role": "user", "content": "Where is order A-1001?"}])
+    assert "A-1001" in reply.choices[0].message.content
+"""
+
+
+def test_the_readme_example_replays_with_no_api_key_set(project, monkeypatch):
+    project.makepyfile(test_support=README_TEST)
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-recording-0123456789")
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert (project.path / "tests" / "captures" / "test_support" / "test_support_agent_answers").is_dir()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    replayed = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    replayed.assert_outcomes(passed=1)

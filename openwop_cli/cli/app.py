@@ -6,6 +6,7 @@ import typer
 
 from openwop_cli._version import __version__
 from openwop_cli.cli import cache_key, capture, diff, fork, gc, ls, replay, report, rm, show, state, verify
+from openwop_cli.cli.help import WopCommand
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -56,18 +57,22 @@ def root(
     _debug["on"] = debug
 
 
-app.command("capture", context_settings={"allow_interspersed_args": False})(capture.command)
-app.command("replay")(replay.command)
-app.command("fork")(fork.command)
-app.command("diff")(diff.command)
-app.command("state")(state.command)
-app.command("report")(report.command)
-app.command("ls")(ls.command)
-app.command("show")(show.command)
-app.command("verify")(verify.command)
-app.command("cache-key")(cache_key.command)
-app.command("rm")(rm.command)
-app.command("gc")(gc.command)
+COMMANDS = (
+    ("capture", capture, "run a command and record it", {"allow_interspersed_args": False}),
+    ("replay", replay, "re-run captures offline; exit 1 where today's code diverges", None),
+    ("fork", fork, "serve history up to a seq, then run live: what if", None),
+    ("diff", diff, "where two runs part ways, event by event and in state (RFC 0054)", None),
+    ("state", state, "the channel state folded with the canonical reducers at a seq", None),
+    ("report", report, "one self-contained HTML file: timeline, JSON trees, state, diff", None),
+    ("ls", ls, "list the captures in the store", None),
+    ("show", show, "a run as a timeline, or one event as a JSON tree", None),
+    ("verify", verify, "check a capture's integrity", None),
+    ("cache-key", cache_key, "the LLM cache key of a request (OpenWOP recipe)", None),
+    ("rm", rm, "delete captures (only wop's own files)", None),
+    ("gc", gc, "delete old captures from the store", None),
+)
+for name, module, summary, settings in COMMANDS:
+    app.command(name, cls=WopCommand, short_help=summary, context_settings=settings)(module.command)
 
 
 def main() -> None:

@@ -15,11 +15,11 @@ class RedactProfile(str, Enum):
 
 def command(
     argv: Optional[list[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...", help="The command to run and record."),
-    name: Optional[str] = typer.Option(None, "--name", "-n", help="A name to find the capture by (default: the script's name)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the capture to DIR instead of the store."),
-    redact: Optional[RedactProfile] = typer.Option(None, "--redact", help="Redaction profile: none, default or strict "
+    name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="A name to find the capture by (default: the script's name)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the capture to DIR instead of the store."),
+    redact: Optional[RedactProfile] = typer.Option(None, "--redact", metavar="none|default|strict", help="Redaction profile: none, default or strict "
                                                    "(default: [tool.wop] redact, else default)."),
-    workflow: Optional[Path] = typer.Option(None, "--workflow", help="Pin this workflow JSON in the manifest."),
+    workflow: Optional[Path] = typer.Option(None, "--workflow", metavar="FILE", help="Pin this workflow JSON in the manifest."),
     proxy: bool = typer.Option(False, "--proxy", help="Also record LLM calls of non-Python programs: OPENAI_BASE_URL, "
                                "ANTHROPIC_BASE_URL and OLLAMA_HOST point at a recording proxy on 127.0.0.1."),
     json_output: bool = typer.Option(False, "--json", help="Print the closing summary as JSON (on stderr)."),

@@ -1,8 +1,16 @@
 """`wop diff A B`: the RFC 0054 diff of two runs — where they part ways, event by event and in the state."""
 
+from enum import Enum
 from typing import Optional
 
 import typer
+
+
+class AlignBy(str, Enum):
+    """How two runs' events are paired: by seq (RFC 0054) or by content."""
+
+    seq = "seq"
+    content = "content"
 
 
 def command(
@@ -11,8 +19,8 @@ def command(
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", metavar="JSONPATH",
                                                help="Leave this field of every event's data out of the comparison, e.g. $.response.id "
                                                     "(repeatable; * matches any key; [tool.wop] ignore adds more)."),
-    max_diffs: Optional[int] = typer.Option(None, "--max-diffs", min=1, help="List at most N event diffs (sets truncated)."),
-    align: str = typer.Option("seq", "--align", help="seq (RFC 0054: event k against event k) or content (an inserted event is one `added`)."),
+    max_diffs: Optional[int] = typer.Option(None, "--max-diffs", min=1, metavar="N", help="List at most N event diffs (sets truncated)."),
+    align: AlignBy = typer.Option(AlignBy.seq, "--align", metavar="seq|content", help="seq (RFC 0054: event k against event k) or content (an inserted event is one `added`)."),
     json_output: bool = typer.Option(False, "--json", help="Print the RFC 0054 diff object as JSON."),
 ) -> None:
     """Compare two runs: the first seq where they diverge, every added/removed/changed event, the state diff.
@@ -28,18 +36,14 @@ def command(
       wop diff run-a.jsonl run-b.jsonl
     """
     from openwop_cli.cli.sources import open_run
-    from openwop_cli.diff import ALIGN_CONTENT, ALIGN_SEQ, diff_runs
-    from openwop_cli.errors import UsageError
-
-    if align not in (ALIGN_SEQ, ALIGN_CONTENT):
-        raise UsageError(f"--align must be {ALIGN_SEQ} or {ALIGN_CONTENT}, got {align!r}")
     from openwop_cli.config import load_settings
+    from openwop_cli.diff import diff_runs
 
     ignore = [*(ignore or []), *load_settings().ignore]
     reader_a, reader_b = open_run(run_a, resolve_blobs=True), open_run(run_b, resolve_blobs=True)
     result = diff_runs(reader_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
                        status_a=reader_a.manifest.get("status"), status_b=reader_b.manifest.get("status"),
-                       ignore=ignore or [], max_diffs=max_diffs, align=align)
+                       ignore=ignore or [], max_diffs=max_diffs, align=align.value)
     for reader in (reader_a, reader_b):
         _refuse_damaged(reader)
     if json_output:

@@ -6,7 +6,7 @@ import typer
 
 
 def command(
-    older_than: float = typer.Option(..., "--older-than", min=0, help="Delete captures created more than DAYS ago."),
+    older_than: float = typer.Option(..., "--older-than", min=0, metavar="DAYS", help="Delete captures created more than DAYS ago."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted, delete nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
     json_output: bool = typer.Option(False, "--json", help="Print the deleted (or, with --dry-run, doomed) captures as JSON."),

@@ -21,3 +21,11 @@ def _default(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def human_size(size: int) -> str:
+    """A byte count as people read it: 812 B, 14.2 KB, 3.4 MB."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"

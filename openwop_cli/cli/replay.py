@@ -13,14 +13,16 @@ def command(
     strict: Optional[bool] = typer.Option(None, "--strict/--lenient",
                                           help="Stop at the first divergence (strict, for CI) or collect them all "
                                                "(lenient). Default: [tool.wop] policy, else strict."),
-    from_seq: Optional[int] = typer.Option(None, "--from-seq", help="Check only events from seq N on."),
+    from_seq: Optional[int] = typer.Option(None, "--from-seq", metavar="N", help="Check only events from seq N on."),
     allow_tool: Optional[list[str]] = typer.Option(None, "--allow-tool", metavar="NAME",
                                                    help="Let this tool run for real (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR (one capture only)."),
-    name: Optional[str] = typer.Option(None, "--name", "-n", help="Name of the replay capture."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the replay capture to DIR (one capture only)."),
+    name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="Name of the replay capture."),
     proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (on by itself for captures made with --proxy)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback after a strict "
+                                 "stop (by default the traceback the stop causes is one line)."),
 ) -> None:
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
@@ -43,4 +45,4 @@ def command(
     references, argv = split_command(captures)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
-             name=name, json_output=json_output, proxy=proxy, junit=junit)
+             name=name, json_output=json_output, proxy=proxy, junit=junit, verbose=verbose)

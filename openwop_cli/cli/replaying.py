@@ -11,13 +11,13 @@ import typer
 
 def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | None, branch: bool,
         overrides: dict[str, Any], allow_tools: list[str], out: Path | None, name: str | None,
-        json_output: bool, proxy: bool) -> Any:
+        json_output: bool, proxy: bool, verbose: bool = False) -> Any:
     """Resolve CAPTURE and run the replay or fork (errors become WopErrors with their exit codes)."""
     from openwop_cli.store import resolve_capture
 
     return _replay(resolve_capture(capture), argv, policy=policy, from_seq=from_seq, branch=branch,
                    overrides=overrides, allow_tools=allow_tools, out=out, name=name, json_output=json_output,
-                   proxy=proxy)
+                   proxy=proxy, verbose=verbose)
 
 
 def _replay(source: Path, argv: list[str] | None, **options: Any) -> Any:
@@ -38,7 +38,8 @@ def finish(outcome: Any, json_output: bool) -> None:
 
 
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
-             out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None) -> None:
+             out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
+             verbose: bool = False) -> None:
     """`wop replay` over one or more captures (directories expand to the captures inside them)."""
     from openwop_cli.errors import EXIT_BAD_CAPTURE, CaptureError, UsageError
 
@@ -46,7 +47,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     if out is not None and len(sources) > 1:
         raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
-                   name=name, json_output=json_output, proxy=proxy)
+                   name=name, json_output=json_output, proxy=proxy, verbose=verbose)
     if len(sources) == 1 and junit is None:
         finish(_replay(sources[0], argv, **options), json_output)
     results: list[tuple[Path, Any, float]] = []
@@ -141,7 +142,7 @@ def write_junit(path: Path, results: list[tuple[Path, Any, float]]) -> None:
     suite = ET.Element("testsuite", name="wop replay", tests=str(len(results)), failures=str(failures),
                        errors=str(errors), time=f"{sum(seconds for *_, seconds in results):.3f}")
     for source, result, seconds in results:
-        case = ET.SubElement(suite, "testcase", classname="wop.replay", name=_label(source, result),
+        case = ET.SubElement(suite, "testcase", classname="wop.replay", name=_name_and_id(source, result)[0],
                              file=str(source), time=f"{seconds:.3f}")
         if isinstance(result, Exception):
             ET.SubElement(case, "error", message=getattr(result, "message", str(result)), type=type(result).__name__)
@@ -178,6 +179,7 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
         print_json([{"capture": str(source), "error": result.message} if isinstance(result, Exception)
                     else replay_json(result) for source, result, _ in results])
         return
+    from rich.markup import escape
     from rich.table import Table
 
     from openwop_cli.report.console import make_console, status_style
@@ -188,15 +190,18 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
         if not isinstance(result, Exception) and result.diverged:
             render_replay(console, result)
     table = Table(title=f"wop replay: {len(results)} captures", show_edge=False, pad_edge=False)
-    for column in ("capture", "result", "score", "divergences", "first at"):
+    for column in ("capture", "id", "path", "result", "score", "divergences", "first at"):
         table.add_column(column, overflow="fold")
     for source, result, _ in results:
+        name, capture_id = _name_and_id(source, result)
         if isinstance(result, Exception):
-            table.add_row(_label(source, result), f"[{status_style('error')}]error[/]", "", "", result.message)
+            table.add_row(name, capture_id, str(source), f"[{status_style('error')}]error[/]", "", "",
+                          escape(result.message))
             continue
         verdict = "diverged" if result.diverged else "ok"
         first = result.score.get("firstDivergenceSeq")
-        table.add_row(_label(source, result), f"[{status_style('error' if result.diverged else 'ok')}]{verdict}[/]",
+        table.add_row(escape(name), escape(capture_id), escape(str(source)),
+                      f"[{status_style('error' if result.diverged else 'ok')}]{verdict}[/]",
                       f"{result.score.get('score', 1.0):.2f}", str(len(result.divergences)),
                       "" if first is None else f"seq {first}")
     console.print(table)
@@ -223,9 +228,16 @@ def _escape(text: str) -> str:
 
 
 def _label(source: Path, result: Any) -> str:
+    """A capture as one line: its name, id and path (two captures of one script share the name)."""
+    name, capture_id = _name_and_id(source, result)
+    return f"{name} ({capture_id}) {source}" if capture_id else f"{name} {source}"
+
+
+def _name_and_id(source: Path, result: Any) -> tuple[str, str]:
     if isinstance(result, Exception):
-        return str(source)
-    return str(result.source_manifest.get("name") or result.source_manifest.get("captureId") or source)
+        return source.name, ""
+    manifest = result.source_manifest
+    return str(manifest.get("name") or source.name), str(manifest.get("captureId") or "")
 
 
 class _progress:

@@ -5,11 +5,16 @@ from typing import Optional
 
 import typer
 
+from openwop_cli.cli.diff import AlignBy
+from openwop_cli.cli.output import human_size
+
 
 def command(
     capture: str = typer.Argument(..., help="A capture (path, id, prefix, name, `last`) or an OpenWOP event log."),
     against: Optional[str] = typer.Option(None, "--against", metavar="OTHER", help="Also show the RFC 0054 diff against this run."),
-    output: Path = typer.Option(Path("wop-report.html"), "--output", "-o", help="The HTML file to write."),
+    output: Path = typer.Option(Path("wop-report.html"), "--output", "-o", metavar="FILE", help="The HTML file to write."),
+    align: AlignBy = typer.Option(AlignBy.seq, "--align", metavar="seq|content", help="With --against: pair events by seq (the RFC's rule) "
+                                  "or by content (one inserted or swapped call stays one difference)."),
 ) -> None:
     """Write one HTML file — no network, no CDN, works from file:// — with the timeline, a collapsible
     JSON tree per event, filters, the state at the selected seq and, with --against, the diff with
@@ -19,6 +24,7 @@ def command(
     Examples:
       wop report last -o run.html
       wop report support --against support-replay -o diff.html
+      wop report support --against support-replay --align content -o diff.html
     """
     from openwop_cli.cli.sources import open_run
     from openwop_cli.errors import UsageError
@@ -32,7 +38,8 @@ def command(
 
         reader_b = open_run(against, resolve_blobs=True)
         diff = diff_runs(events, reader_b, a=str(reader.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
-                         status_a=reader.manifest.get("status"), status_b=reader_b.manifest.get("status"))
+                         status_a=reader.manifest.get("status"), status_b=reader_b.manifest.get("status"),
+                         align=align.value)
         other = reader_b.manifest
     page = build_report(reader.manifest, events, diff=diff, against=other)
     if output.is_dir():
@@ -41,4 +48,4 @@ def command(
         output.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output} ({len(page.encode()) / 1_000_000:.1f} MB)", err=True)
+    typer.echo(f"wrote {output} ({human_size(len(page.encode()))})", err=True)

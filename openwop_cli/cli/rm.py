@@ -4,7 +4,7 @@ import typer
 
 
 def command(
-    captures: list[str] = typer.Argument(..., help="Captures to delete: paths, ids or prefixes, names, or `last`."),
+    captures: list[str] = typer.Argument(..., metavar="CAPTURE...", help="Captures to delete: paths, ids or prefixes, names, or `last`."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
 ) -> None:
     """Delete captures. Every reference is resolved before anything is deleted; asks unless --yes.

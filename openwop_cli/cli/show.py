@@ -20,13 +20,13 @@ TYPE_ALIASES = {
 def command(
     capture: str = typer.Argument(..., help="A capture (path, id or unique prefix, name, `last`) or an OpenWOP event log (.jsonl/.json)."),
     types: list[str] = typer.Option(
-        None, "--type", "-t", help="Only these event types (repeatable or comma-separated; aliases: llm, tool, state, nd, run)."
+        None, "--type", "-t", metavar="TYPE", help="Only these event types (repeatable or comma-separated; aliases: llm, tool, state, nd, run)."
     ),
-    node: str = typer.Option(None, "--node", help="Only calls and writes of this node, tool, channel, thread or task."),
-    grep: str = typer.Option(None, "--grep", help="Only events whose data contains TEXT (case-insensitive)."),
-    from_seq: int = typer.Option(None, "--from", help="Only events from seq N on."),
-    to_seq: int = typer.Option(None, "--to", help="Only events up to seq N."),
-    seq: int = typer.Option(None, "--seq", help="Show only the event with this seq, as a JSON tree, with the state after it."),
+    node: str = typer.Option(None, "--node", metavar="NAME", help="Only calls and writes of this node, tool, channel, thread or task."),
+    grep: str = typer.Option(None, "--grep", metavar="TEXT", help="Only events whose data contains TEXT (case-insensitive)."),
+    from_seq: int = typer.Option(None, "--from", metavar="N", help="Only events from seq N on."),
+    to_seq: int = typer.Option(None, "--to", metavar="N", help="Only events up to seq N."),
+    seq: int = typer.Option(None, "--seq", metavar="N", help="Show only the event with this seq, as a JSON tree, with the state after it."),
     with_state: bool = typer.Option(False, "--state", help="With --seq --json: include the folded state after that event."),
     no_pager: bool = typer.Option(False, "--no-pager", help="Do not page long output through $PAGER on a terminal."),
     json_output: bool = typer.Option(False, "--json", help="Print the events (or the one event) as JSON."),
@@ -42,7 +42,7 @@ def command(
       wop show last --type llm --type tool
       wop show last --grep refund --from 100 --to 200
       wop show 3f2a --seq 4
-      wop show 3f2a --seq 4 --state
+      wop show 3f2a --seq 4 --state --json
       wop show ./captures/run1 --json
     """
     from openwop_cli.cli.sources import open_run

@@ -10,8 +10,8 @@ from openwop_cli.errors import UsageError
 
 def command(
     capture: str = typer.Argument(..., help="A capture: path, id or unique prefix, name, or `last`."),
-    at: Optional[int] = typer.Option(None, "--at", help="The state right after event SEQ (inclusive; default: the last event)."),
-    channel: Optional[str] = typer.Option(None, "--channel", "-c", help="Only this channel (or variable)."),
+    at: Optional[int] = typer.Option(None, "--at", metavar="SEQ", help="The state right after event SEQ (inclusive; default: the last event)."),
+    channel: Optional[str] = typer.Option(None, "--channel", "-c", metavar="NAME", help="Only this channel (or variable)."),
     declarations: Optional[Path] = typer.Option(None, "--declarations", metavar="FILE",
                                                 help="Channel declarations (JSON: {name: declaration}, or a workflow with `channels`)."),
     json_output: bool = typer.Option(False, "--json", help="Print the state as JSON."),

@@ -17,6 +17,7 @@ TOOL_RESULT = "tool_result"
 STATE_MUTATION = "state_mutation"
 NONDETERMINISTIC = "nondeterministic"
 REPLAY_DIVERGED = "replay_diverged"
+REPLAY_NOTE = "replay_note"  # something a replay did that is worth saying but is not a divergence
 
 EVENT_TYPES = frozenset(
     {
@@ -29,6 +30,7 @@ EVENT_TYPES = frozenset(
         STATE_MUTATION,
         NONDETERMINISTIC,
         REPLAY_DIVERGED,
+        REPLAY_NOTE,
     }
 )
 

@@ -10,13 +10,16 @@ import threading
 from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
-from openwop_cli.format.events import REPLAY_DIVERGED
+from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
 from openwop_cli.replay.engine import Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
 from openwop_cli.runtime.replaying import ReplayDivergenceError, ReplayedToolError
 from openwop_cli.runtime.session import Session, describe_exception
+
+
+TOOL_RAN_LIVE = "tool_ran_live"
 
 
 class Served:
@@ -57,9 +60,13 @@ class Replayer:
     def tool(self, name: str, args: dict[str, Any]) -> Served:
         call_id = self.session.new_call_id("t")
         data = {"name": name, "args": to_json(args), "callId": call_id}
+        allowed = name in self.allow_tools
         with self._lock:
-            match = self._match(KIND_TOOL, "tool_call", data)
-            if match.live or name in self.allow_tools:
+            match = self._match(KIND_TOOL, "tool_call", data, live_if_unrecorded=allowed)
+            if allowed:
+                return Served(finish=lambda result=None, error=None: self._finish_allowed_tool(
+                    name, call_id, match, result, error))
+            if match.live:
                 return Served(finish=lambda result=None, error=None: self._record_tool_result(call_id, result, error))
             recorded = self._recorded_result(match, "tool_result")
             self.session.record("tool_result", {**recorded, "callId": call_id}, match.result_seq)
@@ -67,12 +74,35 @@ class Replayer:
             return Served(error=rebuild_exception(recorded.get("error") or {}))
         return Served(revive(recorded.get("result"), recorded.get("resultType")))
 
-    def _record_tool_result(self, call_id: str, result: Any, error: BaseException | None) -> None:
+    def _record_tool_result(self, call_id: str, result: Any, error: BaseException | None) -> dict[str, Any]:
         if error is not None:
-            self.session.record("tool_result", {"callId": call_id, "ok": False, "error": describe_exception(error)})
+            data = {"callId": call_id, "ok": False, "error": describe_exception(error)}
         else:
-            self.session.record("tool_result", {"callId": call_id, "ok": True, "result": result,
-                                                 "resultType": type_name(result)})
+            data = {"callId": call_id, "ok": True, "result": result, "resultType": type_name(result)}
+        self.session.record("tool_result", data)
+        return data
+
+    def _finish_allowed_tool(self, name: str, call_id: str, match: Match, result: Any,
+                             error: BaseException | None) -> None:
+        """An --allow-tool call ran for real: record its result and put it beside the recorded one (a note)."""
+        live = self._record_tool_result(call_id, result, error)
+        observed = live.get("result") if live["ok"] else live.get("error")
+        if match.unit is None:
+            self.note(TOOL_RAN_LIVE, f"--allow-tool {name}: ran for real; the capture has no such call", None,
+                      None, to_json(observed))
+            return
+        recorded: dict[str, Any] = {}
+        if match.result_seq is not None:
+            recorded = self.source.event(match.result_seq)["data"]
+        expected = recorded.get("result") if recorded.get("ok", True) else recorded.get("error")
+        same = "the same result as" if to_json(observed) == expected else "a different result than"
+        self.note(TOOL_RAN_LIVE, f"--allow-tool {name}: ran for real and returned {same} the recording",
+                  match.request_seq, expected, to_json(observed))
+
+    def note(self, code: str, detail: str, seq: int | None, recorded: Any = None, observed: Any = None) -> None:
+        """Something the report should say that is not a divergence (a replay_note event)."""
+        self.session.record(REPLAY_NOTE, {"code": code, "detail": detail, "eventSeq": seq, "recorded": recorded,
+                                          "observed": observed})
 
     # ---- LLM calls --------------------------------------------------------------------------
 
@@ -189,10 +219,11 @@ class Replayer:
 
     # ---- plumbing ---------------------------------------------------------------------------
 
-    def _match(self, kind: int, event_type: str, data: dict[str, Any], record: bool = True) -> Match:
+    def _match(self, kind: int, event_type: str, data: dict[str, Any], record: bool = True,
+               live_if_unrecorded: bool = False) -> Match:
         """engine.match, then the observed event and any divergence on record (also when strict raises)."""
         try:
-            match = self.engine.match(kind, data)
+            match = self.engine.match(kind, data, live_if_unrecorded)
         except ReplayDivergenceError:
             self.session.record(event_type, data)
             self._emit_divergences()

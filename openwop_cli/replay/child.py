@@ -8,12 +8,14 @@ engine to its session and, for a replay, blocks outbound network.
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 ENV_SOURCE = "WOP_REPLAY_FROM"
 ENV_POLICY = "WOP_POLICY"
 ENV_FROM_SEQ = "WOP_FROM_SEQ"
 ENV_ALLOW_TOOLS = "WOP_ALLOW_TOOLS"
 ENV_OVERRIDES = "WOP_OVERRIDES"
+ENV_VERBOSE = "WOP_VERBOSE"
 
 
 def install() -> None:
@@ -38,6 +40,8 @@ def install() -> None:
     )
     session = runtime_session.Session(sender, mode=mode)
     session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))))
+    if not os.environ.get(ENV_VERBOSE):
+        _shorten_tracebacks_after_a_stop(engine)
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
     if mode == "replay":
@@ -51,3 +55,33 @@ def _tcp_address(address: str) -> tuple[str, int] | None:
         return None
     host, _, port = address[4:].rpartition(":")
     return host, int(port)
+
+
+def _shorten_tracebacks_after_a_stop(engine: Any) -> None:
+    """Once a strict replay has stopped the program, the traceback that stop causes is one line: the report
+    that follows says where and why (`wop replay --verbose` keeps the whole traceback)."""
+    import sys
+    import threading
+
+    previous, previous_thread_hook = sys.excepthook, threading.excepthook
+
+    def one_line(kind: Any, exc: BaseException) -> None:
+        message = " ".join(str(exc).split())
+        message = message if len(message) <= 300 else message[:297] + "..."
+        print(f"wop: the replay stopped the program here; it ended with {kind.__qualname__}: {message} "
+              "(--verbose shows the traceback)", file=sys.stderr)
+
+    def hook(kind: Any, exc: BaseException, tb: Any) -> None:
+        if engine.stopped is None or kind is KeyboardInterrupt:
+            previous(kind, exc, tb)
+        else:
+            one_line(kind, exc)
+
+    def thread_hook(args: Any) -> None:
+        if engine.stopped is None or args.exc_type is SystemExit:
+            previous_thread_hook(args)
+        else:
+            one_line(args.exc_type, args.exc_value)
+
+    sys.excepthook = hook
+    threading.excepthook = thread_hook

@@ -86,8 +86,10 @@ class ReplayEngine:
 
     # ---- the one entry point of every boundary ----------------------------------------------
 
-    def match(self, kind: int, data: dict[str, Any]) -> Match:
-        """Find the recorded unit for a call made today; raise ReplayDivergenceError when strict says stop."""
+    def match(self, kind: int, data: dict[str, Any], live_if_unrecorded: bool = False) -> Match:
+        """Find the recorded unit for a call made today; raise ReplayDivergenceError when strict says stop.
+
+        live_if_unrecorded (an allowed tool): a call the capture has no counterpart for runs live, no divergence."""
         if self.stopped is not None:
             raise ReplayDivergenceError(self.stopped, after_stop=True)
         override = self._override(kind, data)
@@ -100,7 +102,7 @@ class ReplayEngine:
             return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
         if self.branch:
             return Match(None, live=True, **override)
-        return self._unmatched(kind, data, override)
+        return self._unmatched(kind, data, override, live_if_unrecorded)
 
     def check_live_llm(self, request: dict[str, Any], response: Any) -> None:
         """Branch mode: a live LLM answer vs the recorded one for the same request — refusal shifts are reported."""
@@ -124,7 +126,8 @@ class ReplayEngine:
         return Match(unit, self.source.request_seqs[unit], result_seq if result_seq >= 0 else None, divergence,
                      **override)
 
-    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any]) -> Match:
+    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
+                   live_if_unrecorded: bool = False) -> Match:
         if kind == KIND_VERSION:
             return Match(None, **override)
         if kind == KIND_VALUE:
@@ -144,6 +147,8 @@ class ReplayEngine:
             return self._serve(expected, divergence, override)
         if expected is not None:
             return self._serve(expected, None, override)
+        if live_if_unrecorded:
+            return Match(None, live=True, **override)
         other = self._first_unconsumed_any() if kind == KIND_LLM else None
         if other is not None and self._checked(other):
             seq = self.source.request_seqs[other]

@@ -6,13 +6,14 @@ capture (in `out`), and the outcome has the divergences and the score (report.re
 renders it).
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
-from openwop_cli.replay.run import ReplayAccount, ReplayOutcome, changed_files
+from openwop_cli.replay.run import ReplayAccount, ReplayOutcome
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
@@ -34,6 +35,7 @@ class InProcessReplay:
         self.name = name
         self.outcome: ReplayOutcome | None = None
         self._undo_network: Any = None
+        self._placeholders: dict[str, str] = {}
 
     def __enter__(self) -> "InProcessReplay":
         self.source = ReplaySource.for_serving(self.source_dir)
@@ -49,8 +51,11 @@ class InProcessReplay:
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
         if not self.extend:
+            from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
 
+            self._placeholders = placeholder_credentials()
+            os.environ.update(self._placeholders)
             self._undo_network = block_network()
         return self
 
@@ -58,11 +63,12 @@ class InProcessReplay:
         deactivate(self.session)
         if self._undo_network is not None:
             self._undo_network()
+        for name, value in self._placeholders.items():
+            if os.environ.get(name) == value:
+                del os.environ[name]
         fields = self.account.before_finish(self.sink, None)
         status = "error" if exc is not None else "ok"
         manifest = self.sink.finalize(status, None if exc is None else f"{type(exc).__name__}: {exc}", **fields)
         capture = CaptureOutcome(manifest["captureId"], self.out, manifest, 0 if exc is None else 1)
-        self.outcome = ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy,
-                                     self.account.from_seq, self.extend, self.account.divergences,
-                                     self.account.score, changed_files(self.source.manifest, Path.cwd()))
+        self.outcome = self.account.outcome(capture)
         self.source.close()

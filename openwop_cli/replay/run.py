@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from openwop_cli.errors import UsageError
-from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVERGED, STATE_MUTATION, TOOL_CALL
+from openwop_cli.format.events import (
+    LLM_REQUEST,
+    NONDETERMINISTIC,
+    REPLAY_DIVERGED,
+    REPLAY_NOTE,
+    STATE_MUTATION,
+    TOOL_CALL,
+)
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
+from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE, ENV_VERBOSE
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
@@ -38,6 +45,8 @@ class ReplayOutcome:
     divergences: list[Divergence]
     score: dict[str, Any]
     changed_files: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    early_exit: dict[str, Any] | None = None
 
     @property
     def diverged(self) -> bool:
@@ -59,8 +68,11 @@ def run_replay(
     store_root: Path,
     output_to_stderr: bool = False,
     proxy: bool = False,
+    verbose: bool = False,
 ) -> ReplayOutcome:
-    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring."""
+    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring.
+
+    verbose: the program's traceback after a strict stop is printed whole (else it is one line)."""
     source = ReplaySource(source_dir, keyed=False)
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count)
@@ -71,15 +83,14 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
-        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools)
+        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, verbose)
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy)
-        return ReplayOutcome(capture, source_dir, source.manifest, policy, start, branch, hooks.divergences,
-                             hooks.score, changed_files(source.manifest, Path.cwd()))
+        return hooks.outcome(capture)
     finally:
         source.close()
 
@@ -106,6 +117,8 @@ class ReplayAccount:
         self.from_seq = from_seq
         self.branch = branch
         self.divergences: list[Divergence] = []
+        self.notes: list[dict[str, Any]] = []
+        self.early_exit: dict[str, Any] | None = None
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
         self._last_seq_by_pid: dict[Any, int] = {}
@@ -128,6 +141,8 @@ class ReplayAccount:
                 self.divergences.append(Divergence.from_json(data))
                 if pid in self._last_seq_by_pid:
                     data["replayEventId"] = f"{self._run_id}:{self._last_seq_by_pid[pid]}"
+            elif event_type == REPLAY_NOTE:
+                self.notes.append(data)
             elif source_seq is not None and event_type in _REQUEST_TYPES:
                 self._served.add(source_seq)
             seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
@@ -140,8 +155,12 @@ class ReplayAccount:
         stopped = self.policy == "strict" and not self.branch and bool(self.divergences)
         late: list[Divergence] = []
         if not stopped:
-            late.extend(self._missing())
+            missing = self._missing()
+            late.extend(missing)
             recorded_exit = self.source.exit_code
+            if missing and exit_code is not None and exit_code != (0 if self.branch else recorded_exit):
+                self.early_exit = {"exitCode": exit_code, "recordedExitCode": recorded_exit,
+                                   "missingCalls": len(missing), "firstMissingSeq": missing[0].event_seq}
             if not self.branch and None not in (recorded_exit, exit_code) and exit_code != recorded_exit:
                 late.append(Divergence(EVENT_PAYLOAD_MISMATCH, self.source.event_count - 1, "$.exitCode",
                                        recorded_exit, exit_code,
@@ -155,6 +174,12 @@ class ReplayAccount:
             self.divergences.append(divergence)
         self.score = self._score(sink.manifest)
         return {"score": self.score}
+
+    def outcome(self, capture: CaptureOutcome) -> ReplayOutcome:
+        """The finished replay (or fork) as the report shows it."""
+        return ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy, self.from_seq, self.branch,
+                             self.divergences, self.score, changed_files(self.source.manifest, Path.cwd()),
+                             self.notes, self.early_exit)
 
     # ---- accounting -------------------------------------------------------------------------
 
@@ -195,20 +220,27 @@ class ReplayAccount:
 class ReplayHooks(ReplayAccount, RunHooks):
     """The parent's part of `wop replay`/`wop fork`: the child's environment, its processes' questions, the proxy."""
 
+    keep_stderr_tail = True
+
     def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool,
-                 overrides: dict[str, Any], allow_tools: list[str]) -> None:
+                 overrides: dict[str, Any], allow_tools: list[str], verbose: bool = False) -> None:
         super().__init__(source, source_dir, policy, from_seq, branch)
         self.overrides = overrides
         self.allow_tools = allow_tools
+        self.verbose = verbose
         self._assigned: set[Any] = set()
 
     def environment(self) -> dict[str, str]:
+        from openwop_cli.replay.credentials import placeholder_credentials
+
         return {
+            **({} if self.branch else placeholder_credentials()),
             ENV_SOURCE: str(self.source_dir.resolve()),
             ENV_POLICY: self.policy,
             ENV_FROM_SEQ: str(self.from_seq),
             ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
             ENV_OVERRIDES: json.dumps(self.overrides),
+            **({ENV_VERBOSE: "1"} if self.verbose else {}),
         }
 
     def prepare_proxy(self, session: Any) -> None:

@@ -69,7 +69,8 @@ def _bounded(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 def _diff_view(diff: dict[str, Any]) -> dict[str, Any]:
-    items = [{"seq": item["seq"], "op": item["op"], "paths": item.get("paths", []),
+    items = [{"seq": item["seq"], "aSeq": item["aEvent"]["seq"] if item.get("aEvent") else None,
+              "op": item["op"], "paths": item.get("paths", []),
               "a": item.get("aEvent"), "b": item.get("bEvent"),
               "aText": summarize(item["aEvent"]) if item.get("aEvent") else "",
               "bText": summarize(item["bEvent"]) if item.get("bEvent") else ""} for item in diff["eventDiffs"]]
@@ -168,7 +169,7 @@ function select(row, tr) {
   detail.append(el("h2", "", "event" + (row.end !== null ? "s " + row.seq + "–" + row.end : " " + row.seq)));
   detail.append(tree(eventAt(row.seq), "seq " + row.seq));
   if (row.end !== null) detail.append(tree(eventAt(row.end), "seq " + row.end));
-  const diff = DATA.diff && DATA.diff.items.find((d) => d.seq === row.seq || d.seq === row.end);
+  const diff = DATA.diff && DATA.diff.items.find((d) => d.aSeq !== null && (d.aSeq === row.seq || d.aSeq === row.end));
   if (diff) {
     detail.append(el("h2", "", "diff · " + diff.op + " · " + diff.paths.join(", ")));
     const side = el("div", "side"), left = el("div"), right = el("div");
@@ -193,7 +194,7 @@ function render() {
   page = Math.min(page, pages - 1);
   $("pager").textContent = "page " + (page + 1) + " of " + pages + " · " + shown.length + " rows";
   const body = $("rows"); body.replaceChildren();
-  const diverged = new Set(DATA.diff ? DATA.diff.items.map((d) => d.seq) : []);
+  const diverged = new Set(DATA.diff ? DATA.diff.items.filter((d) => d.aSeq !== null).map((d) => d.aSeq) : []);
   for (const row of shown.slice(page * DATA.pageSize, (page + 1) * DATA.pageSize)) {
     const tr = el("tr", (row.failed ? "failed " : "") + (diverged.has(row.seq) || diverged.has(row.end) ? "diverged " : "") +
       (DATA.diff && DATA.diff.divergedAtSeq !== null && (row.seq === DATA.diff.divergedAtSeq || row.end === DATA.diff.divergedAtSeq) ? "first-divergence" : ""));

@@ -8,18 +8,30 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.replay.divergence import EVENT_MISSING
+from openwop_cli.report.summary import plural
+
 MAX_PANELS = 20
 WINDOW = 48
 
 
 def render_replay(console: Console, outcome: Any) -> None:
-    """Print a ReplayOutcome for people (see `replay_json` for machines)."""
+    """Print a ReplayOutcome for people (see `replay_json` for machines).
+
+    When the program ended before making recorded calls, the report leads with how it ended and what it
+    last wrote to stderr, and the calls it never made are one line, not a panel each."""
+    shown = outcome.divergences
+    if outcome.early_exit is not None:
+        console.print(_early_exit(outcome))
+        shown = [divergence for divergence in shown
+                 if divergence.code != EVENT_MISSING and divergence.json_path != "$.exitCode"]
     console.print(_header(outcome))
-    for divergence in outcome.divergences[:MAX_PANELS]:
+    for divergence in shown[:MAX_PANELS]:
         console.print(_panel(divergence))
-    if len(outcome.divergences) > MAX_PANELS:
-        console.print(Text(f"… and {len(outcome.divergences) - MAX_PANELS} more divergences (--json lists all)",
-                           style="muted"))
+    if len(shown) > MAX_PANELS:
+        console.print(Text(f"… and {len(shown) - MAX_PANELS} more divergences (--json lists all)", style="muted"))
+    for note in outcome.notes:
+        console.print(_note(note))
     if outcome.changed_files:
         console.print(Text("program files changed since the capture:", style="warning"))
         for changed in outcome.changed_files:
@@ -43,6 +55,9 @@ def replay_text(outcome: Any, width: int = 100) -> str:
 def replay_json(outcome: Any) -> dict[str, Any]:
     """The stable JSON report of a replay or fork."""
     capture = outcome.capture
+    early_exit = None
+    if outcome.early_exit is not None:
+        early_exit = {**outcome.early_exit, "error": capture.manifest.get("error"), "stderrTail": capture.stderr_tail}
     return {
         "mode": "fork" if outcome.branch else "replay",
         "source": {"captureId": outcome.source_manifest.get("captureId"), "path": str(outcome.source_dir)},
@@ -53,8 +68,48 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "score": outcome.score,
         "diverged": outcome.diverged,
         "divergences": [divergence.to_json() for divergence in outcome.divergences],
+        "stoppedBy": _stopping_divergence(outcome).to_json() if _stopping_divergence(outcome) else None,
+        "earlyExit": early_exit,
+        "notes": outcome.notes,
         "changedFiles": outcome.changed_files,
     }
+
+
+def _stopping_divergence(outcome: Any) -> Any:
+    """The divergence a strict replay stopped the program at (None for lenient replays and forks)."""
+    if outcome.branch or outcome.policy != "strict" or not outcome.divergences:
+        return None
+    return outcome.divergences[0]
+
+
+def _early_exit(outcome: Any) -> Group:
+    early = outcome.early_exit
+    count = early["missingCalls"]
+    lines: list[Any] = [Text(f"the program exited with code {early['exitCode']} before making "
+                             f"{plural(count, 'recorded call')} (the recorded run exited with "
+                             f"{early['recordedExitCode']})", style="error")]
+    error = outcome.capture.manifest.get("error")
+    if error:
+        lines.append(Text.assemble(("  ", ""), (str(error), "observed")))
+    if outcome.capture.stderr_tail:
+        lines.append(Text("  its last lines on stderr:", style="muted"))
+        lines.extend(Text(f"    {line}", style="muted") for line in outcome.capture.stderr_tail)
+    missing = [divergence for divergence in outcome.divergences if divergence.code == EVENT_MISSING]
+    if missing:
+        first = missing[0]
+        lines.append(Text(f"{plural(len(missing), 'recorded call')} never made "
+                          f"(event_missing), the first at seq {first.event_seq}: {_text(first.expected)}",
+                          style="warning"))
+    return Group(*lines)
+
+
+def _note(note: dict[str, Any]) -> Group:
+    seq = note.get("eventSeq")
+    parts: list[Any] = [Text.assemble(("note ", "muted"), (f"seq {seq}  " if seq is not None else "", "seq"),
+                                      (str(note.get("code")), "warning"), "  ", str(note.get("detail")))]
+    if note.get("recorded") is not None or note.get("observed") is not None:
+        parts.append(side_by_side(note.get("recorded"), note.get("observed"), ("recorded", "today")))
+    return Group(*parts)
 
 
 def _header(outcome: Any) -> Text:
@@ -121,10 +176,35 @@ def _around(text: str, index: int) -> str:
 
 
 def _verdict(outcome: Any) -> Text:
+    exit_code = outcome.capture.exit_code
+    if outcome.branch:
+        return _fork_verdict(outcome, exit_code)
     if not outcome.diverged:
-        what = "the history before the branch point replayed exactly" if outcome.branch else "no divergence: the run replays exactly"
-        return Text(what, style="ok")
+        return Text("no divergence: the run replays exactly", style="ok")
     count = len(outcome.divergences)
     first = outcome.score.get("firstDivergenceSeq")
     where = f", first at seq {first}" if first is not None else ""
-    return Text(f"{count} divergence{'s' if count != 1 else ''}{where}", style="error")
+    text = f"{plural(count, 'divergence')}{where}"
+    if outcome.early_exit is not None:
+        return Text(f"{text}: the program ended before making the recorded calls (see the top of this report)",
+                    style="error")
+    stop = _stopping_divergence(outcome)
+    if stop is not None and outcome.early_exit is None:
+        at = f" at seq {stop.event_seq}" if stop.event_seq is not None else ""
+        text += f"; the strict replay stopped the program{at} ({stop.code}); --lenient lets it run to the end"
+    return Text(text, style="error")
+
+
+def _fork_verdict(outcome: Any, exit_code: int) -> Text:
+    """A fork passes when its history replayed and the live part exited 0; say which part failed."""
+    if outcome.early_exit is not None:
+        return Text(f"the program exited with code {exit_code} before reaching the branch point at seq "
+                    f"{outcome.from_seq}", style="error")
+    if outcome.diverged:
+        count = len(outcome.divergences)
+        return Text(f"{plural(count, 'divergence')} before the branch point", style="error")
+    if exit_code != 0:
+        error = outcome.capture.manifest.get("error") or f"exited with code {exit_code}"
+        return Text(f"the history before seq {outcome.from_seq} replayed exactly; the live run after it failed: "
+                    f"{error}", style="error")
+    return Text("the history before the branch point replayed exactly; the live run after it exited 0", style="ok")

@@ -14,6 +14,11 @@ def summarize(event: dict[str, Any]) -> str:
     return summarizer(data) if summarizer else short_json(data)
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 message`, `3 messages`: a count with its noun in the right number."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def short_json(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     """Compact JSON of a value, cut to limit characters with an ellipsis."""
     if isinstance(value, str):
@@ -48,7 +53,7 @@ def _llm_request(data: dict[str, Any]) -> str:
     messages = request.get("messages") if isinstance(request, dict) else None
     parts = [f"{data.get('provider', '?')} {data.get('model', '?')}"]
     if isinstance(messages, list):
-        parts.append(f"{len(messages)} messages")
+        parts.append(plural(len(messages), "message"))
         last = messages[-1] if messages else None
         if isinstance(last, dict) and "content" in last:
             parts.append(short_json(last["content"], 50))

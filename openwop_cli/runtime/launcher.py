@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +39,7 @@ class RunHooks:
     """What a replay or fork adds to a recorded run; the defaults are a plain capture."""
 
     mode = "capture"
+    keep_stderr_tail = False  # pass the child's stderr through and keep its last lines (a replay names the cause)
 
     def environment(self) -> dict[str, str]:
         """Extra environment for the child."""
@@ -75,6 +76,7 @@ class CaptureOutcome:
     path: Path
     manifest: dict[str, Any]
     exit_code: int
+    stderr_tail: list[str] = field(default_factory=list)
 
 
 def run_captured(
@@ -118,7 +120,8 @@ def run_captured(
         env = {**child_environment(collector.address, path, hooks.mode), **hooks.environment()}
         if llm_proxy is not None:
             env.update(llm_proxy.child_environment())
-        returncode = _run_child(argv, env, sys.stderr if output_to_stderr else None)
+        tail = _StderrTail() if hooks.keep_stderr_tail else None
+        returncode = _run_child(argv, env, sys.stderr if output_to_stderr else None, tail)
     except OSError as exc:
         collector.stop(0)
         if llm_proxy is not None:
@@ -130,7 +133,10 @@ def run_captured(
         llm_proxy.stop()
     _warn_about_collector(collector, warn)
     exit_code, reason = _exit_status(returncode)
-    return _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason, hooks)
+    outcome = _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason, hooks)
+    if tail is not None:
+        outcome.stderr_tail = [sink.redactor.scrub_text(line) for line in tail.lines()]
+    return outcome
 
 
 def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any], cwd: str, capture_id: str,
@@ -160,9 +166,13 @@ def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks)
     return llm_proxy
 
 
-def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
-    """Start the child, pass on signals meant for it, and return its return code (negative: signal)."""
-    child = subprocess.Popen(argv, env=env, stdout=stdout)
+def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "_StderrTail | None" = None) -> int:
+    """Start the child, pass on signals meant for it, and return its return code (negative: signal).
+
+    With tail, the child's stderr still reaches ours as it is written, and its last lines are kept."""
+    child = subprocess.Popen(argv, env=env, stdout=stdout, stderr=subprocess.PIPE if tail is not None else None)
+    if tail is not None:
+        tail.follow(child.stderr)
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
 
     def forward(signum: int, _frame: Any) -> None:
@@ -178,8 +188,53 @@ def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
     try:
         return child.wait()
     finally:
+        if tail is not None:
+            tail.join()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+class _StderrTail:
+    """Copies a child's stderr to ours as it comes, keeping the last lines (what a replay report shows of a crash)."""
+
+    MAX_LINES = 12
+
+    def __init__(self) -> None:
+        from collections import deque
+
+        self._last: deque[bytes] = deque(maxlen=self.MAX_LINES + 1)
+        self._thread: threading.Thread | None = None
+
+    def follow(self, stream: Any) -> None:
+        """Start copying stream (a pipe) on a thread."""
+        self._thread = threading.Thread(target=self._copy, args=(stream,), name="wop-stderr", daemon=True)
+        self._thread.start()
+
+    def _copy(self, stream: Any) -> None:
+        out = sys.stderr.buffer
+        pending = b""
+        with stream:
+            while chunk := os.read(stream.fileno(), 65536):
+                try:
+                    out.write(chunk)
+                    out.flush()
+                except (OSError, ValueError):
+                    pass
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                self._last.extend(lines)
+        if pending:
+            self._last.append(pending)
+
+    def join(self) -> None:
+        """Wait until the child's stderr is closed and copied (a grandchild may keep it open: wait briefly)."""
+        if self._thread is not None:
+            self._thread.join(LATE_PROCESS_GRACE_SECONDS)
+
+    def lines(self) -> list[str]:
+        """The last non-empty lines the child wrote to stderr, decoded."""
+        lines = [line.decode("utf-8", errors="replace").rstrip() for line in self._last]
+        return [line for line in lines if line.strip()][-self.MAX_LINES:]
 
 
 def _terminal_already_told_child() -> bool:

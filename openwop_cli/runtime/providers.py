@@ -1,7 +1,8 @@
 """LLM providers on the wire: recognising their calls, and reading their requests and responses.
 
-Known: OpenAI chat completions and responses (and any OpenAI-compatible server: the path decides,
-not the host), Anthropic messages, Gemini generateContent, Ollama chat. A recognised request yields
+Known: OpenAI chat completions and responses (and any OpenAI-compatible server: the path decides it is
+one, the host or the SDK's user agent which vendor: mistral, groq, together…), Anthropic messages,
+Gemini generateContent, Ollama chat. A recognised request yields
 the provider, the model, whether it streams, and the cache-key recipe's input; a response yields its
 stop reason and usage.
 """
@@ -21,13 +22,26 @@ class LLMCall:
     ndjson: bool = False
 
 
-def recognize(method: str, url: str, body: Any) -> LLMCall | None:
+# OpenAI-compatible vendors, named by their API host (or by the SDK's user agent when the host is a proxy or a
+# test server); their requests keep the OpenAI shape, only the provider name differs.
+VENDOR_HOSTS = {
+    "api.mistral.ai": "mistral", "api.groq.com": "groq", "api.together.xyz": "together", "api.together.ai": "together",
+    "api.deepseek.com": "deepseek", "api.x.ai": "xai", "api.fireworks.ai": "fireworks", "openrouter.ai": "openrouter",
+    "api.perplexity.ai": "perplexity", "api.cerebras.ai": "cerebras",
+}
+VENDOR_HOST_SUFFIXES = ((".openai.azure.com", "azure"),)
+VENDOR_USER_AGENTS = (("mistral-client", "mistral"), ("mistralai", "mistral"))
+
+
+def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall | None:
     """The LLM call an HTTP request is, or None for any other request."""
     if method.upper() != "POST" or not isinstance(body, dict):
         return None
-    path = urlsplit(url).path
+    parts = urlsplit(url)
+    path = parts.path
     if path.endswith("/chat/completions") or path.endswith("/responses"):
-        return LLMCall("openai", str(body.get("model", "")), bool(body.get("stream")))
+        provider = openai_compatible_vendor(parts.hostname or "", user_agent)
+        return LLMCall(provider, str(body.get("model", "")), bool(body.get("stream")))
     if path.endswith("/v1/messages"):
         return LLMCall("anthropic", str(body.get("model", "")), bool(body.get("stream")))
     if ":generateContent" in path or ":streamGenerateContent" in path:
@@ -36,6 +50,20 @@ def recognize(method: str, url: str, body: Any) -> LLMCall | None:
     if path.endswith("/api/chat"):
         return LLMCall("ollama", str(body.get("model", "")), body.get("stream", True) is not False, ndjson=True)
     return None
+
+
+def openai_compatible_vendor(host: str, user_agent: str = "") -> str:
+    """The provider name of an OpenAI-shaped API: the vendor its host or SDK says, else `openai`."""
+    host = host.lower()
+    if host in VENDOR_HOSTS:
+        return VENDOR_HOSTS[host]
+    for suffix, vendor in VENDOR_HOST_SUFFIXES:
+        if host.endswith(suffix):
+            return vendor
+    for marker, vendor in VENDOR_USER_AGENTS:
+        if marker in user_agent:
+            return vendor
+    return "openai"
 
 
 _SECRET_QUERY_NAMES = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature",

@@ -151,7 +151,8 @@ def test_the_example_replays_strictly_with_score_one_and_a_prompt_change_is_loca
                              sys.executable, str(changed), name="changed")
     assert lenient.returncode == 1
     codes = [(d["code"], d["eventSeq"]) for d in report["divergences"]]
-    assert ("event_unexpected", None) in codes and ("event_payload_mismatch", 6) in codes
+    assert codes == [("event_payload_mismatch", 6)]
+    assert [note["code"] for note in report["notes"]] == ["tool_ran_live"]
     human = run_wop("replay", str(source), "--out", str(tmp_path / "human"), "--", sys.executable, str(example),
                     "--warm", cwd=tmp_path)
     assert human.returncode == 1

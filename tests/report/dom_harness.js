@@ -60,6 +60,7 @@ wait().then(() => {
   process.stdout.write(JSON.stringify({
     rows: rows.length, pager: ids.pager.textContent, meta: ids.meta.textContent, diffinfo: ids.diffinfo.textContent,
     firstDivergence: first ? first.dataset.seq : null, highlighted: autoSelected,
+    diverged: rows.filter((tr) => tr.classList.contains("diverged")).map((tr) => tr.dataset.seq),
     clickedSeq: clicked.dataset.seq, detailHeadings: detail.filter((e) => e.tagName === "H2").map((e) => e.textContent),
     trees: detail.filter((e) => e.tagName === "DETAILS").length,
   }));

@@ -73,6 +73,35 @@ def test_clicking_an_event_shows_its_tree_and_the_diff_highlights_the_first_dive
     assert "state after seq 3" in seen["detailHeadings"]
 
 
+SWAPPABLE = """
+import os
+import openwop_cli as wop
+
+@wop.tool
+def step(name):
+    return name.upper()
+
+wop.nondeterministic("clock", "start", lambda: 1)
+order = ["a", "b"] if not os.environ.get("SWAP") else ["b", "a"]
+print([step(name) for name in order])
+wop.nondeterministic("clock", "end", lambda: 2)
+"""
+
+
+@pytest.mark.parametrize("align, marked", [("content", [4]), ("seq", [2, 4])])
+def test_report_align_content_marks_only_the_swapped_calls(tmp_path, align, marked):
+    program = tmp_path / "agent.py"
+    program.write_text(SWAPPABLE)
+    for name, env in (("a", {"SWAP": ""}), ("b", {"SWAP": "1"})):
+        done = run_wop("capture", "--out", str(tmp_path / name), "--", sys.executable, str(program), env=env,
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    page = report(tmp_path, str(tmp_path / "a"), "--against", str(tmp_path / "b"), "--align", align)
+    seen = run_page(page)
+    assert seen["diverged"] == marked
+    assert f"aligned by {align}" in seen["diffinfo"]
+
+
 def test_secrets_stay_redacted_in_the_report(tmp_path):
     program = tmp_path / "agent.py"
     program.write_text("import os, openwop_cli as wop\nwop.nondeterministic('network', 'k', lambda: os.environ['SERVICE_TOKEN'])\n")

@@ -21,6 +21,20 @@ def test_llm_calls_are_recognised_by_path(url, body, expected):
     assert (call.provider, call.model, call.stream) == expected
 
 
+@pytest.mark.parametrize("url, user_agent, provider", [
+    ("https://api.mistral.ai/v1/chat/completions", "", "mistral"),
+    ("https://api.groq.com/openai/v1/chat/completions", "", "groq"),
+    ("https://my-team.openai.azure.com/openai/deployments/x/chat/completions", "", "azure"),
+    ("http://127.0.0.1:8000/v1/chat/completions", "mistral-client-python/3.7.0", "mistral"),
+    ("http://127.0.0.1:8000/v1/chat/completions", "OpenAI/Python 2.54.0", "openai"),
+])
+def test_openai_compatible_vendors_get_their_own_provider_name_and_keep_the_openai_shape(url, user_agent, provider):
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    call = recognize("POST", url, body, user_agent)
+    assert call.provider == provider
+    assert recipe_input(call.provider, "m", body)["messages"] == [{"role": "user", "content": "hi"}]
+
+
 @pytest.mark.parametrize("method, url, body", [
     ("GET", "https://api.openai.com/v1/models", None),
     ("POST", "https://example.com/orders", {"order": 1}),

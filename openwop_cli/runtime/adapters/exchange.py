@@ -34,7 +34,7 @@ class Exchange:
         self.method = method.upper()
         self.url = url_without_secrets(url)
         self.body_value = _body_value(body, headers.get("content-type"))
-        self.llm: LLMCall | None = recognize(self.method, url, self.body_value)
+        self.llm: LLMCall | None = recognize(self.method, url, self.body_value, headers.get("user-agent", ""))
         self.call_id = session.new_call_id("llm" if self.llm else "h")
         if self.llm is not None:
             self.request_type, self.result_type = "llm_request", "llm_response"
