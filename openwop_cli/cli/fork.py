@@ -1,9 +1,12 @@
-"""`wop fork CAPTURE --from-seq N [--set KEY=VALUE…] [-- CMD…]`: replay history up to N, run live from there."""
+"""`wop fork CAPTURE (--from-seq N | --edit SEQ PATH=JSON…) [--set KEY=VALUE…] [-- CMD…]`: what if."""
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from openwop_cli.replay.edits import Edit
 
 
 def command(
@@ -11,6 +14,12 @@ def command(
     argv: Optional[list[str]] = typer.Argument(None, metavar="[-- CMD [ARGS]...]",
                                                help="Run this command instead of the recorded one."),
     from_seq: Optional[int] = typer.Option(None, "--from-seq", metavar="N", help="Branch point: calls before seq N are served from the capture."),
+    edits: Optional[list[str]] = typer.Option(
+        None, "--edit", metavar="SEQ PATH=JSON",
+        help="Serve the recorded result at SEQ with the value at PATH (a JSONPath into that event's data) replaced by "
+             "JSON; later calls are served while they still match, then run live. Repeatable."),
+    offline: bool = typer.Option(False, "--offline", help="With --edit: stop at the first call the capture cannot "
+                                 "answer instead of running it live (the network stays blocked)."),
     set_values: Optional[list[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
                                                    help="Override a recorded value (a nondeterministic key or version id); VALUE is JSON or text. Repeatable."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the fork's capture to DIR instead of the store."),
@@ -18,21 +27,44 @@ def command(
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback."),
 ) -> None:
-    """What if: serve the recorded calls before seq N, then let the program run live, recording it.
+    """What if: serve the recorded calls before seq N — or every call, with one answer edited — then let the
+    program run live, recording it.
 
-    Calls the program makes before the branch point are answered from the capture; everything
-    after runs for real (network and tools included) and is recorded in a new capture you can
-    diff against the original. `--set greeting=0` changes a recorded value for the what-if.
+    With --from-seq N, calls before the branch point are answered from the capture and everything
+    after runs for real (network and tools included). With --edit SEQ PATH=JSON, the program gets
+    the recorded result at SEQ with one value changed ("what if the model had refused?"); calls that
+    still match the capture are served from it, and from the first call that no longer matches the
+    run goes live (--offline: it stops there instead). The report lists the calls the edit changed;
+    the fork is a new capture to diff against the original. `--set greeting=0` changes a recorded
+    value.
 
     \b
     Examples:
       wop fork last --from-seq 6
       wop fork support_agent --from-seq 5 --set greeting=0
       wop fork last --from-seq 6 -- python agent.py --warm
+      wop fork last --edit 7 '$.response.choices[0].message.content="I cannot help with that."'
+      wop fork last --edit 4 '$.result.status="lost"' --offline
     """
     from openwop_cli.cli.replaying import finish, parse_overrides, run
+    from openwop_cli.errors import UsageError
+    from openwop_cli.replay.controls import ReplayControls
 
-    outcome = run(capture, argv, policy="lenient", from_seq=from_seq, branch=True,
+    if offline and not edits:
+        raise UsageError("--offline goes with --edit: a --from-seq fork runs live after its branch point by design")
+    controls = ReplayControls(edits=tuple(_edit(value) for value in edits or []), offline=offline, verbose=verbose)
+    outcome = run(capture, argv, policy="strict" if offline else "lenient", from_seq=from_seq, branch=True,
                   overrides=parse_overrides(set_values or []), allow_tools=[], out=out, name=name,
-                  json_output=json_output, proxy=False, verbose=verbose)
+                  json_output=json_output, proxy=False, controls=controls)
     finish(outcome, json_output)
+
+
+def _edit(value: str) -> "Edit":
+    from openwop_cli.cli.help import split_pair
+    from openwop_cli.errors import UsageError
+    from openwop_cli.replay.edits import parse_edit
+
+    seq, text = split_pair(value, "--edit", "SEQ PATH=JSON, e.g. --edit 7 '$.response.text=\"no\"'")
+    if not seq.isdigit():
+        raise UsageError(f"--edit {seq!r}: SEQ must be the seq of a recorded result (a number; `wop show` lists them)")
+    return parse_edit(int(seq), text)

@@ -1,6 +1,6 @@
-"""How `wop COMMAND --help` reads: usage and options in plain words (`CAPTURE... [-- CMD [ARGS]...]`,
-`--type TYPE`), the way click and man pages write them, instead of Typer's type labels (`{capture}`,
-`<list[str]>`)."""
+"""The commands' shape beyond Typer: help in plain words (`CAPTURE... [-- CMD [ARGS]...]`, `--type TYPE`, the
+way click and man pages write them, instead of Typer's `{capture}` and `<list[str]>`), and options that take
+two words (`--edit SEQ PATH=JSON`, repeatable, which Typer cannot declare)."""
 
 from typing import Any
 
@@ -37,8 +37,41 @@ def option_help(param: Any) -> str:
     return f"{text}  [{'; '.join(extras)}]" if extras else text
 
 
+PAIRED_OPTIONS = frozenset({"--edit"})
+PAIR_SEPARATOR = "\x1f"
+
+
+def join_pairs(args: list[str]) -> list[str]:
+    """`--edit 9 PATH=JSON` as `--edit 9<US>PATH=JSON`, one value Typer can take; nothing after `--` is touched."""
+    joined, index = [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return joined + args[index:]
+        if arg in PAIRED_OPTIONS and index + 2 < len(args) and "--" not in args[index + 1:index + 3]:
+            joined += [arg, args[index + 1] + PAIR_SEPARATOR + args[index + 2]]
+            index += 3
+            continue
+        joined.append(arg)
+        index += 1
+    return joined
+
+
+def split_pair(value: str, option: str, shape: str) -> tuple[str, str]:
+    """The two words a paired option was given (a usage error when it got one)."""
+    first, separator, second = value.partition(PAIR_SEPARATOR)
+    if not separator:
+        from openwop_cli.errors import UsageError
+
+        raise UsageError(f"{option} takes two values: {shape}")
+    return first, second
+
+
 class WopCommand(TyperCommand):
-    """A Typer command whose usage line and option list use metavars, not type labels."""
+    """A Typer command whose usage line and option list use metavars, and whose paired options take two words."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, join_pairs(args))
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = ["[OPTIONS]"]

@@ -23,6 +23,10 @@ def command(
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback after a strict "
                                  "stop (by default the traceback the stop causes is one line)."),
+    pdb: bool = typer.Option(False, "--pdb", help="At the first divergence, stop the program in pdb in the frame "
+                             "that made the call (needs a terminal); `c` lets the replay go on."),
+    break_at: Optional[int] = typer.Option(None, "--break-at", metavar="SEQ", help="Stop the program in pdb just "
+                                           "before the recorded call at SEQ is answered (needs a terminal)."),
 ) -> None:
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
@@ -38,11 +42,15 @@ def command(
       wop replay support_agent --lenient
       wop replay tests/captures --junit replay.xml
       wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
+      wop replay last --pdb -- python agent.py
+      wop replay last --break-at 6
     """
     from openwop_cli.cli.replaying import run_many, split_command
     from openwop_cli.config import load_settings
+    from openwop_cli.replay.controls import ReplayControls
 
     references, argv = split_command(captures)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
-             name=name, json_output=json_output, proxy=proxy, junit=junit, verbose=verbose)
+             name=name, json_output=json_output, proxy=proxy, junit=junit,
+             controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))

@@ -11,13 +11,13 @@ import typer
 
 def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | None, branch: bool,
         overrides: dict[str, Any], allow_tools: list[str], out: Path | None, name: str | None,
-        json_output: bool, proxy: bool, verbose: bool = False) -> Any:
+        json_output: bool, proxy: bool, controls: Any = None) -> Any:
     """Resolve CAPTURE and run the replay or fork (errors become WopErrors with their exit codes)."""
     from openwop_cli.store import resolve_capture
 
     return _replay(resolve_capture(capture), argv, policy=policy, from_seq=from_seq, branch=branch,
                    overrides=overrides, allow_tools=allow_tools, out=out, name=name, json_output=json_output,
-                   proxy=proxy, verbose=verbose)
+                   proxy=proxy, controls=controls)
 
 
 def _replay(source: Path, argv: list[str] | None, **options: Any) -> Any:
@@ -25,21 +25,34 @@ def _replay(source: Path, argv: list[str] | None, **options: Any) -> Any:
     from openwop_cli.report.console import print_warning
     from openwop_cli.store import captures_root
 
+    from openwop_cli.replay.controls import ReplayControls
+
     json_output = options.pop("json_output")
+    controls = options.pop("controls", None) or ReplayControls()
+    if controls.debugging:
+        check_terminal()
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
-                      store_root=captures_root(), output_to_stderr=json_output, **options)
+                      store_root=captures_root(), output_to_stderr=json_output, controls=controls, **options)
+
+
+def check_terminal() -> None:
+    """--pdb and --break-at talk to the user at the program's prompt: refuse when there is no terminal."""
+    from openwop_cli.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError("--pdb and --break-at stop the program in pdb, which needs a terminal: stdin is not a "
+                         "terminal here (run it in a shell, not in CI or behind a pipe)")
 
 
 def finish(outcome: Any, json_output: bool) -> None:
     """Print the report and exit: 0 when nothing diverged (and, for a fork, the program succeeded), else 1."""
     _print_report(outcome, json_output)
-    failed = outcome.diverged or (outcome.branch and outcome.capture.exit_code != 0)
-    raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(1 if outcome.failed else 0)
 
 
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
              out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
-             verbose: bool = False) -> None:
+             controls: Any = None) -> None:
     """`wop replay` over one or more captures (directories expand to the captures inside them)."""
     from openwop_cli.errors import EXIT_BAD_CAPTURE, CaptureError, UsageError
 
@@ -47,7 +60,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     if out is not None and len(sources) > 1:
         raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
-                   name=name, json_output=json_output, proxy=proxy, verbose=verbose)
+                   name=name, json_output=json_output, proxy=proxy, controls=controls)
     if len(sources) == 1 and junit is None:
         finish(_replay(sources[0], argv, **options), json_output)
     results: list[tuple[Path, Any, float]] = []

@@ -6,6 +6,7 @@ was served from) and any divergence, and hands back the recorded result — or, 
 branch point or for an allowed tool, lets the call run live and records it.
 """
 
+import functools
 import threading
 from typing import Any, Callable
 
@@ -41,14 +42,44 @@ class Served:
         return self.result
 
 
-class Replayer:
-    """See the module docstring. One per replayed process; safe to call from any thread or task."""
+def _debuggable(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A Replayer call that `wop replay --pdb/--break-at` can stop in: at its divergence, or before it serves SEQ."""
 
-    def __init__(self, session: Session, engine: ReplayEngine, allow_tools: frozenset[str] = frozenset()) -> None:
+    @functools.wraps(method)
+    def call(self: "Replayer", *args: Any, **kwargs: Any) -> Any:
+        if self.debugger is None:
+            return method(self, *args, **kwargs)
+        self._local.match = None
+        found = len(self.engine.divergences)
+        try:
+            result = method(self, *args, **kwargs)
+        except ReplayDivergenceError as exc:
+            self.debugger.diverged(exc.divergence)
+            raise
+        if len(self.engine.divergences) > found:
+            self.debugger.diverged(self.engine.divergences[found])
+        match = self._local.match
+        if match is not None and match.unit is not None:
+            served = result.result if isinstance(result, Served) else result
+            self.debugger.served(match.request_seq, match.result_seq, served)
+        return result
+
+    return call
+
+
+class Replayer:
+    """See the module docstring. One per replayed process; safe to call from any thread or task.
+
+    debugger (`wop replay --pdb/--break-at`): a ReplayDebugger that may stop the calling thread in pdb."""
+
+    def __init__(self, session: Session, engine: ReplayEngine, allow_tools: frozenset[str] = frozenset(),
+                 debugger: Any = None) -> None:
         self.session = session
         self.engine = engine
         self.source = engine.source
         self.allow_tools = allow_tools
+        self.debugger = debugger
+        self._local = threading.local()
         self._lock = threading.RLock()
         self._pending: list[Divergence] = []
         self._source_run = self.source.manifest.get("runId")
@@ -57,6 +88,7 @@ class Replayer:
 
     # ---- tools ------------------------------------------------------------------------------
 
+    @_debuggable
     def tool(self, name: str, args: dict[str, Any]) -> Served:
         call_id = self.session.new_call_id("t")
         data = {"name": name, "args": to_json(args), "callId": call_id}
@@ -106,6 +138,7 @@ class Replayer:
 
     # ---- LLM calls --------------------------------------------------------------------------
 
+    @_debuggable
     def llm(self, context: dict[str, Any], request: dict[str, Any], cache_key: str | None) -> Served:
         data = {**context, "cacheKey": cache_key, "request": request}
         with self._lock:
@@ -136,6 +169,7 @@ class Replayer:
 
     # ---- HTTP exchanges (the transport adapters) ----------------------------------------------
 
+    @_debuggable
     def exchange(self, is_llm: bool, data: dict[str, Any]) -> Served:
         """An HTTP request the adapters saw: the recorded response event's data, or live (fork, allowed tool).
 
@@ -161,6 +195,7 @@ class Replayer:
 
     # ---- values, versions, state --------------------------------------------------------------
 
+    @_debuggable
     def value(self, source: str, key: str, live: Any, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> Any:
         data = {"source": source, "key": key, "value": encode(live)}
         with self._lock:
@@ -178,6 +213,7 @@ class Replayer:
             return live
         return decode(recorded_value)
 
+    @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:
         data = {"source": "version", "key": change_id, "min": min_version, "max": max_version}
         with self._lock:
@@ -192,6 +228,7 @@ class Replayer:
             self._emit_divergences()
         return chosen
 
+    @_debuggable
     def state(self, data: dict[str, Any], reduced: Any) -> None:
         """A state write: matched like any call, then the reduced state compared with the recorded run's."""
         data = to_json(data)
@@ -224,6 +261,7 @@ class Replayer:
         """engine.match, then the observed event and any divergence on record (also when strict raises)."""
         try:
             match = self.engine.match(kind, data, live_if_unrecorded)
+            self._local.match = match
         except ReplayDivergenceError:
             self.session.record(event_type, data)
             self._emit_divergences()

@@ -15,36 +15,42 @@ ENV_POLICY = "WOP_POLICY"
 ENV_FROM_SEQ = "WOP_FROM_SEQ"
 ENV_ALLOW_TOOLS = "WOP_ALLOW_TOOLS"
 ENV_OVERRIDES = "WOP_OVERRIDES"
-ENV_VERBOSE = "WOP_VERBOSE"
 
 
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.boundaries import Replayer
+    from openwop_cli.replay.controls import ReplayControls
+    from openwop_cli.replay.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
     from openwop_cli.runtime import session as runtime_session
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
 
     mode = os.environ["WOP_MODE"]
+    controls = ReplayControls.from_environment()
     address = os.environ[ENV_ADDRESS]
     sender = ChannelSender(address)
     answer = sender.request({"replayHello": process_info()})
     source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=answer.get("recordedPid"))
+    source.set_edits(list(controls.edits))
     engine = ReplayEngine(
         source,
         policy=os.environ.get(ENV_POLICY, "strict"),
         from_seq=int(os.environ.get(ENV_FROM_SEQ, "0")),
         branch=mode == "fork",
         overrides=json.loads(os.environ.get(ENV_OVERRIDES, "{}")),
+        live_after_mismatch=bool(controls.edits),
     )
     session = runtime_session.Session(sender, mode=mode)
-    session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))))
-    if not os.environ.get(ENV_VERBOSE):
+    debugger = ReplayDebugger(controls.pdb, controls.break_at) if controls.debugging else None
+    session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))),
+                                debugger)
+    if not controls.verbose:
         _shorten_tracebacks_after_a_stop(engine)
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
-    if mode == "replay":
+    if mode == "replay" or controls.offline:
         from openwop_cli.runtime.netguard import block_network
 
         block_network(_tcp_address(address))

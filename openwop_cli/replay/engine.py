@@ -59,11 +59,16 @@ class ReplayEngine:
         branch: bool = False,
         overrides: dict[str, Any] | None = None,
         on_divergence: Callable[[Divergence], None] = lambda divergence: None,
+        live_after_mismatch: bool = False,
     ) -> None:
+        """live_after_mismatch (a fork with --edit): serve every call that still matches the capture; from the
+        first that does not, run everything live (or, with a strict policy, stop there: --offline)."""
         self.source = source
         self.policy = policy
         self.from_seq = from_seq
         self.branch = branch
+        self.live_after_mismatch = live_after_mismatch
+        self.went_live = False
         self.overrides = overrides or {}
         self.on_divergence = on_divergence
         self.divergences: list[Divergence] = []
@@ -93,6 +98,8 @@ class ReplayEngine:
         if self.stopped is not None:
             raise ReplayDivergenceError(self.stopped, after_stop=True)
         override = self._override(kind, data)
+        if self.went_live:
+            return Match(None, live=True, **override)
         key = unit_key(kind, data, self.source.redactor)
         unit = self._available(key)
         if unit is not None:
@@ -100,6 +107,8 @@ class ReplayEngine:
         waiting = self._first_unconsumed(self._by_key, self._key_start, key)
         if waiting is not None and self._servable(waiting):
             return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
+        if self.live_after_mismatch:
+            return self._go_live(kind, data, override)
         if self.branch:
             return Match(None, live=True, **override)
         return self._unmatched(kind, data, override, live_if_unrecorded)
@@ -125,6 +134,24 @@ class ReplayEngine:
         result_seq = self.source.result_seqs[unit]
         return Match(unit, self.source.request_seqs[unit], result_seq if result_seq >= 0 else None, divergence,
                      **override)
+
+    def _go_live(self, kind: int, data: dict[str, Any], override: dict[str, Any]) -> Match:
+        """The first call of an edited fork that the capture cannot answer: say how it differs, then run live."""
+        self.went_live = True
+        expected = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, _name_of(kind, data)))
+        event_type = _EVENT_TYPES[kind]
+        if expected is not None:
+            seq = self.source.request_seqs[expected]
+            path, was, now = first_difference(_comparable(kind, self.source.event(seq)["data"]), _comparable(kind, data))
+            divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
+                                    f"this {event_type} differs from the one recorded at seq {seq}: from here the "
+                                    "run goes its own way", event_type)
+        else:
+            divergence = Divergence(EVENT_UNEXPECTED, None, None, None, event_summary(event_type, data),
+                                    f"the recorded run made no such {event_type}: from here the run goes its own way",
+                                    event_type)
+        self._diverge(divergence)
+        return Match(None, live=True, **override)
 
     def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
                    live_if_unrecorded: bool = False) -> Match:
@@ -203,7 +230,7 @@ class ReplayEngine:
     def _diverge(self, divergence: Divergence) -> None:
         self.divergences.append(divergence)
         self.on_divergence(divergence)
-        if self.policy == STRICT and not self.branch:
+        if self.policy == STRICT and (not self.branch or self.live_after_mismatch):
             self.stopped = divergence
             raise ReplayDivergenceError(divergence)
 

@@ -23,7 +23,9 @@ from openwop_cli.format.events import (
     TOOL_CALL,
 )
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE, ENV_VERBOSE
+from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
+from openwop_cli.replay.controls import ReplayControls
+from openwop_cli.replay.edits import check_edits
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
@@ -47,6 +49,17 @@ class ReplayOutcome:
     changed_files: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
     early_exit: dict[str, Any] | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    offline: bool = False
+    diff: dict[str, Any] | None = None  # an edited fork against its source (RFC 0054)
+
+    @property
+    def failed(self) -> bool:
+        """What the exit code says: a divergence (an edited fork's consequences are its answer, not failures,
+        unless it had to stay offline), or a fork whose program did not exit 0."""
+        if self.edits and not self.offline:
+            return self.capture.exit_code != 0
+        return self.diverged or (self.branch and self.capture.exit_code != 0)
 
     @property
     def diverged(self) -> bool:
@@ -68,14 +81,15 @@ def run_replay(
     store_root: Path,
     output_to_stderr: bool = False,
     proxy: bool = False,
-    verbose: bool = False,
+    controls: ReplayControls = ReplayControls(),
 ) -> ReplayOutcome:
-    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring.
-
-    verbose: the program's traceback after a strict stop is printed whole (else it is one line)."""
+    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls."""
     source = ReplaySource(source_dir, keyed=False)
     try:
-        start = _checked_from_seq(from_seq, branch, source.event_count)
+        start = _checked_from_seq(from_seq, branch, source.event_count, bool(controls.edits))
+        if controls.edits:
+            check_edits(list(controls.edits), source.event, source.event_count)
+            source.set_edits(list(controls.edits))
         program = source.manifest.get("program") or {}
         if program.get("pytest") and not argv:
             raise UsageError(f"{source_dir} was recorded by the pytest plugin for {program['pytest']}: replay it with "
@@ -83,22 +97,41 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
-        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, verbose)
+        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, controls)
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy)
-        return hooks.outcome(capture)
+        outcome = hooks.outcome(capture)
+        if controls.edits:
+            outcome.diff = diff_against_source(source_dir, capture.path)
+        return outcome
     finally:
         source.close()
 
 
-def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int) -> int:
+def diff_against_source(source_dir: Path, fork_dir: Path, max_diffs: int = 50) -> dict[str, Any]:
+    """The RFC 0054 diff of a fork against the capture it came from (the first max_diffs event diffs)."""
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    original, fork = CaptureReader(source_dir, resolve_blobs=True), CaptureReader(fork_dir, resolve_blobs=True)
+    return diff_runs(original, fork, a=str(original.manifest.get("runId")), b=str(fork.manifest.get("runId")),
+                     status_a=original.manifest.get("status"), status_b=fork.manifest.get("status"),
+                     max_diffs=max_diffs)
+
+
+def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int, edited: bool = False) -> int:
+    if edited:
+        if from_seq is not None:
+            raise UsageError("--edit and --from-seq do not go together: an edited fork serves every call that still "
+                             "matches the capture and runs live from the first that does not")
+        return event_count
     if from_seq is None:
         if branch:
-            raise UsageError(f"fork needs --from-seq N, the seq to branch at (0..{event_count - 1})")
+            raise UsageError(f"fork needs --from-seq N (the seq to branch at, 0..{event_count - 1}) or --edit")
         return 0
     if not 0 <= from_seq < max(event_count, 1):
         raise UsageError(f"--from-seq {from_seq} is out of range: this capture has seq 0..{event_count - 1}")
@@ -117,6 +150,8 @@ class ReplayAccount:
         self.from_seq = from_seq
         self.branch = branch
         self.divergences: list[Divergence] = []
+        self.edits: list[Any] = []
+        self.offline = False
         self.notes: list[dict[str, Any]] = []
         self.early_exit: dict[str, Any] | None = None
         self.score: dict[str, Any] = {}
@@ -131,7 +166,9 @@ class ReplayAccount:
         manifest = self.source.manifest
         return {"source": {"captureId": manifest.get("captureId"), "runId": manifest.get("runId"),
                            "fromSeq": self.from_seq, "mode": "branch" if self.branch else "replay",
-                           "policy": None if self.branch else self.policy, "path": str(self.source_dir)}}
+                           "policy": None if self.branch else self.policy, "path": str(self.source_dir),
+                           **({"edits": [edit.to_json() for edit in self.edits], "offline": self.offline}
+                              if self.edits else {})}}
 
     def wrap_append(self, append: Callable[..., int]) -> Callable[..., int]:
         def watched(event_type: str, data: dict[str, Any], *, ts: int | None = None,
@@ -152,7 +189,7 @@ class ReplayAccount:
         return watched
 
     def before_finish(self, sink: CaptureSink, exit_code: int | None) -> dict[str, Any]:
-        stopped = self.policy == "strict" and not self.branch and bool(self.divergences)
+        stopped = self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)
         late: list[Divergence] = []
         if not stopped:
             missing = self._missing()
@@ -179,7 +216,17 @@ class ReplayAccount:
         """The finished replay (or fork) as the report shows it."""
         return ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy, self.from_seq, self.branch,
                              self.divergences, self.score, changed_files(self.source.manifest, Path.cwd()),
-                             self.notes, self.early_exit)
+                             self.notes, self.early_exit, self._edit_report(), self.offline)
+
+    def _edit_report(self) -> list[dict[str, Any]]:
+        """Each --edit as the report shows it: where, and the value before and after."""
+        report = []
+        for edit in self.edits:
+            before: Any = self.source.event(edit.seq, edited=False)["data"]
+            for part in edit.parts:
+                before = before[part]
+            report.append({"seq": edit.seq, "path": edit.path, "recorded": before, "edited": edit.value})
+        return report
 
     # ---- accounting -------------------------------------------------------------------------
 
@@ -220,14 +267,15 @@ class ReplayAccount:
 class ReplayHooks(ReplayAccount, RunHooks):
     """The parent's part of `wop replay`/`wop fork`: the child's environment, its processes' questions, the proxy."""
 
-    keep_stderr_tail = True
-
     def __init__(self, source: ReplaySource, source_dir: Path, policy: str, from_seq: int, branch: bool,
-                 overrides: dict[str, Any], allow_tools: list[str], verbose: bool = False) -> None:
+                 overrides: dict[str, Any], allow_tools: list[str], controls: ReplayControls) -> None:
         super().__init__(source, source_dir, policy, from_seq, branch)
         self.overrides = overrides
         self.allow_tools = allow_tools
-        self.verbose = verbose
+        self.controls = controls
+        self.edits = list(controls.edits)
+        self.offline = controls.offline
+        self.keep_stderr_tail = not controls.debugging  # pdb needs the program's stderr on the terminal
         self._assigned: set[Any] = set()
 
     def environment(self) -> dict[str, str]:
@@ -240,7 +288,7 @@ class ReplayHooks(ReplayAccount, RunHooks):
             ENV_FROM_SEQ: str(self.from_seq),
             ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
             ENV_OVERRIDES: json.dumps(self.overrides),
-            **({ENV_VERBOSE: "1"} if self.verbose else {}),
+            **self.controls.environment(),
         }
 
     def prepare_proxy(self, session: Any) -> None:

@@ -67,6 +67,7 @@ class ReplaySource:
         self.origins = array("i")
         self.groups = array("i")
         self.origin_ids: dict[tuple, int] = {}
+        self.edits: dict[int, list[Any]] = {}
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -82,15 +83,25 @@ class ReplaySource:
 
     # ---- reading ----------------------------------------------------------------------------
 
-    def event(self, seq: int) -> dict[str, Any]:
-        """The recorded event at seq, blobs resolved."""
+    def event(self, seq: int, edited: bool = True) -> dict[str, Any]:
+        """The recorded event at seq, blobs resolved (and `--edit`s made, unless edited is False)."""
         start = self._offsets[seq]
         end = self._offsets[seq + 1] if seq + 1 < len(self._offsets) else len(self._map)
         line = self._map[start:end]
         event = orjson.loads(line)
         if BLOB_MARKER in line:
             event["data"] = self.blobs.resolve(event["data"])
+        if edited and seq in self.edits:
+            from openwop_cli.replay.edits import apply_edits
+
+            event["data"] = apply_edits(event["data"], self.edits[seq])
         return event
+
+    def set_edits(self, edits: list[Any]) -> None:
+        """Serve the events these edits name with their values changed (`wop fork --edit`)."""
+        self.edits = {}
+        for edit in edits:
+            self.edits.setdefault(edit.seq, []).append(edit)
 
     def unit_count(self) -> int:
         """How many call units the capture holds (for this process, with only_pid)."""

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.replay.divergence import EVENT_MISSING
-from openwop_cli.report.summary import plural
+from openwop_cli.report.summary import plural, summarize
 
 MAX_PANELS = 20
 WINDOW = 48
@@ -26,10 +26,15 @@ def render_replay(console: Console, outcome: Any) -> None:
         shown = [divergence for divergence in shown
                  if divergence.code != EVENT_MISSING and divergence.json_path != "$.exitCode"]
     console.print(_header(outcome))
+    if outcome.edits:
+        console.print(_edits(outcome))
+        shown = [divergence for divergence in shown if divergence.code != EVENT_MISSING]
     for divergence in shown[:MAX_PANELS]:
         console.print(_panel(divergence))
     if len(shown) > MAX_PANELS:
         console.print(Text(f"… and {len(shown) - MAX_PANELS} more divergences (--json lists all)", style="muted"))
+    if outcome.edits:
+        console.print(_consequences(outcome))
     for note in outcome.notes:
         console.print(_note(note))
     if outcome.changed_files:
@@ -70,14 +75,29 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "divergences": [divergence.to_json() for divergence in outcome.divergences],
         "stoppedBy": _stopping_divergence(outcome).to_json() if _stopping_divergence(outcome) else None,
         "earlyExit": early_exit,
+        "edits": outcome.edits,
+        "diff": outcome.diff,
         "notes": outcome.notes,
         "changedFiles": outcome.changed_files,
     }
 
 
+def _edited_fork_verdict(outcome: Any, exit_code: int) -> Text:
+    changed = [divergence for divergence in outcome.divergences if divergence.code != EVENT_MISSING]
+    if not changed:
+        return Text("the edit changed no later call: every call was served from the capture", style="ok")
+    first = changed[0]
+    where = f"seq {first.event_seq}" if first.event_seq is not None else "a call the recording does not have"
+    if outcome.offline:
+        return Text(f"--offline: stopped at {where}, the first call the capture cannot answer", style="error")
+    ended = "exited 0" if exit_code == 0 else f"failed: {outcome.capture.manifest.get('error') or exit_code}"
+    return Text(f"the edit changed the run from {where} on; the live run after it {ended}",
+                style="ok" if exit_code == 0 else "error")
+
+
 def _stopping_divergence(outcome: Any) -> Any:
-    """The divergence a strict replay stopped the program at (None for lenient replays and forks)."""
-    if outcome.branch or outcome.policy != "strict" or not outcome.divergences:
+    """The divergence a strict replay (or an --offline edited fork) stopped the program at (None otherwise)."""
+    if (outcome.branch and not outcome.offline) or outcome.policy != "strict" or not outcome.divergences:
         return None
     return outcome.divergences[0]
 
@@ -103,6 +123,42 @@ def _early_exit(outcome: Any) -> Group:
     return Group(*lines)
 
 
+def _edits(outcome: Any) -> Group:
+    """What an edited fork changed: each edit, then the recorded calls that did not happen because of it."""
+    lines: list[Any] = []
+    for edit in outcome.edits:
+        lines.append(Text.assemble(("edited ", "warning"), ("seq ", "muted"), (str(edit["seq"]), "seq"), "  ",
+                                   (edit["path"], "path")))
+        lines.append(side_by_side(edit["recorded"], edit["edited"], ("recorded", "edited")))
+    changed = [divergence for divergence in outcome.divergences if divergence.code != EVENT_MISSING]
+    if changed:
+        first = changed[0]
+        at = f"seq {first.event_seq}" if first.event_seq is not None else "a call the recording does not have"
+        lines.append(Text(f"served from the capture until {at}, the first call the edit changed:", style="muted"))
+    return Group(*lines)
+
+
+def _consequences(outcome: Any) -> Group:
+    """After an edited fork's panels: the recorded calls that did not happen, and the RFC 0054 diff's verdict."""
+    lines: list[Any] = []
+    missing = [divergence for divergence in outcome.divergences if divergence.code == EVENT_MISSING]
+    if missing:
+        lines.append(Text(f"{plural(len(missing), 'recorded call')} did not happen in the fork:", style="warning"))
+        for divergence in missing[:MAX_PANELS]:
+            what = summarize({"type": divergence.event_type, "data": divergence.expected}) \
+                if isinstance(divergence.expected, dict) else _text(divergence.expected)
+            lines.append(Text.assemble("  ", ("seq ", "muted"), (str(divergence.event_seq), "seq"), "  ",
+                                       divergence.event_type or "", "  ", what))
+    diff = outcome.diff
+    if diff is not None:
+        counts = diff.get("counts") or {}
+        where = "identical" if diff["divergedAtSeq"] is None else f"diverges at seq {diff['divergedAtSeq']}"
+        lines.append(Text(f"the fork against the original (RFC 0054): {where}; {counts.get('changed', 0)} changed, "
+                          f"{counts.get('added', 0)} added, {counts.get('removed', 0)} removed "
+                          f"(`wop diff {outcome.source_dir} {outcome.capture.path}`)", style="muted"))
+    return Group(*lines)
+
+
 def _note(note: dict[str, Any]) -> Group:
     seq = note.get("eventSeq")
     parts: list[Any] = [Text.assemble(("note ", "muted"), (f"seq {seq}  " if seq is not None else "", "seq"),
@@ -116,13 +172,16 @@ def _header(outcome: Any) -> Text:
     score = outcome.score
     source = outcome.source_manifest
     label = "fork" if outcome.branch else f"replay ({outcome.policy})"
-    text = Text.assemble(
-        (label, "bold"), " of ", (str(source.get("captureId")), "bold"), f" {source.get('name') or ''}".rstrip(),
-        "  score ", (f"{score.get('score', 1.0):.2f}", "ok" if not outcome.diverged else "warning"),
-        f" ({score.get('matchedEvents')}/{score.get('comparedEvents')} matched)",
-    )
-    if outcome.from_seq:
-        text.append(f"  from seq {outcome.from_seq}")
+    text = Text.assemble((label, "bold"), " of ", (str(source.get("captureId")), "bold"),
+                         f" {source.get('name') or ''}".rstrip())
+    if outcome.edits:
+        text.append(f"  with {plural(len(outcome.edits), 'edit')}" + (", offline" if outcome.offline else ""))
+    else:
+        text.append_text(Text.assemble(
+            "  score ", (f"{score.get('score', 1.0):.2f}", "ok" if not outcome.diverged else "warning"),
+            f" ({score.get('matchedEvents')}/{score.get('comparedEvents')} matched)"))
+        if outcome.from_seq:
+            text.append(f"  from seq {outcome.from_seq}")
     text.append("\n")
     text.append_text(Text.assemble(("new capture ", "muted"), outcome.capture.capture_id, "  ",
                                    (str(outcome.capture.path), "path")))
@@ -197,6 +256,8 @@ def _verdict(outcome: Any) -> Text:
 
 def _fork_verdict(outcome: Any, exit_code: int) -> Text:
     """A fork passes when its history replayed and the live part exited 0; say which part failed."""
+    if outcome.edits:
+        return _edited_fork_verdict(outcome, exit_code)
     if outcome.early_exit is not None:
         return Text(f"the program exited with code {exit_code} before reaching the branch point at seq "
                     f"{outcome.from_seq}", style="error")
