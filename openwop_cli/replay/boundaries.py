@@ -15,6 +15,7 @@ from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
 from openwop_cli.replay.engine import Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
+from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
 from openwop_cli.runtime.replaying import ReplayDivergenceError, ReplayedToolError
 from openwop_cli.runtime.session import Session, describe_exception
@@ -287,7 +288,9 @@ class Replayer:
         if not self._pending:
             return
         pending, self._pending[:] = list(self._pending), []
+        site = program_site()
         for divergence in pending:
+            divergence.site = divergence.site or site
             data = divergence.to_json()
             data["divergencePoint"] = divergence.event_seq
             data["originalEventId"] = (f"{self._source_run}:{divergence.event_seq}"

@@ -27,18 +27,20 @@ class Divergence:
     observed: Any
     detail: str
     event_type: str | None = None
+    site: dict[str, Any] | None = None  # where today's call was made: {file, line, function} in the program
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape (replay_diverged event data and `--json` reports)."""
         return {"code": self.code, "eventSeq": self.event_seq, "eventType": self.event_type,
                 "jsonPath": self.json_path, "expected": self.expected, "observed": self.observed,
-                "detail": self.detail}
+                "detail": self.detail, "site": self.site}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Divergence":
         """The inverse of to_json."""
         return cls(data.get("code", ""), data.get("eventSeq"), data.get("jsonPath"), data.get("expected"),
-                   data.get("observed"), data.get("detail", ""), data.get("eventType"))
+                   data.get("observed"), data.get("detail", ""), data.get("eventType"),
+                   data.get("site") if isinstance(data.get("site"), dict) else None)
 
 
 def first_difference(expected: Any, observed: Any) -> tuple[str | None, Any, Any]:

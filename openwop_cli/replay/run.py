@@ -52,6 +52,7 @@ class ReplayOutcome:
     edits: list[dict[str, Any]] = field(default_factory=list)
     offline: bool = False
     diff: dict[str, Any] | None = None  # an edited fork against its source (RFC 0054)
+    source_change: dict[str, Any] | None = None  # the pinned file that changed where the first divergence was made
 
     @property
     def failed(self) -> bool:
@@ -214,9 +215,20 @@ class ReplayAccount:
 
     def outcome(self, capture: CaptureOutcome) -> ReplayOutcome:
         """The finished replay (or fork) as the report shows it."""
+        changed = changed_files(self.source.manifest, Path.cwd())
         return ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy, self.from_seq, self.branch,
-                             self.divergences, self.score, changed_files(self.source.manifest, Path.cwd()),
-                             self.notes, self.early_exit, self._edit_report(), self.offline)
+                             self.divergences, self.score, changed, self.notes, self.early_exit, self._edit_report(),
+                             self.offline, source_change=self._source_change() if changed else None)
+
+    def _source_change(self) -> dict[str, Any] | None:
+        """The code change beside the first divergence made in a pinned file that changed since the capture."""
+        from openwop_cli.replay.source_change import source_change
+
+        for divergence in self.divergences:
+            found = source_change(self.source.manifest, self.source_dir, divergence.site, Path.cwd())
+            if found is not None:
+                return {"eventSeq": divergence.event_seq, **found}
+        return None
 
     def _edit_report(self) -> list[dict[str, Any]]:
         """Each --edit as the report shows it: where, and the value before and after."""

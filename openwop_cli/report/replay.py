@@ -29,8 +29,10 @@ def render_replay(console: Console, outcome: Any) -> None:
     if outcome.edits:
         console.print(_edits(outcome))
         shown = [divergence for divergence in shown if divergence.code != EVENT_MISSING]
-    for divergence in shown[:MAX_PANELS]:
+    for index, divergence in enumerate(shown[:MAX_PANELS]):
         console.print(_panel(divergence))
+        if index == 0 and outcome.source_change is not None:
+            console.print(_source_panel(outcome.source_change))
     if len(shown) > MAX_PANELS:
         console.print(Text(f"… and {len(shown) - MAX_PANELS} more divergences (--json lists all)", style="muted"))
     if outcome.edits:
@@ -79,6 +81,7 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "diff": outcome.diff,
         "notes": outcome.notes,
         "changedFiles": outcome.changed_files,
+        "sourceChange": outcome.source_change,
     }
 
 
@@ -188,12 +191,32 @@ def _header(outcome: Any) -> Text:
     return text
 
 
+def _source_panel(change: dict[str, Any]) -> Panel:
+    """The unified diff of the changed program file the divergent call was made in, nearest hunk first."""
+    title = Text.assemble(("source changed since the capture  ", "warning"),
+                          (f"{change['file']}:{change['line']}", "path"), f"  in {change['function']}()")
+    lines: list[Any] = []
+    for hunk in change["hunks"]:
+        lines.append(Text(hunk["header"], style="muted"))
+        for line in hunk["lines"]:
+            style = "observed" if line.startswith("+") else "expected" if line.startswith("-") else ""
+            lines.append(Text(line, style=style))
+    if not lines:
+        lines.append(Text(f"sha256 {change['pinnedSha256'][:12]}… then, {change['currentSha256'][:12]}… now "
+                          "(the capture holds no copy of the file to diff against)", style="muted"))
+    return Panel(Group(*lines), title=title, title_align="left", border_style="warning")
+
+
 def _panel(divergence: Any) -> Panel:
     title = Text.assemble(
         ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
         "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
     )
     parts: list[Any] = [Text(divergence.detail)]
+    if divergence.site:
+        site = divergence.site
+        parts.append(Text.assemble(("called from ", "muted"), (f"{site.get('file')}:{site.get('line')}", "path"),
+                                   f" in {site.get('function')}()"))
     if divergence.json_path:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
     if divergence.expected is not None or divergence.observed is not None:

@@ -226,3 +226,28 @@ def test_bad_edits_are_usage_errors_naming_what_is_valid(example, tmp_path, args
     done = run_wop("fork", str(example), *args, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr
+
+
+def test_a_changed_prompt_line_is_shown_beside_the_divergence_with_its_call_site(tmp_path):
+    for name in ("support_agent.py", "fake_model.py"):
+        (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    done = run_wop("capture", "--out", str(tmp_path / "source"), "--", sys.executable, "support_agent.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / "support_agent.py"
+    script.write_text(script.read_text().replace("Answer in one sentence.", "Answer in two sentences."))
+    call_line = next(number for number, line in enumerate(script.read_text().splitlines(), 1) if "wop.llm_call(" in line)
+
+    human = run_wop("replay", str(tmp_path / "source"), cwd=tmp_path)
+    assert human.returncode == 1
+    assert f"called from support_agent.py:{call_line} in answer()" in human.stdout
+    assert f"source changed since the capture  support_agent.py:{call_line}  in answer()" in human.stdout
+    assert '-SYSTEM_PROMPT = "You are a concise support agent for Acme. Answer in one sentence."' in human.stdout
+    assert '+SYSTEM_PROMPT = "You are a concise support agent for Acme. Answer in two sentences."' in human.stdout
+
+    report = orjson.loads(run_wop("replay", str(tmp_path / "source"), "--json", cwd=tmp_path).stdout)
+    change = report["sourceChange"]
+    assert (change["file"], change["line"], change["function"], change["eventSeq"]) == (
+        "support_agent.py", call_line, "answer", report["divergences"][0]["eventSeq"])
+    assert change["pinnedSha256"] != change["currentSha256"] and len(change["currentSha256"]) == 64
+    assert any(line.startswith("+SYSTEM_PROMPT") for line in change["hunks"][0]["lines"])
+    assert report["divergences"][0]["site"] == {"file": "support_agent.py", "line": call_line, "function": "answer"}
