@@ -7,6 +7,7 @@ import typer
 from openwop_cli._version import __version__
 from openwop_cli.cli import cache_key, capture, diff, fork, gc, ls, replay, report, rm, show, state, verify
 from openwop_cli.cli.help import WopCommand
+from openwop_cli.cli.pipes import PipeClosed, guard_stdout, silence_stdout
 from openwop_cli.errors import WopError
 
 EXIT_INTERNAL = 70
@@ -77,6 +78,7 @@ for name, module, summary, settings in COMMANDS:
 
 def main() -> None:
     """Run wop; a WopError becomes one red line and its exit code, never a traceback (unless --debug)."""
+    guard_stdout()
     try:
         app()
     except WopError as exc:
@@ -84,8 +86,8 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
-    except BrokenPipeError:
-        sys.stderr.close()
+    except PipeClosed:
+        silence_stdout()
         sys.exit(0)
     except Exception as exc:  # a bug in wop: say so in one line, keep the traceback for --debug
         _report(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", exc)
