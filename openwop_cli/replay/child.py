@@ -2,7 +2,8 @@
 
 The child bootstrap calls `install()` when WOP_MODE is replay or fork. The process asks `wop` which
 recorded process it stands for, loads that process's units from the source capture, attaches the
-engine to its session and, for a replay, blocks outbound network.
+engine to its session, serves the clock, uuid and random reads its code makes (when the capture
+recorded them) and, for a replay, blocks outbound network.
 """
 
 import json
@@ -21,7 +22,7 @@ def install() -> None:
     from openwop_cli.replay.boundaries import Replayer
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
-    from openwop_cli.runtime import session as runtime_session
+    from openwop_cli.runtime import ambient, session as runtime_session
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
 
     mode = os.environ["WOP_MODE"]
@@ -40,6 +41,8 @@ def install() -> None:
     session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))))
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
+    if ambient.enabled(default=False):
+        ambient.install()
     if mode == "replay":
         from openwop_cli.runtime.netguard import block_network
 

@@ -38,6 +38,7 @@ class ReplayOutcome:
     divergences: list[Divergence]
     score: dict[str, Any]
     changed_files: list[dict[str, Any]] = field(default_factory=list)
+    live_values: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def diverged(self) -> bool:
@@ -77,9 +78,10 @@ def run_replay(
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
-                               output_to_stderr=output_to_stderr, proxy=proxy)
+                               output_to_stderr=output_to_stderr, proxy=proxy,
+                               ambient=source.manifest.get("ambient") is True)
         return ReplayOutcome(capture, source_dir, source.manifest, policy, start, branch, hooks.divergences,
-                             hooks.score, changed_files(source.manifest, Path.cwd()))
+                             hooks.score, changed_files(source.manifest, Path.cwd()), hooks.live_values())
     finally:
         source.close()
 
@@ -110,6 +112,7 @@ class ReplayAccount:
         self._served: set[int] = set()
         self._last_seq_by_pid: dict[Any, int] = {}
         self._run_id = ""
+        self._live: dict[tuple, dict[str, Any]] = {}
 
     def started(self, sink: CaptureSink) -> None:
         self._run_id = sink.manifest.get("runId", "")
@@ -130,6 +133,8 @@ class ReplayAccount:
                     data["replayEventId"] = f"{self._run_id}:{self._last_seq_by_pid[pid]}"
             elif source_seq is not None and event_type in _REQUEST_TYPES:
                 self._served.add(source_seq)
+            elif event_type == NONDETERMINISTIC and data.get("live") is True:
+                self._note_live(data, origin or {})
             seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
             self._last_seq_by_pid[pid] = seq
             return seq
@@ -156,7 +161,18 @@ class ReplayAccount:
         self.score = self._score(sink.manifest)
         return {"score": self.score}
 
+    def live_values(self) -> list[dict[str, Any]]:
+        """The ambient reads this replay served live (no recorded value left at their call site), per site."""
+        return list(self._live.values())
+
     # ---- accounting -------------------------------------------------------------------------
+
+    def _note_live(self, data: dict[str, Any], origin: dict[str, Any]) -> None:
+        site = origin.get("site") or {}
+        where = (data.get("source"), data.get("key"), site.get("file"), site.get("line"), site.get("function"))
+        note = self._live.setdefault(where, {"source": data.get("source"), "key": data.get("key"), "site": site,
+                                             "count": 0})
+        note["count"] += 1
 
     def _checked(self, seq: int) -> bool:
         return is_checked(seq, self.from_seq, self.branch)
