@@ -8,6 +8,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.replay.nondeterminism import divergence_hint, site_text
+
 MAX_PANELS = 20
 WINDOW = 48
 
@@ -16,7 +18,7 @@ def render_replay(console: Console, outcome: Any) -> None:
     """Print a ReplayOutcome for people (see `replay_json` for machines)."""
     console.print(_header(outcome))
     for divergence in outcome.divergences[:MAX_PANELS]:
-        console.print(_panel(divergence))
+        console.print(_panel(divergence, hint(outcome, divergence)))
     if len(outcome.divergences) > MAX_PANELS:
         console.print(Text(f"… and {len(outcome.divergences) - MAX_PANELS} more divergences (--json lists all)",
                            style="muted"))
@@ -25,6 +27,14 @@ def render_replay(console: Console, outcome: Any) -> None:
         for changed in outcome.changed_files:
             state = "deleted" if changed["today"] is None else "changed"
             console.print(Text.assemble("  ", (changed["path"], "path"), f"  {state}"))
+    live = outcome.live_values
+    if live:
+        reads = sum(note["count"] for note in live)
+        console.print(Text(f"{reads} clock/uuid/random read{'s' if reads != 1 else ''} got a live value: the capture "
+                           "has no (more) values recorded at these call sites (new or moved code):", style="warning"))
+        for note in live[:MAX_PANELS]:
+            console.print(Text.assemble("  ", (site_text(note.get("site")), "path"),
+                                        f"  {note.get('source')} {note.get('key')} ×{note.get('count')}"))
     console.print(_verdict(outcome))
 
 
@@ -52,9 +62,22 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "fromSeq": outcome.from_seq,
         "score": outcome.score,
         "diverged": outcome.diverged,
-        "divergences": [divergence.to_json() for divergence in outcome.divergences],
+        "divergences": [_with_hint(divergence.to_json(), hint(outcome, divergence)) for divergence in outcome.divergences],
         "changedFiles": outcome.changed_files,
+        "liveValues": outcome.live_values,
     }
+
+
+def hint(outcome: Any, divergence: Any) -> dict[str, Any] | None:
+    """The explanation of a divergence whose values differ only in timestamps, uuids or random ids (else None)."""
+    return divergence_hint(divergence.expected, divergence.observed, outcome.source_manifest.get("ambient") is True,
+                           outcome.live_values)
+
+
+def _with_hint(data: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any]:
+    if found is not None:
+        data["hint"] = found
+    return data
 
 
 def _header(outcome: Any) -> Text:
@@ -74,7 +97,7 @@ def _header(outcome: Any) -> Text:
     return text
 
 
-def _panel(divergence: Any) -> Panel:
+def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
     title = Text.assemble(
         ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
         "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
@@ -84,6 +107,9 @@ def _panel(divergence: Any) -> Panel:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
     if divergence.expected is not None or divergence.observed is not None:
         parts.append(side_by_side(divergence.expected, divergence.observed))
+    if found is not None:
+        parts.append(Text(found["message"], style="warning"))
+        parts.append(Text.assemble(("fix: ", "muted"), found["fix"]))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 
