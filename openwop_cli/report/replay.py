@@ -124,6 +124,13 @@ def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expec
     return table
 
 
+def trimmed(values: list[Any]) -> list[str]:
+    """Values as text, each trimmed to a window around the first place where they differ."""
+    texts = [_text(value) for value in values]
+    start = min((_first_difference(texts[0], text) for text in texts[1:] if text != texts[0]), default=0)
+    return [_around(text, start) for text in texts]
+
+
 def _text(value: Any) -> str:
     if value is None:
         return "(absent)"
