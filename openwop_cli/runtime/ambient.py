@@ -25,6 +25,7 @@ made (draws.py), so choice/shuffle/sample replay exactly without recording their
 
 import os
 import threading
+import types
 from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import caller_site
@@ -89,7 +90,13 @@ def _once(name: str, patch: Callable[[Any], None]) -> Callable[[Any], None]:
 
 
 def replace(target: Any, name: str, value: Any) -> None:
-    """target.name = value (a module, class or instance), undone by the last `uninstall`."""
+    """target.name = value (a module, class or instance), undone by the last `uninstall`.
+
+    A function put on a module is wrapped in staticmethod (callable, and no descriptor): code that keeps
+    a module function as a class attribute (logging.Formatter.converter = time.localtime) must not get
+    it back as a method, just as with the built-in it replaces."""
+    if isinstance(target, types.ModuleType) and isinstance(value, types.FunctionType):
+        value = staticmethod(value)
     own = vars(target)
     if name in own:
         original = own[name]
