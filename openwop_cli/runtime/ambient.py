@@ -24,6 +24,7 @@ made (draws.py), so choice/shuffle/sample replay exactly without recording their
 """
 
 import os
+import sys
 import threading
 import types
 from typing import Any, Callable
@@ -82,9 +83,14 @@ def installed() -> bool:
 def _once(name: str, patch: Callable[[Any], None]) -> Callable[[Any], None]:
     def patch_if_installed(module: Any) -> None:
         with _lock:
-            if _installs[0] and name not in _patched:
-                _patched.add(name)
+            if not _installs[0] or name in _patched:
+                return
+            _patched.add(name)
+            try:
                 patch(module)
+            except Exception as exc:  # recording less must never break the program
+                print(f"wop: cannot record the {name} values this program reads ({type(exc).__name__}: {exc})",
+                      file=sys.stderr)
 
     return patch_if_installed
 
@@ -144,10 +150,27 @@ def wrap(source: str, key: str, original: Callable[..., Any], encode: Callable[[
             return original(*args, **kwargs)
         return observe(source, key, site, lambda: original(*args, **kwargs), encode, decode)
 
-    ambient.__wrapped__ = original  # type: ignore[attr-defined]
-    ambient.__name__ = getattr(original, "__name__", key)
-    ambient.__doc__ = getattr(original, "__doc__", None)
-    return ambient
+    return _named(ambient, original, key)
+
+
+def wrap_nullary(source: str, key: str, original: Callable[[], Any], encode: Callable[[Any], Any],
+                 decode: Callable[[Any], Any]) -> Callable[[], Any]:
+    """`wrap` for a function without arguments (time.time, uuid.uuid4): the leanest path for callers not recorded."""
+
+    def ambient() -> Any:
+        site = caller_site(1)
+        if site is None:
+            return original()
+        return observe(source, key, site, original, encode, decode)
+
+    return _named(ambient, original, key)
+
+
+def _named(wrapper: Callable[..., Any], original: Callable[..., Any], key: str) -> Callable[..., Any]:
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(original, "__name__", key)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
 
 
 # ---- the clock ----------------------------------------------------------------------------------
@@ -167,16 +190,8 @@ def _int(value: Any) -> int:
 
 def _patch_time(module: Any) -> None:
     real_time = module.time
-
-    def time_now() -> float:
-        site = caller_site(1)
-        if site is None:
-            return real_time()
-        return observe(CLOCK, "time.time", site, real_time, float, _float)
-
-    time_now.__wrapped__ = real_time  # type: ignore[attr-defined]
-    replace(module, "time", time_now)
-    replace(module, "time_ns", wrap(CLOCK, "time.time_ns", module.time_ns, int, _int))
+    replace(module, "time", wrap_nullary(CLOCK, "time.time", real_time, float, _float))
+    replace(module, "time_ns", wrap_nullary(CLOCK, "time.time_ns", module.time_ns, int, _int))
     for name in ("localtime", "gmtime", "ctime"):
         replace(module, name, _of_seconds(name, getattr(module, name), real_time))
     replace(module, "asctime", _of_local_time("asctime", module.asctime, module.localtime, real_time))
@@ -275,8 +290,8 @@ def _moment_in(value: Any, tz: Any) -> Any:
 
 
 def _patch_uuid(module: Any) -> None:
-    for name in ("uuid1", "uuid4"):
-        replace(module, name, wrap(UUID, f"uuid.{name}", getattr(module, name), str, module.UUID))
+    replace(module, "uuid1", wrap(UUID, "uuid.uuid1", module.uuid1, str, module.UUID))
+    replace(module, "uuid4", wrap_nullary(UUID, "uuid.uuid4", module.uuid4, str, module.UUID))
 
 
 def _patch_os(module: Any) -> None:
@@ -289,8 +304,7 @@ def _patch_os(module: Any) -> None:
         return observe(ENTROPY, "os.urandom", site, lambda: urandom(size), bytes.hex,
                        lambda value: _sized(bytes.fromhex(value), size))
 
-    ambient_urandom.__wrapped__ = urandom  # type: ignore[attr-defined]
-    replace(module, "urandom", ambient_urandom)
+    replace(module, "urandom", _named(ambient_urandom, urandom, "os.urandom"))
 
 
 def _sized(value: bytes, size: int) -> bytes:
