@@ -68,12 +68,12 @@ def guess_kind(values: list[Any]) -> str:
     if _same_when_sorted(values):
         return ORDER
     found = differing_kinds(values)
+    if all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        if found == ([TIMESTAMP], False):
+            return TIMESTAMP
+        return FLOAT if any(isinstance(value, float) for value in values) else NUMBER
     if found is not None and found[0] and not found[1]:
         return " and ".join(found[0])
-    if all(isinstance(value, float) for value in values):
-        return FLOAT
-    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
-        return NUMBER
     return "value"
 
 
