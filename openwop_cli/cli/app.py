@@ -72,8 +72,7 @@ app.command("gc")(gc.command)
 
 def main() -> None:
     """Run wop; a WopError becomes one red line and its exit code, never a traceback (unless --debug)."""
-    if len(sys.argv) > 1 and sys.argv[1] == "replay":
-        sys.argv[:] = replay.default_repeat_count(sys.argv)
+    sys.argv[:] = replay.default_repeat_count(sys.argv)
     try:
         app()
     except WopError as exc:

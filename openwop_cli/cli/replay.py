@@ -57,12 +57,14 @@ def command(
 
 
 def default_repeat_count(argv: list[str]) -> list[str]:
-    """argv with `--repeat` given no count completed to `--repeat 3` (click options cannot take an optional value)."""
-    if "--repeat" not in argv:
+    """`wop replay` argv with `--repeat` given no count completed to `--repeat 3` (click options cannot take
+    an optional value)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    command = next((arg for arg in argv[1:end] if not arg.startswith("-")), None)
+    if command != "replay" or "--repeat" not in argv[:end]:
         return argv
     index = argv.index("--repeat")
-    end = argv.index("--") if "--" in argv else len(argv)
-    if index < end and (index + 1 >= end or not argv[index + 1].isdigit()):
+    if index + 1 >= end or not argv[index + 1].isdigit():
         return [*argv[:index + 1], str(DEFAULT_REPEAT), *argv[index + 1:]]
     return argv
 

@@ -87,22 +87,22 @@ def primitive(source: str, key: str, function: Callable[..., Any], encode: Calla
               decode: Callable[..., Any]) -> Callable[..., Any]:
     """A primitive draw: part of the recorded call that is open in this thread, or a recorded call of its own."""
 
-    def draw(*args: Any) -> Any:
+    def draw(*args: Any, **kwargs: Any) -> Any:
         draws = _open.draws
         if draws is None:
             site = caller_site(1)
             if site is None:
-                return function(*args)
-            return _recorded_call(source, key, site, draw, args, {})
+                return function(*args, **kwargs)
+            return _recorded_call(source, key, site, draw, args, kwargs)
         if draws.served is not None:
             if draws.position < len(draws.served):
-                value = decode(draws.served[draws.position], *args)
+                value = decode(draws.served[draws.position], *args, *kwargs.values())
                 draws.position += 1
                 if value is not None:
                     return value
             draws.served = None
             draws.live = True
-        value = function(*args)
+        value = function(*args, **kwargs)
         draws.made.append(encode(value))
         return value
 

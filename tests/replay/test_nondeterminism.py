@@ -66,6 +66,9 @@ def test_the_hint_names_the_kinds_and_the_fix_for_each_cause():
     (["wop", "replay", "last", "--repeat", "--", "python", "a.py"],
      ["wop", "replay", "last", "--repeat", "3", "--", "python", "a.py"]),
     (["wop", "replay", "last", "--", "prog", "--repeat"], ["wop", "replay", "last", "--", "prog", "--repeat"]),
+    (["wop", "--debug", "replay", "last", "--repeat"], ["wop", "--debug", "replay", "last", "--repeat", "3"]),
+    (["wop", "capture", "--", "replay", "--repeat"], ["wop", "capture", "--", "replay", "--repeat"]),
+    (["wop", "show", "--repeat"], ["wop", "show", "--repeat"]),
 ])
 def test_repeat_without_a_count_means_three(argv, expected):
     assert default_repeat_count(argv) == expected
