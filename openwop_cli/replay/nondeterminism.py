@@ -15,6 +15,7 @@ import orjson
 TIMESTAMP, UUID, HEX_ID, RANDOM_ID, FLOAT, NUMBER, ORDER = (
     "timestamp", "uuid", "hex id", "random id", "float", "number", "order")
 VOLATILE = (TIMESTAMP, UUID, HEX_ID, RANDOM_ID, FLOAT)
+SOME_REPLAYS_ONLY = "made in some replays only"
 
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -101,6 +102,17 @@ def divergence_hint(expected: Any, observed: Any, ambient_recorded: bool,
                "through the standard library): pass it through wop.nondeterministic(source, key, fn), and run "
                "`wop replay --repeat` to find others")
     return {"kinds": kinds, "only": not other, "message": message, "fix": fix}
+
+
+def fix_for(kind: str) -> str:
+    """How to make a value of this kind replay (what `wop replay --repeat` suggests)."""
+    if kind == ORDER:
+        return ("the iteration order of a set (or of a dict built from one) changes from run to run with "
+                "PYTHONHASHSEED: sort it")
+    if kind == SOME_REPLAYS_ONLY:
+        return "the program decides whether to make this call from a value the capture does not hold"
+    return ("the program reads this value from somewhere wop does not intercept (a C extension such as numpy, "
+            "os.getpid(), another process): pass it through wop.nondeterministic(source, key, fn)")
 
 
 def describe(kinds: list[str]) -> str:

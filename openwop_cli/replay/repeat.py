@@ -17,8 +17,8 @@ from typing import Any, Iterable
 
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.reader import CaptureReader
-from openwop_cli.replay.divergence import first_difference
-from openwop_cli.replay.nondeterminism import guess_kind
+from openwop_cli.replay.divergence import json_path
+from openwop_cli.replay.nondeterminism import ORDER, SOME_REPLAYS_ONLY, fix_for, guess_kind
 
 
 @dataclass(slots=True)
@@ -33,10 +33,16 @@ class Nondeterminism:
     kind: str
     present: list[bool]
 
+    @property
+    def fix(self) -> str:
+        """How to make this value replay."""
+        return fix_for(self.kind)
+
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape of `wop replay --repeat --json`."""
         return {"eventType": self.event_type, "ordinal": self.ordinal, "jsonPath": self.json_path,
-                "values": self.values, "present": self.present, "site": self.site, "kind": self.kind}
+                "values": self.values, "present": self.present, "site": self.site, "kind": self.kind,
+                "fix": self.fix}
 
 
 def compare_replays(replays: list[Path]) -> list[Nondeterminism]:
@@ -73,17 +79,31 @@ def _differences(key: tuple, events: list[dict[str, Any] | None]) -> list[Nondet
     site = (first.get("origin") or {}).get("site")
     if not all(present):
         shown = [None if event is None else _payload(event) for event in events]
-        return [Nondeterminism(event_type, ordinal, "$", shown, site, "made in some replays only", present)]
+        return [Nondeterminism(event_type, ordinal, "$", shown, site, SOME_REPLAYS_ONLY, present)]
     payloads = [_payload(event) for event in events]
     by_path: dict[str, list[Any]] = {}
     for index, payload in enumerate(payloads[1:], start=1):
-        path, expected, observed = first_difference(payloads[0], payload)
-        if path is None:
-            continue
-        values = by_path.setdefault(path, [expected] * len(payloads))
-        values[index] = observed
+        for parts, expected, observed in differences(payloads[0], payload):
+            values = by_path.setdefault(json_path(parts), [expected] * len(payloads))
+            values[index] = observed
     return [Nondeterminism(event_type, ordinal, path, values, site, guess_kind(values), present)
             for path, values in by_path.items()]
+
+
+def differences(first: Any, second: Any, path: tuple = ()) -> list[tuple[tuple, Any, Any]]:
+    """Every (path, first's value, second's value) where two JSON values differ; a list whose items only
+    changed places is one difference (an order), not one per item."""
+    if first == second:
+        return []
+    if isinstance(first, dict) and isinstance(second, dict):
+        found: list[tuple[tuple, Any, Any]] = []
+        for key in sorted(first.keys() | second.keys(), key=str):
+            found.extend(differences(first.get(key), second.get(key), (*path, key)))
+        return found
+    if (isinstance(first, list) and isinstance(second, list) and len(first) == len(second)
+            and guess_kind([first, second]) != ORDER):
+        return [found for index, (a, b) in enumerate(zip(first, second)) for found in differences(a, b, (*path, index))]
+    return [(path, first, second)]
 
 
 def _payload(event: dict[str, Any]) -> Any:

@@ -61,6 +61,7 @@ def _panel(found: Any) -> Panel:
     for number, value in enumerate(shown, start=1):
         table.add_row(f"replay {number}", value)
     parts.append(table)
+    parts.append(Text.assemble(("fix: ", "muted"), found.fix))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 
@@ -68,9 +69,8 @@ def _verdict(outcome: Any) -> Text:
     count = len(outcome.nondeterminism)
     if count:
         places = f"{count} place differs" if count == 1 else f"{count} places differ"
-        return Text(f"uncaptured nondeterminism: {places} between the replays: "
-                    "the program reads something the capture does not hold (wrap it in wop.nondeterministic)",
-                    style="error")
+        return Text(f"uncaptured nondeterminism: {places} between the replays: the program reads something the "
+                    "capture does not hold", style="error")
     if any(replay.diverged for replay in outcome.replays):
         return Text("the replays agree with each other, but diverge from the capture", style="error")
     return Text(f"all {len(outcome.replays)} replays are identical and match the capture", style="ok")

@@ -72,3 +72,38 @@ def test_the_hint_names_the_kinds_and_the_fix_for_each_cause():
 ])
 def test_repeat_without_a_count_means_three(argv, expected):
     assert default_repeat_count(argv) == expected
+
+
+def _replay_capture(tmp_path, name, prompts, extra_call=False):
+    """A capture of a replay: one llm_request per thread, in the order given (threads interleave differently)."""
+    from openwop_cli.format.sink import CaptureSink
+    from openwop_cli.format.redact import Redactor
+
+    sink = CaptureSink(tmp_path / name, redactor=Redactor("none", ()))
+    sink.start({})
+    site = {"file": "agent.py", "line": 7, "function": "ask"}
+    for thread, prompt in prompts:
+        sink.append("llm_request", {"provider": "openai", "model": "m", "callId": f"c-{thread}",
+                                    "request": {"messages": [{"role": "system", "content": prompt}],
+                                                "tags": ["a", "b", "c"] if thread != "t2" or name != "r2" else ["c", "a", "b"]}},
+                    origin={"pid": 100 + len(name), "thread": thread, "site": site})
+    if extra_call:
+        sink.append("tool_call", {"name": "lookup", "args": {"id": 1}, "callId": "x"},
+                    origin={"pid": 100 + len(name), "thread": "t1"})
+    sink.finalize("ok")
+    return tmp_path / name
+
+
+def test_replays_are_lined_up_per_thread_and_every_differing_path_is_reported(tmp_path):
+    from openwop_cli.replay.repeat import compare_replays
+
+    first = _replay_capture(tmp_path, "r1", [("t1", "hello"), ("t2", "pid 100")])
+    second = _replay_capture(tmp_path, "r2", [("t2", "pid 200"), ("t1", "hello")], extra_call=True)
+    third = _replay_capture(tmp_path, "r3", [("t1", "hello"), ("t2", "pid 300")])
+    found = {(item.event_type, item.json_path): item for item in compare_replays([first, second, third])}
+    assert set(found) == {("llm_request", "$.messages[0].content"), ("llm_request", "$.tags"), ("tool_call", "$")}
+    pid = found["llm_request", "$.messages[0].content"]
+    assert pid.values == ["pid 100", "pid 200", "pid 300"] and pid.kind == "number"
+    assert pid.site == {"file": "agent.py", "line": 7, "function": "ask"}
+    assert found["llm_request", "$.tags"].kind == "order" and "sort it" in found["llm_request", "$.tags"].fix
+    assert found["tool_call", "$"].present == [False, True, False]
