@@ -55,7 +55,7 @@ class Session:
         if site is None and event_type in SITED_EVENTS:
             site = program_site(2)
         if site is not None:
-            origin["site"] = site
+            origin = {**origin, "site": site}
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000, origin, source_seq)
 
     def new_call_id(self, kind: str) -> str:
