@@ -18,7 +18,8 @@ def command(
     from_seq: Optional[int] = typer.Option(None, "--from-seq", help="Check only events from seq N on."),
     allow_tool: Optional[list[str]] = typer.Option(None, "--allow-tool", metavar="NAME",
                                                    help="Let this tool run for real (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR (one capture only)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the replay capture to DIR (one capture only; "
+                                                                        "with --repeat, DIR/replay-1…N)."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="Name of the replay capture."),
     proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (on by itself for captures made with --proxy)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
