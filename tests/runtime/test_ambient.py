@@ -368,3 +368,21 @@ def test_library_capture_patches_only_inside_the_block_and_an_in_process_replay_
     assert time.time is originals[0]
     with wop.capture(out=tmp_path / "off", ambient=False):
         assert time.time is originals[0] and uuid.uuid4 is originals[1]
+
+
+def test_a_fork_serves_the_values_read_before_its_branch_point_and_reads_live_after(tmp_path):
+    source = capture(tmp_path, """
+        import uuid
+        print(uuid.uuid4())
+        print(uuid.uuid4())
+    """)
+    first, second = ambient_events(source)
+    done = run_wop("fork", str(source), "--from-seq", str(second["seq"]), "--json", "--out", str(tmp_path / "fork"),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = program_output(done.stderr)
+    assert printed[0] == first["data"]["value"] and printed[1] != second["data"]["value"]
+    assert orjson.loads(done.stdout)["liveValues"] == []
+    forked = ambient_events(tmp_path / "fork")
+    assert [event["data"]["value"] for event in forked] == printed
+    assert "live" not in forked[1]["data"]
