@@ -215,7 +215,7 @@ import datetime, os, random, secrets, time, uuid, logging, tempfile, email.utils
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 logging.info("the stdlib's own clock reads are not recorded")
-tempfile.mkdtemp(), email.utils.make_msgid(), email.utils.formatdate()
+tempfile.NamedTemporaryFile().close(), email.utils.make_msgid(domain="example.com"), email.utils.formatdate()
 
 class Ticket:
     def __init__(self, ident):
