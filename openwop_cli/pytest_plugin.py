@@ -94,7 +94,7 @@ class WopRun:
             from openwop_cli.runtime.sdk import capture
 
             self._context = capture(name=self.item.nodeid, out=self._work, redact=self.settings.redact,
-                                    test=self.item.nodeid)
+                                    test=self.item.nodeid, ambient=self.settings.ambient)
         else:
             from openwop_cli.replay.inprocess import InProcessReplay
 

@@ -13,6 +13,11 @@ class RedactProfile(str, Enum):
     strict = "strict"
 
 
+class Switch(str, Enum):
+    on = "on"
+    off = "off"
+
+
 def command(
     argv: Optional[list[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...", help="The command to run and record."),
     name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="A name to find the capture by (default: the script's name)."),
@@ -22,20 +27,25 @@ def command(
     workflow: Optional[Path] = typer.Option(None, "--workflow", metavar="FILE", help="Pin this workflow JSON in the manifest."),
     proxy: bool = typer.Option(False, "--proxy", help="Also record LLM calls of non-Python programs: OPENAI_BASE_URL, "
                                "ANTHROPIC_BASE_URL and OLLAMA_HOST point at a recording proxy on 127.0.0.1."),
+    ambient: Optional[Switch] = typer.Option(None, "--ambient", help="Record the clock, uuid and random values the "
+                                             "program's code reads: on or off (default: [tool.wop] ambient, else on)."),
     json_output: bool = typer.Option(False, "--json", help="Print the closing summary as JSON (on stderr)."),
 ) -> None:
     """Run CMD and record every LLM call, tool call, clock/random read and state write it makes.
 
     Python programs are recorded without code changes (the runtime is installed at start-up in every
-    Python process CMD starts); `import openwop_cli as wop` marks tools and values explicitly. The
-    command's output passes through unchanged, and wop exits with its exit code. The last line on
-    stderr names the capture.
+    Python process CMD starts): their LLM and HTTP calls, and the time, datetime, uuid, random,
+    secrets and os.urandom values their own code and its libraries read (not the standard library's
+    own reads; --ambient off records none). `import openwop_cli as wop` marks tools and values
+    explicitly. The command's output passes through unchanged, and wop exits with its exit code. The
+    last line on stderr names the capture.
 
     \b
     Examples:
       wop capture -- python examples/support_agent.py
       wop capture --name checkout --out tests/captures/checkout -- python agent.py --order A-1001
       wop capture --redact strict -- python -m my_agent
+      wop capture --ambient off -- python agent.py
       wop capture --proxy -- node agent.js
     """
     from openwop_cli.config import load_settings
@@ -43,15 +53,17 @@ def command(
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.store import captures_root
 
+    settings = load_settings()
     outcome = run_captured(
         list(argv or []),
         out=out,
         name=name,
-        redact=redact.value if redact is not None else load_settings().redact,
+        redact=redact.value if redact is not None else settings.redact,
         workflow=workflow,
         warn=lambda message: print_warning(message.removeprefix("wop: ")),
         store_root=captures_root(),
         proxy=proxy,
+        ambient=ambient == Switch.on if ambient is not None else settings.ambient,
     )
     _print_summary(outcome, json_output)
     raise typer.Exit(outcome.exit_code)

@@ -1,6 +1,7 @@
 """The commands' shape beyond Typer: help in plain words (`CAPTURE... [-- CMD [ARGS]...]`, `--type TYPE`, the
 way click and man pages write them, instead of Typer's `{capture}` and `<list[str]>`), and options that take
-two words (`--edit SEQ PATH=JSON`, repeatable, which Typer cannot declare)."""
+two words (`--edit SEQ PATH=JSON`, repeatable) or a value that may be left out (`--repeat [N]`), which Typer
+cannot declare."""
 
 from typing import Any
 
@@ -39,22 +40,26 @@ def option_help(param: Any) -> str:
 
 PAIRED_OPTIONS = frozenset({"--edit"})
 PAIR_SEPARATOR = "\x1f"
+OPTIONAL_VALUES = {"--repeat": "3"}  # options whose value may be left out, and the value they then take
 
 
-def join_pairs(args: list[str]) -> list[str]:
-    """`--edit 9 PATH=JSON` as `--edit 9<US>PATH=JSON`, one value Typer can take; nothing after `--` is touched."""
-    joined, index = [], 0
+def normalize_args(args: list[str]) -> list[str]:
+    """The words Typer can parse: `--edit 9 PATH=JSON` as one value `9<US>PATH=JSON`, and `--repeat` given no
+    count as `--repeat 3`. Nothing after `--` (the program's own command line) is touched."""
+    out, index = [], 0
     while index < len(args):
         arg = args[index]
         if arg == "--":
-            return joined + args[index:]
+            return out + args[index:]
         if arg in PAIRED_OPTIONS and index + 2 < len(args) and "--" not in args[index + 1:index + 3]:
-            joined += [arg, args[index + 1] + PAIR_SEPARATOR + args[index + 2]]
+            out += [arg, args[index + 1] + PAIR_SEPARATOR + args[index + 2]]
             index += 3
             continue
-        joined.append(arg)
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and not (index + 1 < len(args) and args[index + 1].isdigit()):
+            out.append(OPTIONAL_VALUES[arg])
         index += 1
-    return joined
+    return out
 
 
 def split_pair(value: str, option: str, shape: str) -> tuple[str, str]:
@@ -71,7 +76,7 @@ class WopCommand(TyperCommand):
     """A Typer command whose usage line and option list use metavars, and whose paired options take two words."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, join_pairs(args))
+        return super().parse_args(ctx, normalize_args(args))
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = ["[OPTIONS]"]

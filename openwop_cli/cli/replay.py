@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 
+
 def command(
     captures: list[str] = typer.Argument(..., metavar="CAPTURE... [-- CMD [ARGS]...]",
                                          help="Captures to replay (paths, ids, names, `last`, or directories holding captures); "
@@ -16,10 +17,15 @@ def command(
     from_seq: Optional[int] = typer.Option(None, "--from-seq", metavar="N", help="Check only events from seq N on."),
     allow_tool: Optional[list[str]] = typer.Option(None, "--allow-tool", metavar="NAME",
                                                    help="Let this tool run for real (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the replay capture to DIR (one capture only)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the replay capture to DIR "
+                                       "(one capture only; with --repeat, DIR/replay-1…N)."),
     name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="Name of the replay capture."),
     proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (on by itself for captures made with --proxy)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", metavar="[N]", min=2,
+                                         help="Replay N times (3 when N is left out; lenient unless --strict) and "
+                                              "compare the replays with each other: any difference is uncaptured "
+                                              "nondeterminism (exit 1)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback after a strict "
                                  "stop (by default the traceback the stop causes is one line)."),
@@ -44,13 +50,46 @@ def command(
       wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
       wop replay last --pdb -- python agent.py
       wop replay last --break-at 6
+      wop replay --repeat last              why is my replay flaky? (3 replays compared)
+      wop replay --repeat 5 support
     """
     from openwop_cli.cli.replaying import run_many, split_command
     from openwop_cli.config import load_settings
     from openwop_cli.replay.controls import ReplayControls
 
     references, argv = split_command(captures)
+    if repeat is not None:
+        _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
              name=name, json_output=json_output, proxy=proxy, junit=junit,
              controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))
+
+
+def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: Optional[list[str]],
+            out: Optional[Path], name: Optional[str], json_output: bool, proxy: bool) -> None:
+    """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
+    from openwop_cli.cli.replaying import expand_captures
+    from openwop_cli.errors import UsageError
+    from openwop_cli.replay.repeat import run_repeated
+    from openwop_cli.report.console import print_warning
+    from openwop_cli.store import captures_root
+
+    sources = expand_captures(references)
+    if len(sources) != 1:
+        raise UsageError(f"--repeat replays one capture, but {len(sources)} were given")
+    outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},
+                           allow_tools=list(allow_tool or []), name=name,
+                           warn=lambda message: print_warning(message.removeprefix("wop: ")),
+                           store_root=captures_root(), output_to_stderr=json_output, proxy=proxy)
+    if json_output:
+        from openwop_cli.cli.output import print_json
+        from openwop_cli.report.repeat import repeat_json
+
+        print_json(repeat_json(outcome))
+    else:
+        from openwop_cli.report.console import make_console
+        from openwop_cli.report.repeat import render_repeat
+
+        render_repeat(make_console(), outcome)
+    raise typer.Exit(1 if outcome.failed else 0)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
+from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
 from openwop_cli.replay.engine import Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
@@ -85,6 +86,7 @@ class Replayer:
         self._pending: list[Divergence] = []
         self._source_run = self.source.manifest.get("runId")
         self._fold: Any = None
+        self._ambient = AmbientValues(self.source.ambient, engine.from_seq if engine.branch else None)
         engine.on_divergence = self._pending.append
 
     # ---- tools ------------------------------------------------------------------------------
@@ -213,6 +215,24 @@ class Replayer:
         if match.unit is None and not match.has_override:
             return live
         return decode(recorded_value)
+
+    def ambient(self, source: str, key: str, site: dict[str, Any]) -> Any:
+        """The next value recorded at this call site for this thread/task (None when none is left), on record."""
+        data: dict[str, Any] = {"source": source, "key": key}
+        with self._lock:
+            seq = self._ambient.take(data, {**self.session.origin(), "site": site})
+        if seq is None:
+            return None
+        data.update(value=self.source.event(seq)["data"].get("value"), ambient=True)
+        self.session.record("nondeterministic", data, seq, site=site)
+        return data["value"]
+
+    def ambient_live(self, source: str, key: str, site: dict[str, Any], value: Any) -> None:
+        """A read served live: on record, and noted for the report unless a fork is past its branch point."""
+        data = {"source": source, "key": key, "value": value, "ambient": True}
+        if not self.engine.branch:
+            data["live"] = True
+        self.session.record("nondeterministic", data, site=site)
 
     @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:

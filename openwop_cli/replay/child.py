@@ -2,7 +2,8 @@
 
 The child bootstrap calls `install()` when WOP_MODE is replay or fork. The process asks `wop` which
 recorded process it stands for, loads that process's units from the source capture, attaches the
-engine to its session and, for a replay, blocks outbound network.
+engine to its session, serves the clock, uuid and random reads its code makes (when the capture
+recorded them) and, for a replay, blocks outbound network.
 """
 
 import json
@@ -24,7 +25,7 @@ def install() -> None:
     from openwop_cli.replay.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
-    from openwop_cli.runtime import session as runtime_session
+    from openwop_cli.runtime import ambient, session as runtime_session
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
 
     mode = os.environ["WOP_MODE"]
@@ -50,6 +51,8 @@ def install() -> None:
         _shorten_tracebacks_after_a_stop(engine)
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
+    if ambient.enabled(default=False):
+        ambient.install()
     if mode == "replay" or controls.offline:
         from openwop_cli.runtime.netguard import block_network
 

@@ -15,6 +15,7 @@ from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
 from openwop_cli.replay.run import ReplayAccount, ReplayOutcome
 from openwop_cli.replay.source import ReplaySource
+from openwop_cli.runtime import ambient
 from openwop_cli.runtime.launcher import CaptureOutcome
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
 
@@ -42,14 +43,17 @@ class InProcessReplay:
         from_seq = self.source.event_count if self.extend else 0
         self.account = ReplayAccount(self.source, self.source_dir, self.policy, from_seq, self.extend)
         self.sink = CaptureSink(self.out, redactor=self.source.redactor)
+        self.ambient = self.source.manifest.get("ambient") is True
         self.sink.start({"captureId": new_id(), "name": self.name, "mode": self.account.mode,
-                         **self.account.manifest_seed()})
+                         "ambient": self.ambient, **self.account.manifest_seed()})
         self.account.started(self.sink)
         self.session = Session(AppendRecorder(self.account.wrap_append(self.sink.append), self.sink.flush),
                                mode=self.account.mode)
         engine = ReplayEngine(self.source, policy=self.policy, from_seq=from_seq, branch=self.extend)
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
+        if self.ambient:
+            ambient.install()
         if not self.extend:
             from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
@@ -61,6 +65,8 @@ class InProcessReplay:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         deactivate(self.session)
+        if self.ambient:
+            ambient.uninstall()
         if self._undo_network is not None:
             self._undo_network()
         for name, value in self._placeholders.items():

@@ -53,6 +53,7 @@ class ReplayOutcome:
     offline: bool = False
     diff: dict[str, Any] | None = None  # an edited fork against its source (RFC 0054)
     source_change: dict[str, Any] | None = None  # the pinned file that changed where the first divergence was made
+    live_values: list[dict[str, Any]] = field(default_factory=list)  # ambient reads served live, per call site
 
     @property
     def failed(self) -> bool:
@@ -104,7 +105,8 @@ def run_replay(
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
-                               output_to_stderr=output_to_stderr, proxy=proxy)
+                               output_to_stderr=output_to_stderr, proxy=proxy,
+                               ambient=source.manifest.get("ambient") is True)
         outcome = hooks.outcome(capture)
         if controls.edits:
             outcome.diff = diff_against_source(source_dir, capture.path)
@@ -159,6 +161,7 @@ class ReplayAccount:
         self._served: set[int] = set()
         self._last_seq_by_pid: dict[Any, int] = {}
         self._run_id = ""
+        self._live: dict[tuple, dict[str, Any]] = {}
 
     def started(self, sink: CaptureSink) -> None:
         self._run_id = sink.manifest.get("runId", "")
@@ -183,6 +186,8 @@ class ReplayAccount:
                 self.notes.append(data)
             elif source_seq is not None and event_type in _REQUEST_TYPES:
                 self._served.add(source_seq)
+            elif event_type == NONDETERMINISTIC and data.get("live") is True:
+                self._note_live(data, origin or {})
             seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
             self._last_seq_by_pid[pid] = seq
             return seq
@@ -218,7 +223,8 @@ class ReplayAccount:
         changed = changed_files(self.source.manifest, Path.cwd())
         return ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy, self.from_seq, self.branch,
                              self.divergences, self.score, changed, self.notes, self.early_exit, self._edit_report(),
-                             self.offline, source_change=self._source_change() if changed else None)
+                             self.offline, source_change=self._source_change() if changed else None,
+                             live_values=self.live_values())
 
     def _source_change(self) -> dict[str, Any] | None:
         """The code change beside the first divergence made in a pinned file that changed since the capture."""
@@ -240,7 +246,18 @@ class ReplayAccount:
             report.append({"seq": edit.seq, "path": edit.path, "recorded": before, "edited": edit.value})
         return report
 
+    def live_values(self) -> list[dict[str, Any]]:
+        """The ambient reads this replay served live (no recorded value left at their call site), per site."""
+        return list(self._live.values())
+
     # ---- accounting -------------------------------------------------------------------------
+
+    def _note_live(self, data: dict[str, Any], origin: dict[str, Any]) -> None:
+        site = origin.get("site") or {}
+        where = (data.get("source"), data.get("key"), site.get("file"), site.get("line"), site.get("function"))
+        note = self._live.setdefault(where, {"source": data.get("source"), "key": data.get("key"), "site": site,
+                                             "count": 0})
+        note["count"] += 1
 
     def _checked(self, seq: int) -> bool:
         return is_checked(seq, self.from_seq, self.branch)

@@ -1,7 +1,9 @@
 """The replay source: a recorded capture turned into call units, a seq-order cursor and a content-key index.
 
 A unit is one thing the program did that replay serves or checks: a tool call with its result, an
-LLM request with its response, a nondeterministic value, a getVersion choice, a state write. Each
+LLM request with its response, a nondeterministic value, a getVersion choice, a state write.
+Ambient values (clock, uuid, random read by unmodified code) are not units: they are indexed by
+call site and origin in `ambient` (replay.ambient serves them). Each
 unit has a content key (tool name + canonical args; the LLM recipe cacheKey; source + key of a
 value; the channel of a state write), the origin that made it (process, thread, task) and an
 overlap group (units issued while another call was still pending share a group).
@@ -31,6 +33,7 @@ from openwop_cli.format.events import (
     TOOL_RESULT,
 )
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
+from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 
 _CALL_TYPES = {TOOL_CALL: KIND_TOOL, LLM_REQUEST: KIND_LLM}
@@ -68,6 +71,7 @@ class ReplaySource:
         self.groups = array("i")
         self.origin_ids: dict[tuple, int] = {}
         self.edits: dict[int, list[Any]] = {}
+        self.ambient: dict[tuple, list[int]] = {}
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -180,6 +184,10 @@ class ReplaySource:
             origin = event.get("origin") or {}
             if self.only_pid is not None and origin.get("pid") != self.only_pid:
                 continue
+            if kind == KIND_AMBIENT:
+                if self.keyed:
+                    self.ambient.setdefault(ambient_key(data, origin), []).append(event["seq"])
+                continue
             if open_calls == 0:
                 group += 1
             if BLOB_MARKER in line:
@@ -218,6 +226,8 @@ def _unit_name(kind: int, data: dict[str, Any]) -> str | None:
 
 def _instant_kind(event_type: str, data: dict[str, Any]) -> int | None:
     if event_type == NONDETERMINISTIC:
+        if data.get("ambient") is True:
+            return KIND_AMBIENT
         return KIND_VERSION if data.get("source") == "version" else KIND_VALUE
     if event_type == STATE_MUTATION and data.get("kind") != "declare":
         return KIND_STATE

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.replay.divergence import EVENT_MISSING
+from openwop_cli.replay.nondeterminism import divergence_hint, site_text
 from openwop_cli.report.summary import plural, summarize
 
 MAX_PANELS = 20
@@ -30,7 +31,7 @@ def render_replay(console: Console, outcome: Any) -> None:
         console.print(_edits(outcome))
         shown = [divergence for divergence in shown if divergence.code != EVENT_MISSING]
     for index, divergence in enumerate(shown[:MAX_PANELS]):
-        console.print(_panel(divergence))
+        console.print(_panel(divergence, hint(outcome, divergence)))
         if index == 0 and outcome.source_change is not None:
             console.print(_source_panel(outcome.source_change))
     if len(shown) > MAX_PANELS:
@@ -44,6 +45,14 @@ def render_replay(console: Console, outcome: Any) -> None:
         for changed in outcome.changed_files:
             state = "deleted" if changed["today"] is None else "changed"
             console.print(Text.assemble("  ", (changed["path"], "path"), f"  {state}"))
+    live = outcome.live_values
+    if live:
+        reads = sum(note["count"] for note in live)
+        console.print(Text(f"{reads} clock/uuid/random read{'s' if reads != 1 else ''} got a live value: the capture "
+                           "has no (more) values recorded at these call sites (new or moved code):", style="warning"))
+        for note in live[:MAX_PANELS]:
+            console.print(Text.assemble("  ", (site_text(note.get("site")), "path"),
+                                        f"  {note.get('source')} {note.get('key')} ×{note.get('count')}"))
     console.print(_verdict(outcome))
 
 
@@ -74,7 +83,8 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "fromSeq": outcome.from_seq,
         "score": outcome.score,
         "diverged": outcome.diverged,
-        "divergences": [divergence.to_json() for divergence in outcome.divergences],
+        "divergences": [_with_hint(divergence.to_json(), hint(outcome, divergence))
+                        for divergence in outcome.divergences],
         "stoppedBy": _stopping_divergence(outcome).to_json() if _stopping_divergence(outcome) else None,
         "earlyExit": early_exit,
         "edits": outcome.edits,
@@ -82,6 +92,7 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "notes": outcome.notes,
         "changedFiles": outcome.changed_files,
         "sourceChange": outcome.source_change,
+        "liveValues": outcome.live_values,
     }
 
 
@@ -171,6 +182,18 @@ def _note(note: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
+def hint(outcome: Any, divergence: Any) -> dict[str, Any] | None:
+    """The explanation of a divergence whose values differ only in timestamps, uuids or random ids (else None)."""
+    return divergence_hint(divergence.expected, divergence.observed, outcome.source_manifest.get("ambient") is True,
+                           outcome.live_values)
+
+
+def _with_hint(data: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any]:
+    if found is not None:
+        data["hint"] = found
+    return data
+
+
 def _header(outcome: Any) -> Text:
     score = outcome.score
     source = outcome.source_manifest
@@ -207,7 +230,7 @@ def _source_panel(change: dict[str, Any]) -> Panel:
     return Panel(Group(*lines), title=title, title_align="left", border_style="warning")
 
 
-def _panel(divergence: Any) -> Panel:
+def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
     title = Text.assemble(
         ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
         "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
@@ -221,6 +244,9 @@ def _panel(divergence: Any) -> Panel:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
     if divergence.expected is not None or divergence.observed is not None:
         parts.append(side_by_side(divergence.expected, divergence.observed))
+    if found is not None:
+        parts.append(Text(found["message"], style="warning"))
+        parts.append(Text.assemble(("fix: ", "muted"), found["fix"]))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 
@@ -233,6 +259,13 @@ def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expec
     table.add_column(titles[1], style="observed", ratio=1, overflow="fold")
     table.add_row(_around(was, start), _around(now, start))
     return table
+
+
+def trimmed(values: list[Any]) -> list[str]:
+    """Values as text, each trimmed to a window around the first place where they differ."""
+    texts = [_text(value) for value in values]
+    start = min((_first_difference(texts[0], text) for text in texts[1:] if text != texts[0]), default=0)
+    return [_around(text, start) for text in texts]
 
 
 def _text(value: Any) -> str:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from openwop_cli.report.console import status_style, type_style
-from openwop_cli.report.summary import summarize
+from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9
 OFFSET_WIDTH = 10
@@ -31,9 +31,12 @@ class Row:
     result: dict[str, Any] | None = None
     waiting: bool = False
     origin: tuple = field(default_factory=tuple)
+    group: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def events(self) -> list[dict[str, Any]]:
+        if self.group:
+            return self.group
         return [self.event] if self.result is None else [self.event, self.result]
 
 
@@ -61,7 +64,7 @@ def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callab
                        f"{'type':<{TYPE_WIDTH}}  summary", style="muted"), no_wrap=True, overflow="ellipsis")
     start = None
     printed = 0
-    for row in paired_rows(events):
+    for row in ambient_grouped(paired_rows(events)):
         start = row.event.get("ts", 0) if start is None else start
         if keep(row):
             console.print(_line(row, start), no_wrap=True, overflow="ellipsis")
@@ -95,6 +98,47 @@ def paired_rows(events: Iterable[dict[str, Any]]) -> Iterator[Row]:
     yield from queue
 
 
+def ambient_grouped(rows: Iterable[Row]) -> Iterator[Row]:
+    """Rows with each run of consecutive ambient values (clock, uuid, random read by unmodified code) folded
+    into one row per call site; `wop show --seq N` shows any one of them in full."""
+    run: dict[tuple, Row] = {}
+    for row in rows:
+        if not _is_ambient(row.event):
+            yield from run.values()
+            run = {}
+            yield row
+            continue
+        site = (row.event.get("origin") or {}).get("site") or {}
+        where = (site.get("file"), site.get("line"), site.get("function"))
+        found = run.get(where)
+        if found is None:
+            run[where] = Row(row.event, depth=row.depth, origin=row.origin, group=[row.event])
+        else:
+            found.group.append(row.event)
+    yield from run.values()
+
+
+def ambient_text(events: list[dict[str, Any]]) -> str:
+    """One call site's ambient values: where, then each source and key with its count, first and last value."""
+    site = (events[0].get("origin") or {}).get("site") or {}
+    by_key: dict[tuple, list[Any]] = {}
+    for event in events:
+        data = event.get("data") or {}
+        by_key.setdefault((data.get("source"), data.get("key")), []).append(data.get("value"))
+    parts = []
+    for (source, key), values in by_key.items():
+        shown = short_json(values[0], 40)
+        if len(values) > 1:
+            shown = f"×{len(values)} {shown} … {short_json(values[-1], 40)}"
+        parts.append(f"{source} {key} {shown}")
+    where = f"{site.get('file')}:{site.get('line')} {site.get('function')}" if site else "(no site)"
+    return f"{where} · " + " · ".join(parts)
+
+
+def _is_ambient(event: dict[str, Any]) -> bool:
+    return event.get("type") == "nondeterministic" and (event.get("data") or {}).get("ambient") is True
+
+
 def format_offset(milliseconds: int) -> str:
     """+1.234s for offsets under a minute, +2m03.4s above."""
     seconds = milliseconds / 1000
@@ -105,7 +149,9 @@ def format_offset(milliseconds: int) -> str:
 
 
 def row_text(row: Row) -> str:
-    """The summary of a row: the call → its result (or the event alone)."""
+    """The summary of a row: the call → its result (or the event alone, or a call site's ambient values)."""
+    if row.group:
+        return ambient_text(row.group)
     text = summarize(row.event)
     if row.result is not None:
         return f"{text}  →  {summarize(row.result)}"
@@ -122,8 +168,12 @@ def _line(row: Row, start: int) -> Text:
     if row.result is not None:
         seq = f"{seq}–{row.result.get('seq', '?')}"
         took = _duration(row.result.get("ts", ts) - ts)
+    elif len(row.group) > 1:
+        seq = f"{seq}…{row.group[-1].get('seq', '?')}"
     event_type = str(event.get("type", ""))
     label = {"tool_call": "tool", "llm_request": "llm"}.get(event_type, event_type) if row.result is not None else event_type
+    if row.group:
+        label = "ambient"
     marker = "✗ " if event_type == "replay_diverged" else ""
     return Text.assemble(
         (f"{seq:>{SEQ_WIDTH}}", "seq"), "  ",

@@ -25,6 +25,7 @@ from openwop_cli.config import read_json_file
 from openwop_cli.errors import UsageError
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
+from openwop_cli.runtime.ambient import ENV_AMBIENT
 from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
 from openwop_cli.runtime.program import pin_files, run_end_data, run_start_data, script_of
 from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID, AppendRecorder, Session
@@ -91,8 +92,11 @@ def run_captured(
     hooks: RunHooks | None = None,
     output_to_stderr: bool = False,
     proxy: bool = False,
+    ambient: bool = True,
 ) -> CaptureOutcome:
-    """Run argv under capture and return the finalized outcome (see the module docstring)."""
+    """Run argv under capture and return the finalized outcome (see the module docstring).
+
+    ambient: record the clock, uuid and random reads of the program's code (runtime.ambient)."""
     hooks = hooks or RunHooks()
     _check_runnable(argv)
     workflow_file = read_json_file(workflow, "--workflow") if workflow is not None else None
@@ -104,7 +108,7 @@ def run_captured(
     script = script_of(argv)
     program: dict[str, Any] = {"argv": argv, "cwd": cwd}
     sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": program,
-                "mode": hooks.mode, **hooks.manifest_seed()})
+                "mode": hooks.mode, "ambient": ambient, **hooks.manifest_seed()})
     hooks.started(sink)
     program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
     if workflow_file is not None:
@@ -117,7 +121,7 @@ def run_captured(
     llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
     started = time.monotonic()
     try:
-        env = {**child_environment(collector.address, path, hooks.mode), **hooks.environment()}
+        env = {**child_environment(collector.address, path, hooks.mode, ambient), **hooks.environment()}
         if llm_proxy is not None:
             env.update(llm_proxy.child_environment())
         tail = _StderrTail() if hooks.keep_stderr_tail else None
@@ -258,11 +262,13 @@ def _exit_status(returncode: int) -> tuple[int, str | None]:
     return 128 + signum, reason
 
 
-def child_environment(address: str, capture_dir: Path, mode: str = "capture") -> dict[str, str]:
-    """The environment a recorded child runs with: mode, channel address, and the bootstrap on PYTHONPATH."""
+def child_environment(address: str, capture_dir: Path, mode: str = "capture", ambient: bool = True) -> dict[str, str]:
+    """The environment a recorded child runs with: mode, channel address, ambient values on or off, and the
+    bootstrap on PYTHONPATH."""
     env = dict(os.environ)
     env.update({
         ENV_MODE: mode,
+        ENV_AMBIENT: "1" if ambient else "0",
         ENV_ADDRESS: address,
         ENV_CAPTURE_DIR: str(capture_dir),
         ENV_PARENT_PID: str(os.getpid()),

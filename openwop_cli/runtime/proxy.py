@@ -32,7 +32,7 @@ class ProxySession(Session):
     """The proxy's session: every exchange comes from one origin, `wop-proxy`, whatever thread served it."""
 
     def origin(self) -> dict[str, Any]:
-        return PROXY_ORIGIN
+        return dict(PROXY_ORIGIN)
 
 
 class LLMProxy:

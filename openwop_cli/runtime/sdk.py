@@ -453,12 +453,16 @@ class capture:
     """
 
     def __init__(self, name: str | None = None, *, out: str | os.PathLike[str] | None = None, redact: str = "default",
-                 test: str | None = None):
-        """test: the pytest node id when the pytest plugin records (replays of it belong to pytest)."""
+                 test: str | None = None, ambient: bool | None = None):
+        """test: the pytest node id when the pytest plugin records (replays of it belong to pytest);
+        ambient: record the clock, uuid and random reads of unmodified code (default: on, WOP_AMBIENT=0 turns it off)."""
+        from openwop_cli.runtime import ambient as ambient_values
+
         self.name = name
         self.out = out
         self.redact = redact
         self.test = test
+        self.ambient = ambient_values.enabled() if ambient is None else ambient
         self.path: Path | None = None
         self.capture_id: str | None = None
         self.manifest: dict[str, Any] | None = None
@@ -488,7 +492,7 @@ class capture:
         program: dict[str, Any] = {"argv": argv, "cwd": cwd}
         if self.test is not None:
             program["pytest"] = self.test
-        self._sink.start({"captureId": capture_id, "name": name, "program": program})
+        self._sink.start({"captureId": capture_id, "name": name, "program": program, "ambient": self.ambient})
         self.capture_id = capture_id
         self._session = Session(AppendRecorder(self._sink.append, self._sink.flush))
         state.reset()
@@ -497,6 +501,10 @@ class capture:
         self._started = _time.monotonic()
         if make_active:
             activate(self._session)
+        if self.ambient:
+            from openwop_cli.runtime import ambient
+
+            ambient.install()
         return self._session
 
     def close(self, error: BaseException | None = None, exit_code: int | None = None) -> dict[str, Any]:
@@ -506,6 +514,10 @@ class capture:
         session = self._session
         assert session is not None and self._sink is not None and self.path is not None, "capture was not opened"
         deactivate(session)
+        if self.ambient:
+            from openwop_cli.runtime import ambient
+
+            ambient.uninstall()
         end = run_end_data(exit_code, error, _time.monotonic() - self._started)
         session.record("run_end", end)
         cwd = os.getcwd()
@@ -543,19 +555,19 @@ class capture:
         self.close(exc)
 
     def __call__(self, fn: F) -> F:
-        settings = (self.name, self.out, self.redact)
+        settings = {"name": self.name, "out": self.out, "redact": self.redact, "ambient": self.ambient}
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def captured_async(*args: Any, **kwargs: Any) -> Any:
-                with capture(settings[0], out=settings[1], redact=settings[2]):
+                with capture(**settings):
                     return await fn(*args, **kwargs)
 
             return captured_async  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def captured(*args: Any, **kwargs: Any) -> Any:
-            with capture(settings[0], out=settings[1], redact=settings[2]):
+            with capture(**settings):
                 return fn(*args, **kwargs)
 
         return captured  # type: ignore[return-value]

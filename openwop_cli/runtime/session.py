@@ -16,10 +16,14 @@ import threading
 import time
 from typing import Any
 
+from openwop_cli.runtime.callsite import program_site
+
 ENV_MODE = "WOP_MODE"
 ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
 ENV_PARENT_PID = "WOP_PARENT_PID"
 MODES = ("off", "capture", "replay", "fork")
+SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})
+_time_ns = time.time_ns  # the real clock, whatever the program's clock reads are patched to
 
 
 class Session:
@@ -41,16 +45,25 @@ class Session:
 
         install_http_adapters()
 
-    def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None) -> None:
-        """Record one event made by the calling thread/task, now (source_seq: the recorded event it replays)."""
-        self.recorder.emit(event_type, data, time.time_ns() // 1_000_000, self.origin(), source_seq)
+    def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None,
+               site: dict[str, Any] | None = None) -> None:
+        """Record one event made by the calling thread/task, now (source_seq: the recorded event it replays).
+
+        A request event's origin also names its call site: `site`, else the first frame in the program's code.
+        """
+        origin = self.origin()
+        if site is None and event_type in SITED_EVENTS:
+            site = program_site(2)
+        if site is not None:
+            origin["site"] = site
+        self.recorder.emit(event_type, data, _time_ns() // 1_000_000, origin, source_seq)
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
         return f"{self._id_prefix}{kind}{next(self._counter)}"
 
     def origin(self) -> dict[str, Any]:
-        """The process, thread and asyncio task making the current call."""
+        """The process, thread and asyncio task making the current call (a new dict: `record` adds the site)."""
         where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
         asyncio = sys.modules.get("asyncio")
         if asyncio is not None and asyncio._get_running_loop() is not None:

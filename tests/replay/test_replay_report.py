@@ -1,6 +1,7 @@
 """What a replay report leads with: the real cause of an early exit, a short traceback after a strict stop,
 allowed tools beside their recording, what a failed fork did, and captures told apart in a batch."""
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -98,7 +99,7 @@ def test_a_strict_stop_shortens_the_programs_traceback_and_the_report_says_who_s
     assert short.returncode == full.returncode == 1
     assert "Traceback (most recent call last)" not in short.stderr
     assert "wop: the replay stopped the program here; it ended with BadRequestError" in short.stderr
-    assert "the strict replay stopped the program at seq 1 (event_payload_mismatch)" in short.stdout
+    assert re.search(r"the strict replay stopped the program at seq \d+ \(event_payload_mismatch\)", short.stdout)
     assert short.stdout.rstrip().splitlines()[-1].startswith("1 divergence")
     assert "Traceback (most recent call last)" in full.stderr
 

@@ -1,0 +1,42 @@
+"""Ambient values in a replay: each call site and thread/task is served its recorded values in order.
+
+ReplaySource indexes every `nondeterministic` event marked `ambient` (a clock, uuid or random read
+of unmodified code, runtime.ambient) by (source, key, call site, thread, task) instead of making it
+a unit: ambient values are never matched, ordered or counted like calls. A value nobody reads is no
+divergence, and a read with no value left gets a live one that the replay report notes — what
+strict replay judges are the boundaries those values flow into. A fork serves only the values
+recorded before its branch point.
+"""
+
+from typing import Any
+
+KIND_AMBIENT = 6
+
+
+def ambient_key(data: dict[str, Any], origin: dict[str, Any]) -> tuple:
+    """Where an ambient value belongs: its source and key, the call site, and the thread/task that read it."""
+    site = origin.get("site") or {}
+    return (data.get("source"), data.get("key"), site.get("file"), site.get("line"), site.get("function"),
+            origin.get("thread"), origin.get("task"))
+
+
+class AmbientValues:
+    """The recorded values per ambient_key, each handed out once, in recorded order (callers hold a lock)."""
+
+    def __init__(self, index: dict[tuple, list[int]], before_seq: int | None = None) -> None:
+        """index: ambient_key → recorded seqs; before_seq: serve only values recorded before it (a fork)."""
+        self._index = index
+        self._next: dict[tuple, int] = {}
+        self._before_seq = before_seq
+
+    def take(self, data: dict[str, Any], origin: dict[str, Any]) -> int | None:
+        """The seq of the next value recorded for this read, or None when none is left."""
+        key = ambient_key(data, origin)
+        seqs = self._index.get(key)
+        if seqs is None:
+            return None
+        position = self._next.get(key, 0)
+        if position >= len(seqs) or (self._before_seq is not None and seqs[position] >= self._before_seq):
+            return None
+        self._next[key] = position + 1
+        return seqs[position]

@@ -1,0 +1,388 @@
+"""Ambient values: unmodified programs' clock, uuid and random reads recorded per call site and served back."""
+
+import datetime
+import os
+import random
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+import openwop_cli as wop
+from openwop_cli.format.reader import CaptureReader
+from tests.conftest import run_wop
+from tests.fake_provider import FakeProvider
+
+PROMPT_AGENT = """
+import os, random, uuid
+from datetime import datetime
+import openai
+
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+tone = random.choice(["friendly", "formal", "brief"])
+system = f"Today is {datetime.now().isoformat()}. Request {uuid.uuid4()}. Be {tone}."
+reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
+    {"role": "system", "content": system}, {"role": "user", "content": "where is my order?"}])
+print(system)
+print(reply.choices[0].message.content)
+"""
+
+
+def capture(tmp_path: Path, script: str, *options: str, env: dict | None = None, out: str = "source") -> Path:
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(script))
+    done = run_wop("capture", "--out", str(tmp_path / out), *options, "--", sys.executable, str(program),
+                   env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / f"{out}.stdout").write_text(done.stdout)
+    return tmp_path / out
+
+
+def replay(tmp_path: Path, source: Path, *options: str, env: dict | None = None, name: str = "replay"):
+    """`wop replay --json`: (process, report); the program's output is on stderr."""
+    done = run_wop("replay", str(source), "--json", "--out", str(tmp_path / name), *options, env=env, cwd=tmp_path)
+    return done, orjson.loads(done.stdout) if done.stdout.startswith("{") else None
+
+
+def ambient_events(path: Path) -> list[dict]:
+    return [event for event in CaptureReader(path) if (event["data"].get("ambient") is True)]
+
+
+def program_output(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith("wop")]
+
+
+pytest.importorskip("openai")
+
+
+def test_an_agent_with_the_date_a_uuid_and_a_random_tone_in_its_prompt_replays_unchanged(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        source = capture(tmp_path, PROMPT_AGENT, env=env)
+    reads = {(event["data"]["key"], event["origin"]["site"]["line"]) for event in ambient_events(source)
+             if event["origin"]["site"]["file"] == "agent.py"}
+    assert reads == {("random.choice", 7), ("datetime.now", 8), ("uuid.uuid4", 8)}
+    recorded_prompt = next(event for event in CaptureReader(source)
+                           if event["type"] == "llm_request")["data"]["request"]["messages"][0]["content"]
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert captured[0] == recorded_prompt
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
+
+
+def test_with_ambient_off_the_replay_diverges_at_the_prompt_and_names_the_timestamp_and_uuid(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        source = capture(tmp_path, PROMPT_AGENT, "--ambient", "off", env=env)
+    assert ambient_events(source) == []
+    assert orjson.loads((source / "manifest.json").read_bytes())["ambient"] is False
+    done, report = replay(tmp_path, source, env=env)
+    assert done.returncode == 1
+    divergence = report["divergences"][0]
+    assert divergence["jsonPath"] == "$.messages[0].content"
+    assert divergence["hint"]["kinds"] == ["timestamp", "uuid"]
+    assert "--ambient off" in divergence["hint"]["fix"]
+    text = run_wop("replay", str(source), "--out", str(tmp_path / "again"), env=env, cwd=tmp_path)
+    assert "differ only in a timestamp and a uuid" in " ".join(text.stdout.split()) or \
+        "differ in a timestamp and a uuid" in " ".join(text.stdout.split())
+
+
+def test_tool_wop_ambient_false_in_pyproject_turns_recording_off(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.wop]\nambient = false\n")
+    source = capture(tmp_path, "import uuid; print(uuid.uuid4())")
+    assert ambient_events(source) == []
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\nambient = "yes"\n')
+    done = run_wop("capture", "--out", str(tmp_path / "bad"), "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    assert done.returncode == 2 and "ambient" in done.stderr
+
+
+DATETIME_PROGRAM = """
+import json, pickle, sys
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+import orjson
+from pydantic import BaseModel
+
+class Ticket(BaseModel):
+    opened: datetime
+
+start = datetime.now(timezone.utc)
+ticket = Ticket(opened=start)
+later = datetime.now(timezone.utc)
+local = datetime.now(ZoneInfo("Europe/Paris"))
+naive = datetime.now()
+facts = {
+    "isinstance": isinstance(ticket.opened, datetime), "exact type": type(start) is datetime,
+    "same class": datetime is sys.modules["datetime"].datetime,
+    "utc": start.tzinfo is timezone.utc, "zone": str(local.tzinfo), "naive": naive.tzinfo is None,
+    "orjson": orjson.loads(orjson.dumps({"t": start}))["t"] == start.isoformat(),
+    "json": json.loads(ticket.model_dump_json())["opened"].replace("Z", "+00:00") == start.isoformat(),
+    "pickle": pickle.loads(pickle.dumps(start)) == start,
+    "arithmetic": type(later - start) is timedelta and later >= start and start + timedelta(days=1) > later,
+    "today": type(date.today()) is date and type(datetime.today()) is datetime,
+    "utcnow": datetime.utcnow().tzinfo is None,
+}
+print(json.dumps(facts, sort_keys=True))
+print(start.isoformat(), later.isoformat(), local.isoformat(), naive.isoformat())
+"""
+
+
+def test_datetime_stays_a_real_datetime_for_pydantic_orjson_pickle_arithmetic_and_time_zones(tmp_path):
+    pytest.importorskip("pydantic")
+    source = capture(tmp_path, DATETIME_PROGRAM, env={"PYTHONWARNINGS": "ignore"})
+    plain = __import__("subprocess").run([sys.executable, str(tmp_path / "agent.py")], capture_output=True, text=True,
+                                         env={**os.environ, "PYTHONWARNINGS": "ignore"}, cwd=tmp_path)
+    done, report = replay(tmp_path, source, env={"PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 0, done.stderr
+    facts = orjson.loads(plain.stdout.splitlines()[0])
+    assert all(value is True for key, value in facts.items() if key != "zone") and facts["zone"] == "Europe/Paris"
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert captured[0] == plain.stdout.splitlines()[0]
+    assert program_output(done.stderr) == captured
+    recorded = [event["data"]["value"] for event in ambient_events(source) if event["data"]["key"] == "datetime.now"]
+    assert captured[1].split()[:2] == recorded[:2] and len(recorded) == 4
+
+
+CONCURRENT_PROGRAM = """
+import asyncio, threading, uuid
+from datetime import datetime
+import openwop_cli as wop
+
+@wop.tool
+def report(who: str, stamp: str, ident: str) -> str:
+    return f"{who} {stamp} {ident}"
+
+def stamp():
+    return datetime.now().isoformat(), str(uuid.uuid4())
+
+results = {}
+barrier = threading.Barrier(4)
+
+def worker():
+    barrier.wait()
+    for _ in range(3):
+        when, ident = stamp()
+        name = threading.current_thread().name
+        results.setdefault(name, []).append(report(name, when, ident))
+
+threads = [threading.Thread(target=worker, name=f"worker-{index}") for index in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+
+async def task(index):
+    out = []
+    for _ in range(3):
+        when, ident = stamp()
+        await asyncio.sleep(0)
+        out.append(report(f"task-{index}", when, ident))
+    return out
+
+async def main():
+    return await asyncio.gather(*(task(index) for index in range(4)))
+
+for name in sorted(results):
+    print(name, results[name])
+for lines in asyncio.run(main()):
+    print(lines)
+"""
+
+
+def test_threads_and_tasks_reading_at_one_call_site_are_each_served_their_own_values(tmp_path):
+    source = capture(tmp_path, CONCURRENT_PROGRAM)
+    reads = ambient_events(source)
+    assert {(event["origin"]["site"]["line"], event["data"]["key"]) for event in reads} == {
+        (11, "datetime.now"), (11, "uuid.uuid4")}
+    assert len({(event["origin"]["thread"], event["origin"].get("task")) for event in reads}) == 8
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    for number in range(5):
+        done, report = replay(tmp_path, source, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["score"]["score"] == 1.0 and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
+
+
+EVERY_SOURCE = """
+import datetime, os, random, secrets, time, uuid, logging, tempfile, email.utils
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+logging.info("the stdlib's own clock reads are not recorded")
+tempfile.NamedTemporaryFile().close(), email.utils.make_msgid(domain="example.com"), email.utils.formatdate()
+
+class Ticket:
+    def __init__(self, ident):
+        self.ident = ident
+    def __repr__(self):
+        return f"Ticket({self.ident})"
+
+tickets = [Ticket(index) for index in range(8)]
+print("clock", time.time(), time.time_ns(), time.strftime("%Y-%m-%d %H:%M:%S"), time.ctime())
+print("datetime", datetime.datetime.now(), datetime.datetime.utcnow(), datetime.date.today(), datetime.datetime.today())
+print("uuid", uuid.uuid4(), uuid.uuid1())
+print("random", random.random(), random.choice(tickets), random.sample(tickets, 3), random.gauss(0, 1))
+random.shuffle(tickets)
+print("shuffle", tickets, random.choices(tickets, k=2), random.randbytes(4).hex(), random.getrandbits(100))
+mine = random.Random()
+print("instance", mine.random(), mine.choice(tickets))
+print("secrets", secrets.token_hex(8), secrets.token_urlsafe(8), secrets.choice(tickets), secrets.randbelow(10**6))
+print("system", random.SystemRandom().randint(0, 10**9), os.urandom(6).hex())
+random.seed(7)
+print("seeded", random.random(), random.choice(tickets))
+"""
+
+
+def test_every_source_replays_exactly_and_library_internal_reads_are_not_recorded(tmp_path):
+    source = capture(tmp_path, EVERY_SOURCE)
+    events = ambient_events(source)
+    assert {event["origin"]["site"]["file"] for event in events} == {"agent.py"}
+    assert {event["data"]["source"] for event in events} == {"clock", "uuid", "rng", "entropy"}
+    keys = [event["data"]["key"] for event in events]
+    assert "random.Random" in keys and "secrets.token_hex" in keys and "SystemRandom.randint" in keys
+    assert keys.count("random.random") == 1, "after random.seed(x) the module functions are not recorded"
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 9
+    for name in ("r1", "r2"):
+        done, report = replay(tmp_path, source, name=name)
+        assert done.returncode == 0 and report["liveValues"] == [], done.stderr
+        assert [line for line in program_output(done.stderr) if not line[:4].isdigit()] == captured
+
+
+def test_a_new_call_site_gets_a_live_value_and_a_note_and_unread_values_are_no_divergence(tmp_path):
+    source = capture(tmp_path, """
+        import os, uuid
+        for _ in range(int(os.environ.get("READS", "2"))):
+            uuid.uuid4()
+    """, env={"READS": "2"})
+    assert len(ambient_events(source)) == 2
+    done, report = replay(tmp_path, source, env={"READS": "1"}, name="fewer")
+    assert done.returncode == 0 and report["divergences"] == [] and report["liveValues"] == []
+    done, report = replay(tmp_path, source, env={"READS": "3"}, name="more")
+    assert done.returncode == 0 and report["divergences"] == []
+    assert [(note["key"], note["site"]["line"], note["count"]) for note in report["liveValues"]] == [("uuid.uuid4", 4, 1)]
+    text = run_wop("replay", str(source), "--out", str(tmp_path / "text"), env={"READS": "3"}, cwd=tmp_path)
+    assert "got a live value" in text.stdout and "agent.py:4" in text.stdout
+
+
+def test_boundary_requests_name_their_call_site_and_results_do_not(tmp_path):
+    source = capture(tmp_path, """
+        import openwop_cli as wop
+
+        @wop.tool
+        def lookup(order_id):
+            return {"id": order_id}
+
+        def handle():
+            lookup("A-1")
+            wop.state.write("ticket", {"id": "A-1"}, reducer="merge")
+            return wop.randint(1, 6, key="die")
+
+        handle()
+    """)
+    events = {event["type"]: event for event in CaptureReader(source)}
+    assert events["tool_call"]["origin"]["site"] == {"file": "agent.py", "line": 9, "function": "handle"}
+    assert events["state_mutation"]["origin"]["site"]["line"] == 10
+    assert events["nondeterministic"]["origin"]["site"]["line"] == 11
+    assert "site" not in events["tool_result"]["origin"]
+
+
+def test_show_folds_a_call_sites_ambient_values_into_one_row(tmp_path):
+    source = capture(tmp_path, """
+        import uuid
+        from datetime import datetime
+        for _ in range(5):
+            print(uuid.uuid4(), datetime.now())
+    """)
+    done = run_wop("show", str(source), "--no-pager")
+    rows = [line for line in done.stdout.splitlines() if "ambient" in line]
+    assert len(rows) == 1 and "agent.py:5 <module>" in rows[0]
+    assert "uuid uuid.uuid4 ×5" in rows[0] and "clock datetime.now ×5" in rows[0]
+    one = run_wop("show", str(source), "--seq", "3", "--json")
+    assert orjson.loads(one.stdout)["data"]["ambient"] is True
+
+
+GETPID_AGENT = """
+import os
+import openai
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
+    {"role": "system", "content": f"You are worker {os.getpid()}."}, {"role": "user", "content": "hi"}])
+print(reply.choices[0].message.content)
+"""
+
+
+def test_repeat_finds_a_pid_in_the_prompt_as_uncaptured_nondeterminism(tmp_path):
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        source = capture(tmp_path, GETPID_AGENT, env=env)
+    done = run_wop("replay", "--repeat", "3", str(source), "--json", "--out", str(tmp_path / "runs"), env=env,
+                   cwd=tmp_path)
+    assert done.returncode == 1
+    report = orjson.loads(done.stdout)
+    assert report["repeat"] == 3 and report["nondeterministic"] is True
+    found = report["uncapturedNondeterminism"]
+    assert [(item["eventType"], item["jsonPath"], item["kind"]) for item in found] == [
+        ("llm_request", "$.messages[0].content", "number")]
+    assert found[0]["site"] == {"file": "agent.py", "line": 5, "function": "<module>"}
+    assert len(set(found[0]["values"])) == 3
+    text = run_wop("replay", str(source), "--repeat", env=env, cwd=tmp_path)
+    assert text.returncode == 1
+    assert "uncaptured nondeterminism" in text.stdout and "$.messages[0].content" in text.stdout
+    assert text.stdout.count("replay ") >= 3
+
+
+def test_repeat_on_the_example_agent_finds_nothing(tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "support_agent.py"
+    out = tmp_path / "source"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(example), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = run_wop("replay", "--repeat", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all 3 replays are identical" in done.stdout
+
+
+def test_library_capture_patches_only_inside_the_block_and_an_in_process_replay_serves_the_values(tmp_path):
+    from openwop_cli.replay.inprocess import InProcessReplay
+
+    def read_values():
+        return uuid.uuid4(), datetime.datetime.now(datetime.timezone.utc), random.random()
+
+    originals = (time.time, uuid.uuid4, random.random, os.urandom, datetime.datetime.__dict__["now"])
+    with wop.capture(out=tmp_path / "lib"):
+        assert time.time is not originals[0]
+        recorded = read_values()
+    assert (time.time, uuid.uuid4, random.random, os.urandom, datetime.datetime.__dict__["now"]) == originals
+    keys = [event["data"]["key"] for event in ambient_events(tmp_path / "lib")]
+    assert keys == ["uuid.uuid4", "datetime.now", "random.random"]
+    with InProcessReplay(tmp_path / "lib", out=tmp_path / "replayed") as run:
+        again = read_values()
+    assert again == recorded
+    assert run.outcome.divergences == [] and run.outcome.live_values == []
+    assert time.time is originals[0]
+    with wop.capture(out=tmp_path / "off", ambient=False):
+        assert time.time is originals[0] and uuid.uuid4 is originals[1]
+
+
+def test_a_fork_serves_the_values_read_before_its_branch_point_and_reads_live_after(tmp_path):
+    source = capture(tmp_path, """
+        import uuid
+        print(uuid.uuid4())
+        print(uuid.uuid4())
+    """)
+    first, second = ambient_events(source)
+    done = run_wop("fork", str(source), "--from-seq", str(second["seq"]), "--json", "--out", str(tmp_path / "fork"),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = program_output(done.stderr)
+    assert printed[0] == first["data"]["value"] and printed[1] != second["data"]["value"]
+    assert orjson.loads(done.stdout)["liveValues"] == []
+    forked = ambient_events(tmp_path / "fork")
+    assert [event["data"]["value"] for event in forked] == printed
+    assert "live" not in forked[1]["data"]
