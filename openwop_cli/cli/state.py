@@ -72,10 +72,9 @@ def read_declarations(path: Path) -> dict:
 
 def workflow_declarations(reader: Any) -> dict:
     """The `channels` of the workflow the run pinned with `wop capture --workflow`, if any."""
-    pinned = (reader.manifest.get("program") or {}).get("workflow")
-    if not isinstance(pinned, dict) or not isinstance(pinned.get("blob"), dict):
-        return {}
-    workflow = reader.blobs.resolve(pinned["blob"])
+    from openwop_cli.runtime.program import pinned_workflow
+
+    workflow = pinned_workflow(reader.manifest, reader.blobs)
     channels = workflow.get("channels") if isinstance(workflow, dict) else None
     return channels if isinstance(channels, dict) else {}
 
