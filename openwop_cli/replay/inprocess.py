@@ -64,5 +64,6 @@ class InProcessReplay:
         capture = CaptureOutcome(manifest["captureId"], self.out, manifest, 0 if exc is None else 1)
         self.outcome = ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy,
                                      self.account.from_seq, self.extend, self.account.divergences,
-                                     self.account.score, changed_files(self.source.manifest, Path.cwd()))
+                                     self.account.score, changed_files(self.source.manifest, Path.cwd()),
+                                     self.account.notes)
         self.source.close()

@@ -17,7 +17,7 @@ from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVERGED, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
-from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
+from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
@@ -38,6 +38,7 @@ class ReplayOutcome:
     divergences: list[Divergence]
     score: dict[str, Any]
     changed_files: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def diverged(self) -> bool:
@@ -79,7 +80,7 @@ def run_replay(
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy)
         return ReplayOutcome(capture, source_dir, source.manifest, policy, start, branch, hooks.divergences,
-                             hooks.score, changed_files(source.manifest, Path.cwd()))
+                             hooks.score, changed_files(source.manifest, Path.cwd()), hooks.notes)
     finally:
         source.close()
 
@@ -106,6 +107,7 @@ class ReplayAccount:
         self.from_seq = from_seq
         self.branch = branch
         self.divergences: list[Divergence] = []
+        self.notes: list[dict[str, Any]] = []  # what a replay could not reproduce exactly (a rebuilt exception)
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
         self._last_seq_by_pid: dict[Any, int] = {}
@@ -130,6 +132,8 @@ class ReplayAccount:
                     data["replayEventId"] = f"{self._run_id}:{self._last_seq_by_pid[pid]}"
             elif source_seq is not None and event_type in _REQUEST_TYPES:
                 self._served.add(source_seq)
+            elif data.get("errorRebuilt") is False:
+                self.notes.append({"seq": source_seq, "eventType": event_type, "note": data.get("errorNote")})
             seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
             self._last_seq_by_pid[pid] = seq
             return seq
@@ -143,14 +147,14 @@ class ReplayAccount:
             late.extend(self._missing())
             recorded_exit = self.source.exit_code
             if not self.branch and None not in (recorded_exit, exit_code) and exit_code != recorded_exit:
-                late.append(Divergence(EVENT_PAYLOAD_MISMATCH, self.source.event_count - 1, "$.exitCode",
-                                       recorded_exit, exit_code,
+                end_seq = self.source.event_count - 1
+                late.append(Divergence(EVENT_PAYLOAD_MISMATCH, end_seq, "$.exitCode", recorded_exit, exit_code,
                                        f"the program exited with {exit_code}; the recorded run exited with {recorded_exit}",
-                                       "run_end"))
+                                       "run_end", self.source.event(end_seq),
+                                       observed_event("run_end", {"exitCode": exit_code})))
         for divergence in late:
             data = divergence.to_json()
-            data.update(divergencePoint=divergence.event_seq, replayEventId=None,
-                        originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
+            data.update(replayEventId=None, originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
             sink.append(REPLAY_DIVERGED, data)
             self.divergences.append(divergence)
         self.score = self._score(sink.manifest)
@@ -168,29 +172,33 @@ class ReplayAccount:
             seq = source.request_seqs[unit]
             if seq not in self._served and self._checked(seq):
                 event = source.event(seq)
-                found.append(Divergence(EVENT_MISSING, seq, None, event_summary(event['type'], event['data']), None,
+                found.append(Divergence(EVENT_MISSING, seq, None, None, None,
                                         f"the capture has a {event['type']} at seq {seq} that this run never made",
-                                        event["type"]))
+                                        event["type"], event))
         return found
 
     def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """The determinism score: recorded units checked, plus everything today's run did beyond them (an
+        unexpected call, a value the capture ran out of, a changed exit code); matched = checked units served
+        without a divergence. A replay that diverged never scores 1."""
         source = self.source
-        checked = [source.request_seqs[unit] for unit in range(source.unit_count())
-                   if self._checked(source.request_seqs[unit])]
-        diverged = {d.event_seq for d in self.divergences if d.event_seq is not None}
+        checked = {source.request_seqs[unit] for unit in range(source.unit_count())
+                   if self._checked(source.request_seqs[unit])}
+        diverged = {d.event_seq for d in self.divergences if d.code not in EXTRA_CODES and d.event_seq in checked}
+        beyond = sum(1 for d in self.divergences if d.code in EXTRA_CODES or d.event_seq not in checked)
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)
-        unexpected = sum(1 for d in self.divergences if d.event_seq is None)
-        compared = len(checked) + unexpected
-        seqs = [d.event_seq for d in self.divergences if d.event_seq is not None][:1]
+        compared = len(checked) + beyond
+        points = [d.divergence_point for d in self.divergences if d.divergence_point is not None]
         return {
             "sourceRunId": source.manifest.get("runId"),
             "replayRunId": manifest.get("runId"),
             "fromSeq": self.from_seq,
             "matchedEvents": matched,
             "comparedEvents": compared,
-            "firstDivergenceSeq": seqs[0] if seqs else None,
+            "firstDivergenceSeq": min(points) if points else None,
             "score": round(matched / compared, 6) if compared else 1.0,
         }
+
 
 class ReplayHooks(ReplayAccount, RunHooks):
     """The parent's part of `wop replay`/`wop fork`: the child's environment, its processes' questions, the proxy."""

@@ -1,4 +1,9 @@
-"""The replay/fork report: a header with the score, one panel per divergence, the files changed since capture."""
+"""The replay/fork report: a header with the score, one panel per divergence, what could not be reproduced
+exactly (notes), the files changed since capture.
+
+A panel shows the values at the divergence's JSON path side by side; when there is no path (a call
+the capture does not have, one today's run never made) it shows the calls themselves.
+"""
 
 from typing import Any
 
@@ -20,6 +25,9 @@ def render_replay(console: Console, outcome: Any) -> None:
     if len(outcome.divergences) > MAX_PANELS:
         console.print(Text(f"… and {len(outcome.divergences) - MAX_PANELS} more divergences (--json lists all)",
                            style="muted"))
+    for note in outcome.notes:
+        where = f"seq {note['seq']} " if note.get("seq") is not None else ""
+        console.print(Text.assemble(("note ", "warning"), (where, "seq"), note.get("note") or ""))
     if outcome.changed_files:
         console.print(Text("program files changed since the capture:", style="warning"))
         for changed in outcome.changed_files:
@@ -53,6 +61,7 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "score": outcome.score,
         "diverged": outcome.diverged,
         "divergences": [divergence.to_json() for divergence in outcome.divergences],
+        "notes": outcome.notes,
         "changedFiles": outcome.changed_files,
     }
 
@@ -75,15 +84,18 @@ def _header(outcome: Any) -> Text:
 
 
 def _panel(divergence: Any) -> Panel:
+    where = (("seq ", str(divergence.event_seq)) if divergence.event_seq is not None
+             else ("before seq ", str(divergence.point)) if divergence.point is not None else ("seq ", "-"))
     title = Text.assemble(
-        ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
+        (where[0], "muted"), (where[1], "seq"),
         "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
     )
     parts: list[Any] = [Text(divergence.detail)]
     if divergence.json_path:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
-    if divergence.expected is not None or divergence.observed is not None:
-        parts.append(side_by_side(divergence.expected, divergence.observed))
+    expected, observed = divergence.sides()
+    if expected is not None or observed is not None:
+        parts.append(side_by_side(expected, observed))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 

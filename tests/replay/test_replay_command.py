@@ -116,8 +116,10 @@ def test_scenario_3_strict_stops_at_changed_tool_args_with_the_json_path(tmp_pat
     divergence = report["divergences"][0]
     assert divergence["code"] == "event_payload_mismatch"
     assert divergence["jsonPath"] == "$.args.order_id"
-    assert (divergence["expected"], divergence["observed"]) == ("A-1", "B-2")
+    assert (divergence["expectedValue"], divergence["observedValue"]) == ("A-1", "B-2")
     assert divergence["eventSeq"] == 3
+    assert divergence["expected"]["seq"] == 3 and divergence["expected"]["type"] == "tool_call"
+    assert divergence["observed"]["type"] == "tool_call" and divergence["observed"]["data"]["args"] == {"order_id": "B-2"}
     assert "ReplayDivergenceError" in done.stderr
 
 
@@ -150,7 +152,7 @@ def test_the_example_replays_strictly_with_score_one_and_a_prompt_change_is_loca
     lenient, report = replay(tmp_path, source, "--lenient", "--allow-tool", "loyalty_tier", "--",
                              sys.executable, str(changed), name="changed")
     assert lenient.returncode == 1
-    codes = [(d["code"], d["eventSeq"]) for d in report["divergences"]]
+    codes = [(d["code"], d.get("eventSeq")) for d in report["divergences"]]
     assert ("event_unexpected", None) in codes and ("event_payload_mismatch", 6) in codes
     human = run_wop("replay", str(source), "--out", str(tmp_path / "human"), "--", sys.executable, str(example),
                     "--warm", cwd=tmp_path)
@@ -302,7 +304,7 @@ def test_fork_with_a_live_refusal_reports_a_refusal_divergence(tmp_path):
     report = orjson.loads(done.stdout)
     assert done.returncode == 1
     refusal = [d for d in report["divergences"] if d["code"] == "replay_diverged_at_refusal"]
-    assert refusal and (refusal[0]["expected"], refusal[0]["observed"]) == ("valid", "refusal")
+    assert refusal and (refusal[0]["expectedValue"], refusal[0]["observedValue"]) == ("valid", "refusal")
 
 
 @pytest.mark.parametrize("args, message", [
