@@ -66,6 +66,7 @@ class Replayer:
         self._fold: Any = None
         self._workflow_channels: dict[str, Any] | None = None
         engine.on_divergence = self._pending.append
+        engine.caller_origin = session.origin
 
     # ---- tools ------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from openwop_cli.replay.divergence import (
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.state.reducers import unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",
@@ -80,6 +81,10 @@ class ReplayEngine:
         self._origin_head: dict[int, int] = {}
         self._unit_position = [0] * count
         self._unserved_start = 0
+        self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
+        self._origins_by_name: dict[tuple, list[int]] = {}
+        for (_, thread, task), number in source.origin_ids.items():
+            self._origins_by_name.setdefault((thread, task), []).append(number)
         for unit in range(count):
             self._by_key.setdefault(source.keys[unit], []).append(unit)
             self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
@@ -149,7 +154,7 @@ class ReplayEngine:
             self._diverge(Divergence(NONDETERMINISTIC_UNDERFLOW, None, "$.key", None, data.get("key"), detail,
                                      event_type, observed=observed, point=self._next_unserved_seq()))
             return Match(None, live=True, **override)
-        expected = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, _name_of(kind, data)))
+        expected = self._closest(kind, _name_of(kind, data))
         if expected is not None and self._checked(expected):
             seq = self.source.request_seqs[expected]
             recorded = self.source.event(seq)
@@ -269,6 +274,19 @@ class ReplayEngine:
         starts[key] = start
         return units[start] if start < len(units) else None
 
+    def _closest(self, kind: int, name: str | None) -> int | None:
+        """The recorded unit a call with no exact match was meant to be: the next call of the caller's own thread/task
+        when it is to the same tool or channel; else the first unserved one of that tool or channel."""
+        first = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, name))
+        if first is None or kind == KIND_LLM or self.caller_origin is None:
+            return first
+        today = self.caller_origin()
+        for origin in self._origins_by_name.get((today.get("thread"), today.get("task")), ()):
+            head = self._origin_head_unit(origin)
+            if not self._consumed[head] and self.source.kinds[head] == kind and self.source.names[head] == name:
+                return head
+        return first
+
     def _next_unserved_seq(self) -> int:
         """The recorded seq today's run has not reached yet: the first checked unit not served, else the run's end."""
         start, count = self._unserved_start, len(self._consumed)
@@ -326,5 +344,6 @@ def _comparable(kind: int, data: dict[str, Any]) -> Any:
     if kind == KIND_TOOL:
         return {"name": data.get("name"), "args": data.get("args")}
     if kind == KIND_STATE:
-        return {key: data.get(key) for key in ("kind", "channel", "key", "value", "reducer")}
+        compared = {key: data.get(key) for key in ("kind", "channel", "key", "reducer")}
+        return {**compared, "value": unwrapped(data.get("value"))}
     return data.get("value")

@@ -14,6 +14,7 @@ from typing import Any, Callable
 CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
 MAX_TTL_MS = 365 * 24 * 60 * 60 * 1000
 BREAKING_HINT = "create a new channel name and copy via a one-shot node"
+SENSITIVE_WORDS = ("secret", "password", "private")
 
 SchemaCheck = Callable[[dict[str, Any], Any], "str | None"]
 
@@ -81,6 +82,13 @@ def declaration_refusal(name: str, declaration: Any) -> Refusal | None:
         return Refusal("validation_error", f"channel {name!r}: ttlMs must be an integer from 1 to {MAX_TTL_MS} "
                                            f"(one year), or 0 for none; got {ttl!r}")
     return None
+
+
+def looks_sensitive(name: str, declaration: dict[str, Any]) -> bool:
+    """The spec's tooling hint: a channel named like secret/password/private with no access restriction (a warning
+    only: an engine never enforces on naming alone)."""
+    lowered = name.lower()
+    return any(word in lowered for word in SENSITIVE_WORDS) and declaration.get("access") in (None, "public")
 
 
 def writer_allowed(access: Any, node_id: Any, type_id: Any) -> bool:

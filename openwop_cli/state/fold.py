@@ -7,7 +7,8 @@ events) or a declarations file. What a compliant engine would refuse (state.chec
 channel_access_denied, channel_cross_engine_write_forbidden, channel_schema_breaking_change,
 validation_error (reducer input, JSON Schema, a variable written under a declared channel's name,
 a declaration with ttlMs out of range); unknown reducers fold as replace with one warning per
-channel. Writes to TTL channels may carry the spec's entry shape `{value, _ts}` (what wop records)
+channel, and a sensitive-looking channel name without `access` is a warning (never enforced).
+Writes to TTL channels may carry the spec's entry shape `{value, _ts}` (what wop records)
 or the bare value (entries are then stamped with the event's ts). The fold streams: it holds the
 state, never the events.
 """
@@ -16,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.state.checks import Refusal, declaration_refusal, variable_refusal, write_refusal, writer_allowed
+from openwop_cli.state.checks import (
+    Refusal,
+    declaration_refusal,
+    looks_sensitive,
+    variable_refusal,
+    write_refusal,
+    writer_allowed,
+)
 from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, is_entry, legacy_reducer
 
 __all__ = ["CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "Finding", "StateFold", "fold_events", "writer_allowed"]
@@ -58,8 +66,11 @@ class StateFold:
             refusal = declaration_refusal(str(name), declaration)
             if refusal is not None:
                 self._find(refusal.code, str(name), f"{refusal.message} (declaration not used)")
-            else:
-                self.declarations[str(name)] = declaration
+                continue
+            self.declarations[str(name)] = declaration
+            if looks_sensitive(str(name), declaration):
+                self._find("sensitive_channel_unrestricted", str(name),
+                           f"channel {name!r} looks sensitive but declares no access restriction")
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (anything but run_start and state_mutation is skipped)."""
