@@ -457,7 +457,7 @@ class _State:
             for key, extra in (("nodeId", node_id), ("typeId", type_id), ("schemaVersion", schema_version)):
                 if extra is not None:
                     data[key] = extra
-            refusal = write_refusal(channel, data, declaration, effective, self._schema_problem)
+            refusal = write_refusal(channel, value, data, declaration, effective, self._schema_problem)
             if refusal is not None:
                 raise ChannelError(refusal.code, refusal.message)
             validate(effective, value)

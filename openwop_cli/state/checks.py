@@ -15,6 +15,7 @@ CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
 MAX_TTL_MS = 365 * 24 * 60 * 60 * 1000
 BREAKING_HINT = "create a new channel name and copy via a one-shot node"
 SENSITIVE_WORDS = ("secret", "password", "private")
+CHECKED_DECLARATION_KEYS = frozenset({"access", "schema", "schemaVersion", "compatibleWith"})
 
 SchemaCheck = Callable[[dict[str, Any], Any], "str | None"]
 
@@ -27,16 +28,18 @@ class Refusal:
     message: str
 
 
-def write_refusal(name: str, data: dict[str, Any], declaration: dict[str, Any], reducer: str,
+def write_refusal(name: str, value: Any, data: dict[str, Any], declaration: dict[str, Any], reducer: str,
                   schema_problem: SchemaCheck) -> Refusal | None:
-    """The refusal of a channel write (data in the channel.written shape, value unwrapped), or None."""
+    """The refusal of a channel write of value (data: the write in the channel.written shape), or None."""
+    if CHECKED_DECLARATION_KEYS.isdisjoint(declaration) and "sourceEngineId" not in data and "schemaVersion" not in data:
+        return None
     if not writer_allowed(declaration.get("access"), data.get("nodeId"), data.get("typeId")):
         return Refusal("channel_access_denied", f"node {data.get('nodeId')!r} may not write to channel {name!r}")
     if data.get("sourceEngineId") and reducer in CROSS_ENGINE_FORBIDDEN:
         return Refusal("channel_cross_engine_write_forbidden",
                        f"channel {name!r} uses reducer {reducer!r}, which forbids writes from engine "
                        f"{data['sourceEngineId']!r}")
-    return schema_refusal(name, data.get("value"), data.get("schemaVersion"), declaration, schema_problem)
+    return schema_refusal(name, value, data.get("schemaVersion"), declaration, schema_problem)
 
 
 def schema_refusal(name: str, value: Any, written: Any, declaration: dict[str, Any],

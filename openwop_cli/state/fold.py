@@ -121,7 +121,7 @@ class StateFold:
                 self._find("ttl_timestamp_mismatch", name, f"the entry written to {name!r} says _ts {value['_ts']}, "
                                                            f"its event {ts}; the entry's _ts is used")
             value, ts = value["value"], value["_ts"]
-        refusal = write_refusal(name, {**data, "value": value}, declaration, reducer, self._schema_problem)
+        refusal = write_refusal(name, value, data, declaration, reducer, self._schema_problem)
         if refusal is not None:
             self._refuse(name, refusal)
             return
