@@ -43,7 +43,7 @@ class Served:
         self.result = result
         self.error = error
         self.finish = finish
-        self.notes: dict[str, Any] = {}
+        self.notes: dict[str, Any] | None = None
 
     def value(self) -> Any:
         """The recorded result, or the recorded exception raised."""
@@ -79,7 +79,8 @@ class Replayer:
                 return Served(finish=lambda result=None, error=None: self._record_tool_result(call_id, result, error))
             recorded = self._recorded_result(match, "tool_result")
             served = self._served_result(recorded, "result", "resultType")
-            self.session.record("tool_result", {**recorded, **served.notes, "callId": call_id}, match.result_seq)
+            self.session.record("tool_result", {**recorded, **(served.notes or {}), "callId": call_id},
+                                match.result_seq)
         return served
 
     def _runs_unexpected(self, match: Match) -> bool:
@@ -114,7 +115,7 @@ class Replayer:
                               self._record_live_llm(data, response, error, awaited))
             recorded = self._recorded_result(match, "llm_response")
             served = self._served_result(recorded, "response", "responseType")
-            self.session.record("llm_response", {**recorded, **served.notes, "callId": context["callId"]},
+            self.session.record("llm_response", {**recorded, **(served.notes or {}), "callId": context["callId"]},
                                 match.result_seq)
         if recorded.get("awaited") and served.error is None:
             served.result = _awaitable(served.result)
@@ -244,11 +245,7 @@ class Replayer:
     def _recorded_declaration(self, seq: int, name: str) -> dict[str, Any]:
         """How the recorded run had declared a channel when it wrote it at seq (its pinned workflow, then
         wop.state.declare)."""
-        if self._workflow_channels is None:
-            workflow = self.workflow()
-            channels = workflow.get("channels") if isinstance(workflow, dict) else None
-            self._workflow_channels = channels if isinstance(channels, dict) else {}
-        found = self._workflow_channels.get(name)
+        found = self._pinned_channels().get(name)
         for declared_at, channel, declaration in self.source.declarations:
             if declared_at > seq:
                 break
@@ -261,11 +258,18 @@ class Replayer:
         from openwop_cli.state.fold import StateFold
 
         if self._fold is None or self._fold.seq > seq:
-            self._recorded_declaration(seq, "")
-            self._fold = StateFold(self._workflow_channels)
+            self._fold = StateFold(self._pinned_channels())
         while self._fold.seq < seq:
             self._fold.apply(self.source.event(self._fold.seq + 1))
         return self._fold
+
+    def _pinned_channels(self) -> dict[str, Any]:
+        """The channel declarations of the workflow the recorded run pinned (read once)."""
+        if self._workflow_channels is None:
+            workflow = self.workflow()
+            channels = workflow.get("channels") if isinstance(workflow, dict) else None
+            self._workflow_channels = channels if isinstance(channels, dict) else {}
+        return self._workflow_channels
 
     def workflow(self) -> Any:
         """The workflow document the recorded run pinned (its stored copy: the file may have changed since)."""
@@ -314,8 +318,6 @@ class Replayer:
 
 def _entry_ts(event: dict[str, Any]) -> int:
     """When a recorded write happened: its TTL entry's `_ts`, else its event's ts."""
-    from openwop_cli.state.reducers import is_entry
-
     value = event["data"].get("value")
     return value["_ts"] if is_entry(value) else event.get("ts", 0)
 
