@@ -92,3 +92,10 @@ def run_log(path: Path, records: list[dict]) -> Path:
     """An OpenWOP run event log (JSON Lines of RunEventDoc records)."""
     path.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in records))
     return path
+
+
+def assert_not_on_disk(secret: str, directory: Path) -> None:
+    """No file under directory holds secret."""
+    for path in directory.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

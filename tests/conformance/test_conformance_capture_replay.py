@@ -11,7 +11,7 @@ import sys
 import orjson
 
 from openwop_cli.replay.source import ReplaySource
-from tests.conformance.runs import AGENT, capture, events, manifest, program, replay
+from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, program, replay
 from tests.conformance.spec import requirement
 from tests.conftest import ROOT, run_wop, write_capture
 from tests.fake_provider import FakeProvider
@@ -269,9 +269,7 @@ def test_capture_replay_redaction_default_profile(tmp_path):
     source = capture(tmp_path, script, env={"OPENAI_API_KEY": secret})
     config = next(e["data"]["args"]["config"] for e in events(source) if e["type"] == "tool_call")
     assert set(config.values()) == {"***REDACTED***"}
-    for path in source.rglob("*"):
-        if path.is_file():
-            assert secret.encode() not in path.read_bytes(), path
+    assert_not_on_disk(secret, source)
 
 
 @requirement(SPEC, "Redaction and data retention policy",

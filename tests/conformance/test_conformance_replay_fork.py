@@ -9,7 +9,7 @@ import pytest
 import rfc8785
 
 from openwop_cli.state.fold import fold_events
-from tests.conformance.runs import AGENT, capture, events, manifest, replay
+from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, replay
 from tests.conformance.spec import requirement
 from tests.conftest import ROOT, run_wop
 from tests.fake_provider import FakeProvider
@@ -282,9 +282,7 @@ def test_replay_fork_privacy_and_replay(tmp_path):
     source = capture(tmp_path, script, env={"ANTHROPIC_API_KEY": secret})
     done, report = replay(tmp_path, source, env={"ANTHROPIC_API_KEY": secret})
     assert done.returncode == 0, report and report["divergences"]
-    for path in (tmp_path / "replay").rglob("*"):
-        if path.is_file():
-            assert secret.encode() not in path.read_bytes(), path
+    assert_not_on_disk(secret, tmp_path / "replay")
 
 
 @requirement(SPEC, "Determinism scoring",
