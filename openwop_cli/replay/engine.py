@@ -30,7 +30,7 @@ from openwop_cli.replay.divergence import (
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.replaying import ReplayDivergenceError
-from openwop_cli.state.reducers import unwrapped
+from openwop_cli.state.reducers import legacy_reducer, unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",
@@ -338,12 +338,14 @@ def _unexpected_detail(kind: int, data: dict[str, Any], lenient: bool) -> str:
 
 
 def _comparable(kind: int, data: dict[str, Any]) -> Any:
-    """The part of a request that is compared: what the content key covers."""
+    """The part of a request that is compared: what the content key covers (a state write as the channel.written
+    shape, so writes recorded before variables carried their channel and reducer compare the same)."""
     if kind == KIND_LLM:
         return data.get("request")
     if kind == KIND_TOOL:
         return {"name": data.get("name"), "args": data.get("args")}
     if kind == KIND_STATE:
-        compared = {key: data.get(key) for key in ("kind", "channel", "key", "reducer")}
-        return {**compared, "value": unwrapped(data.get("value"))}
+        name = data.get("channel", data.get("key"))
+        reducer = data.get("reducer") or (legacy_reducer(str(name)) if data.get("kind") == "variable" else None)
+        return {"kind": data.get("kind"), "channel": name, "reducer": reducer, "value": unwrapped(data.get("value"))}
     return data.get("value")
