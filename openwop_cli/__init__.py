@@ -2,7 +2,8 @@
 
 The SDK is used as `import openwop_cli as wop`: `wop.tool`, `wop.llm_call`, `wop.now`, `wop.time`,
 `wop.random`, `wop.randint`, `wop.uuid4`, `wop.nondeterministic`, `wop.version`, `wop.state`,
-`wop.capture`. It loads on first use, so `import openwop_cli` (and the CLI) stay cheap.
+`wop.workflow`, `wop.capture`, and the errors a program may catch: `wop.ReplayDivergenceError`,
+`wop.ChannelError`. It loads on first use, so `import openwop_cli` (and the CLI) stay cheap.
 """
 
 from typing import Any
@@ -10,10 +11,11 @@ from typing import Any
 from openwop_cli._version import __version__
 
 SDK_NAMES = frozenset(
-    {"tool", "llm_call", "now", "time", "random", "randint", "uuid4", "nondeterministic", "version", "state", "capture"}
+    {"tool", "llm_call", "now", "time", "random", "randint", "uuid4", "nondeterministic", "version", "state", "capture",
+     "workflow", "ChannelError"}
 )
 
-__all__ = ["__version__", *sorted(SDK_NAMES)]
+__all__ = ["__version__", "ReplayDivergenceError", *sorted(SDK_NAMES)]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,6 +23,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("openwop_cli.state")
+    if name == "ReplayDivergenceError":
+        from openwop_cli.runtime.replaying import ReplayDivergenceError
+
+        return ReplayDivergenceError
     if name in SDK_NAMES:
         from openwop_cli.runtime import sdk
 

@@ -2,26 +2,35 @@
 
 A pure function of two event streams. Events are aligned by seq (the RFC's rule; or, with
 align="content", by content so one inserted event is one `added`) and compared on (type, payload
-minus the excluded fields): ids that are run- or call-scoped, wall-clock times, transport metadata
-(origin, sourceSeq, headers, traceparent). Comparison is dict equality on parsed events, so equal
-events cost no serialization; only events that differ get their JSON paths (deepdiff). Both runs
-are folded on the way for the state diff. Nothing holds more than the current events, the diffs
-found (up to max_diffs) and the two states.
+minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-endpoints.md
+§:diff): eventId, runId, causationId, correlationId, the wall-clock ts and transport metadata
+(traceparent/tracestate, delivery headers). wop's own recorder bookkeeping — callId, captureId,
+writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
+for two wop captures, where they differ between any two runs by nature).
+
+Comparison is dict equality on parsed events, so equal events cost no serialization; only events
+that differ get their JSON paths (deepdiff). Both runs are folded on the way for the state diff,
+and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
+run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
+holds more than the current events, the diffs found (up to max_diffs) and the two states.
 """
 
 from collections import deque
 from typing import Any, Iterable, Iterator
 
-from openwop_cli.format.events import RUN_START, STATE_MUTATION
-from openwop_cli.state.fold import CHANNEL_WRITTEN, StateFold
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.state.fold import CHANNEL_WRITTEN, TERMINAL_RUN_EVENTS, StateFold
 
-EXCLUDED_DATA_KEYS = frozenset({
-    "eventId", "runId", "captureId", "causationId", "correlationId", "callId", "traceparent", "tracestate",
-    "headers", "writtenAt", "durationMs", "ts",
+RFC_EXCLUDED_KEYS = frozenset({
+    "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
 })
+RUN_METADATA_KEYS = frozenset({"callId", "captureId", "writtenAt", "durationMs"})
 ALIGN_SEQ, ALIGN_CONTENT = "seq", "content"
-FOLDED_TYPES = frozenset({RUN_START, STATE_MUTATION, CHANNEL_WRITTEN})
+FOLDED_TYPES = frozenset({RUN_START, RUN_END, STATE_MUTATION, CHANNEL_WRITTEN, *TERMINAL_RUN_EVENTS})
 CONTENT_WINDOW = 200
+RFC_FIELDS = ("a", "b", "divergedAtSeq", "eventDiffs", "stateDiff", "truncated")
+RFC_ITEM_FIELDS = ("seq", "op", "aEvent", "bEvent")
+IN_FLIGHT = "incomplete"
 
 
 def diff_runs(
@@ -35,18 +44,22 @@ def diff_runs(
     ignore: Iterable[str] = (),
     max_diffs: int | None = None,
     align: str = ALIGN_SEQ,
+    ignore_run_metadata: bool = False,
 ) -> dict[str, Any]:
-    """The RFC 0054 object for two runs.
+    """The RFC 0054 object for two runs, with wop's detail beside it (`rfc_result` keeps the RFC's fields only).
 
-    Additions to the RFC shape: changed items carry `paths` (their differing JSON paths), and the
-    object says which `align` was used and the `counts` of added/removed/changed events.
+    status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
+    Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
+    added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
+    `excluded`, the payload fields not compared.
     """
     ignored = [parse_path(path) for path in ignore]
+    excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
     fold_a, fold_b = StateFold(), StateFold()
     if align == ALIGN_CONTENT:
-        pairs = _by_content(_folded(events_a, fold_a, ignored), _folded(events_b, fold_b, ignored))
+        pairs = _by_content(_folded(events_a, fold_a, ignored, excluded), _folded(events_b, fold_b, ignored, excluded))
     else:
-        pairs = _by_seq(events_a, events_b, fold_a, fold_b, ignored)
+        pairs = _by_seq(events_a, events_b, fold_a, fold_b, ignored, excluded)
     diffs: list[dict[str, Any]] = []
     diverged_at = None
     counts = {"added": 0, "removed": 0, "changed": 0}
@@ -55,18 +68,26 @@ def diff_runs(
         if diverged_at is None:
             diverged_at = seq
         if max_diffs is None or len(diffs) < max_diffs:
-            diffs.append(_item(seq, op, event_a, event_b, ignored))
-    truncated = max_diffs is not None and sum(counts.values()) > len(diffs)
+            diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
+    final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
         "a": a,
         "b": b,
         "divergedAtSeq": diverged_at,
         "eventDiffs": diffs,
-        "stateDiff": state_diff(fold_a.snapshot(), fold_b.snapshot(), status_a, status_b),
-        "truncated": truncated,
+        "stateDiff": state_diff(fold_a.snapshot(), fold_b.snapshot(), final_a, final_b),
+        "truncated": final_a in (None, IN_FLIGHT) or final_b in (None, IN_FLIGHT),
         "align": align,
         "counts": counts,
+        "omittedEventDiffs": sum(counts.values()) - len(diffs),
+        "excluded": sorted(excluded),
     }
+
+
+def rfc_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A diff_runs result in the RFC 0054 schema exactly (additionalProperties: false): no wop detail."""
+    items = [{key: item[key] for key in RFC_ITEM_FIELDS if key in item} for item in result["eventDiffs"]]
+    return {**{key: result[key] for key in RFC_FIELDS}, "eventDiffs": items}
 
 
 def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str | None,
@@ -102,11 +123,12 @@ def changed_paths(left: Any, right: Any) -> list[str]:
 # ---- comparison ---------------------------------------------------------------------------------
 
 
-def comparable(event: dict[str, Any], ignored: list[list[Any]]) -> dict[str, Any]:
+def comparable(event: dict[str, Any], ignored: list[list[Any]],
+               excluded: frozenset[str] = RFC_EXCLUDED_KEYS) -> dict[str, Any]:
     """What is compared of an event: its type and its data minus excluded and ignored fields."""
     data = event.get("data")
     if isinstance(data, dict):
-        data = {key: value for key, value in data.items() if key not in EXCLUDED_DATA_KEYS}
+        data = {key: value for key, value in data.items() if key not in excluded}
         for path in ignored:
             data = _without(data, path)
     return {"type": event.get("type"), "data": data}
@@ -158,14 +180,15 @@ def _without(value: Any, path: list[Any]) -> Any:
     return value
 
 
-def _folded(events: Iterable[dict[str, Any]], fold: StateFold, ignored: list[list[Any]]) -> Iterator[tuple]:
+def _folded(events: Iterable[dict[str, Any]], fold: StateFold, ignored: list[list[Any]],
+            excluded: frozenset[str]) -> Iterator[tuple]:
     for event in events:
         fold.apply(event)
-        yield event, comparable(event, ignored)
+        yield event, comparable(event, ignored, excluded)
 
 
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], fold_a: StateFold,
-            fold_b: StateFold, ignored: list[list[Any]]) -> Iterator[tuple]:
+            fold_b: StateFold, ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison."""
     iter_a, iter_b = iter(events_a), iter(events_b)
     apply_a, apply_b = fold_a.apply, fold_b.apply
@@ -183,7 +206,7 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield right["seq"], "added", None, right
         elif left["type"] == right["type"] and left["data"] == right["data"]:
             continue
-        elif comparable(left, ignored) != comparable(right, ignored):
+        elif comparable(left, ignored, excluded) != comparable(right, ignored, excluded):
             yield left["seq"], "changed", left, right
 
 
@@ -242,13 +265,14 @@ def _position(buffer: deque, wanted: dict[str, Any]) -> int | None:
 
 
 def _item(seq: int, op: str, event_a: dict[str, Any] | None, event_b: dict[str, Any] | None,
-          ignored: list[list[Any]]) -> dict[str, Any]:
+          ignored: list[list[Any]], excluded: frozenset[str]) -> dict[str, Any]:
     item: dict[str, Any] = {"seq": seq, "op": op}
     if event_a is not None:
         item["aEvent"] = event_a
     if event_b is not None:
         item["bEvent"] = event_b
     if op == "changed":
-        item["paths"] = changed_paths(comparable(event_a, ignored)["data"], comparable(event_b, ignored)["data"]) \
+        item["paths"] = changed_paths(comparable(event_a, ignored, excluded)["data"],
+                                      comparable(event_b, ignored, excluded)["data"]) \
             if event_a.get("type") == event_b.get("type") else ["$.type"]
     return item

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from openwop_cli.format.redact import Redactor
@@ -12,6 +13,7 @@ from openwop_cli.format.sink import CaptureSink
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+RUN_DIFF_SCHEMA = Path(__file__).resolve().parent / "conformance" / "run-diff-response.schema.json"
 
 
 def write_capture(path: Path, events: list[tuple[str, dict]], *, redactor: Redactor | None = None,
@@ -88,10 +90,22 @@ def wop_home(isolated_home) -> Path:
 def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the real `wop` command line in a subprocess (python -m openwop_cli), no colour.
 
-    env adds to (a value of None: removes from) this process's environment."""
+    env adds to (a value of None: removes from) this process's environment. Every `wop diff --json` (without
+    --detail) it runs is checked against the RFC 0054 JSON Schema."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env = {name: value for name, value in full_env.items() if value is not None}
-    return subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "openwop_cli", *args],
         capture_output=True, text=True, input=input, env=full_env, cwd=cwd or ROOT, timeout=120,
     )
+    if args and args[0] == "diff" and "--json" in args and "--detail" not in args and done.returncode in (0, 1):
+        assert_run_diff_schema(orjson.loads(done.stdout))
+    return done
+
+
+def assert_run_diff_schema(result: dict) -> dict:
+    """result validated against run-diff-response.schema.json as RFC 0054 §B publishes it (additionalProperties: false)."""
+    import jsonschema
+
+    jsonschema.Draft202012Validator(orjson.loads(RUN_DIFF_SCHEMA.read_bytes())).validate(result)
+    return result

@@ -33,6 +33,7 @@ def capture(tmp_path, name, env=None):
 
 
 def diff_json(a, b, *options):
+    """`wop diff --json` (run_wop checks the RFC 0054 schema) and, with --detail, wop's extra fields."""
     done = run_wop("diff", str(a), str(b), "--json", *options)
     return done, orjson.loads(done.stdout) if done.stdout.startswith("{") else None
 
@@ -55,7 +56,7 @@ def test_a_fork_diverging_at_n_reports_n_as_the_first_diff(tmp_path):
     forked = run_wop("fork", str(source), "--from-seq", str(pick_seq), "--set", "pick=-1",
                      "--out", str(tmp_path / "fork"), cwd=tmp_path)
     assert forked.returncode == 0, forked.stderr
-    done, result = diff_json(source, tmp_path / "fork")
+    done, result = diff_json(source, tmp_path / "fork", "--detail")
     assert done.returncode == 1
     assert result["divergedAtSeq"] == pick_seq == result["eventDiffs"][0]["seq"]
     assert result["eventDiffs"][0]["op"] == "changed" and result["eventDiffs"][0]["paths"] == ["$.value", "$.valueHash"]
@@ -64,7 +65,7 @@ def test_a_fork_diverging_at_n_reports_n_as_the_first_diff(tmp_path):
 def test_the_state_diff_has_status_variables_and_channels(tmp_path):
     a = capture(tmp_path, "a")
     b = capture(tmp_path, "b", env={"STATUS": "lost"})
-    done, result = diff_json(a, b)
+    done, result = diff_json(a, b, "--detail")
     assert done.returncode == 1
     state = result["stateDiff"]
     assert state["status"] == {"a": "ok", "b": "ok", "changed": False}
@@ -97,19 +98,25 @@ def events(*datas, kind="tool_result"):
              "origin": {"pid": index}} for index, data in enumerate(datas)]
 
 
-def test_excluded_fields_never_cause_a_diff():
-    a = events({"callId": "t1", "ok": True, "result": 1, "headers": {"date": "x"}, "writtenAt": "t", "durationMs": 5})
-    b = events({"callId": "p9.t7", "ok": True, "result": 1, "headers": {"date": "y"}, "writtenAt": "u", "durationMs": 9})
+def test_the_rfc_exclusions_never_cause_a_diff_and_run_metadata_only_when_asked():
+    a = events({"eventId": "e1", "runId": "r1", "causationId": "c1", "correlationId": "k1", "traceparent": "00-a",
+                "ok": True, "result": 1, "headers": {"date": "x"}, "callId": "t1", "writtenAt": "t", "durationMs": 5})
+    b = events({"eventId": "e9", "runId": "r9", "causationId": "c9", "correlationId": "k9", "traceparent": "00-b",
+                "ok": True, "result": 1, "headers": {"date": "y"}, "callId": "p9.t7", "writtenAt": "u", "durationMs": 9})
     b[0].update(ts=99, captureId="other", runId="other", origin={"pid": 77}, sourceSeq=3)
-    assert diff_runs(a, b, a="a", b="b")["divergedAtSeq"] is None
+    assert diff_runs(a, b, a="a", b="b", ignore_run_metadata=True)["divergedAtSeq"] is None
+    compared = diff_runs(a, b, a="a", b="b")
+    assert compared["divergedAtSeq"] == 0 and compared["eventDiffs"][0]["paths"] == ["$.callId", "$.durationMs",
+                                                                                        "$.writtenAt"]
 
 
 def test_ignore_paths_and_max_diffs():
     a = events({"response": {"id": "r1", "text": "same"}}, {"n": 1}, {"n": 2}, {"n": 3})
     b = events({"response": {"id": "r2", "text": "same"}}, {"n": 9}, {"n": 8}, {"n": 7})
-    result = diff_runs(a, b, a="a", b="b", ignore=["$.response.id"], max_diffs=2)
+    result = diff_runs(a, b, a="a", b="b", ignore=["$.response.id"], max_diffs=2, status_a="ok", status_b="ok")
     assert result["divergedAtSeq"] == 1 and [d["seq"] for d in result["eventDiffs"]] == [1, 2]
-    assert result["truncated"] is True and result["counts"]["changed"] == 3
+    assert result["truncated"] is False, "truncated means an in-flight run, not a shortened list"
+    assert result["counts"]["changed"] == 3 and result["omittedEventDiffs"] == 1
 
 
 def test_content_alignment_reports_one_inserted_event_as_one_added():
@@ -129,7 +136,7 @@ def test_openwop_run_event_logs_are_read_by_diff_and_show(tmp_path):
     other = {**record, "eventId": "e9", "runId": "run_2",
              "payload": {**record["payload"], "value": {"userId": "u1", "action": "reject"}}}
     (tmp_path / "b.json").write_bytes(orjson.dumps([other]))
-    done, result = diff_json(tmp_path / "a.jsonl", tmp_path / "b.json")
+    done, result = diff_json(tmp_path / "a.jsonl", tmp_path / "b.json", "--detail")
     assert done.returncode == 1 and result["a"] == "run_1" and result["b"] == "run_2"
     assert result["eventDiffs"][0]["paths"] == ["$.value.action"]
     assert result["stateDiff"]["channels"]["changed"]["votes"]["b"] == [{"userId": "u1", "action": "reject"}]

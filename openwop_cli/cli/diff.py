@@ -19,37 +19,51 @@ def command(
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", metavar="JSONPATH",
                                                help="Leave this field of every event's data out of the comparison, e.g. $.response.id "
                                                     "(repeatable; * matches any key; [tool.wop] ignore adds more)."),
-    max_diffs: Optional[int] = typer.Option(None, "--max-diffs", min=1, metavar="N", help="List at most N event diffs (sets truncated)."),
+    max_diffs: Optional[int] = typer.Option(None, "--max-diffs", min=1, metavar="N",
+                                            help="List at most N event diffs (--detail counts the rest in omittedEventDiffs)."),
     align: AlignBy = typer.Option(AlignBy.seq, "--align", metavar="seq|content", help="seq (RFC 0054: event k against event k) or content (an inserted event is one `added`)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the RFC 0054 diff object as JSON."),
+    run_metadata: Optional[bool] = typer.Option(None, "--compare-run-metadata/--ignore-run-metadata",
+                                                help="Compare wop's recorder bookkeeping (callId, captureId, writtenAt, durationMs) "
+                                                     "or leave it out. Default: left out when both runs are wop captures, "
+                                                     "compared for OpenWOP event logs."),
+    json_output: bool = typer.Option(False, "--json", help="Print the RFC 0054 diff object as JSON (exactly the RFC's schema)."),
+    detail: bool = typer.Option(False, "--detail", help="With --json, add wop's detail: each changed event's `paths`, `align`, "
+                                                        "`counts`, `omittedEventDiffs` and the `excluded` fields."),
 ) -> None:
     """Compare two runs: the first seq where they diverge, every added/removed/changed event, the state diff.
 
-    Run- and call-scoped ids, wall-clock times and transport metadata are not compared. Exits 0
-    when the runs are identical, 1 when they differ, 2/3 on bad input.
+    The fields RFC 0054 excludes are not compared: eventId, runId, causationId, correlationId,
+    wall-clock ts and transport metadata (traceparent, tracestate, delivery headers). The status
+    of a run log comes from its terminal event (run.completed, run.failed, run.cancelled); a log
+    without one is an in-flight prefix, and the diff says `truncated`. Exits 0 when the runs are
+    identical, 1 when they differ, 2/3 on bad input.
 
     \b
     Examples:
       wop diff support-agent support-agent-replay
       wop diff fixtures/support-agent fixtures/support-agent-changed --json
+      wop diff fixtures/support-agent fixtures/support-agent-changed --json --detail
       wop diff last 3f2a --ignore '$.response.id' --align content
-      wop diff run-a.jsonl run-b.jsonl
+      wop diff run-a.jsonl run-b.jsonl --ignore-run-metadata
     """
-    from openwop_cli.cli.sources import open_run
+    from openwop_cli.cli.sources import diff_readers, open_run
+    from openwop_cli.diff import rfc_result
+    from openwop_cli.errors import UsageError
+
+    if detail and not json_output:
+        raise UsageError("--detail adds wop's fields to the JSON object: use it with --json")
     from openwop_cli.config import load_settings
-    from openwop_cli.diff import diff_runs
 
     ignore = [*(ignore or []), *load_settings().ignore]
     reader_a, reader_b = open_run(run_a, resolve_blobs=True), open_run(run_b, resolve_blobs=True)
-    result = diff_runs(reader_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
-                       status_a=reader_a.manifest.get("status"), status_b=reader_b.manifest.get("status"),
-                       ignore=ignore or [], max_diffs=max_diffs, align=align.value)
+    result = diff_readers(reader_a, reader_b, ignore=ignore, max_diffs=max_diffs, align=align.value,
+                          ignore_run_metadata=None if run_metadata is None else not run_metadata)
     for reader in (reader_a, reader_b):
         _refuse_damaged(reader)
     if json_output:
         from openwop_cli.cli.output import print_json
 
-        print_json(result)
+        print_json(result if detail else rfc_result(result))
     else:
         from openwop_cli.report.console import make_console
         from openwop_cli.report.diff import render_diff

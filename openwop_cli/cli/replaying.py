@@ -164,7 +164,8 @@ def write_junit(path: Path, results: list[tuple[Path, Any, float]]) -> None:
             where = f" at seq {divergence.event_seq}" if divergence.event_seq is not None else ""
             failure = ET.SubElement(case, "failure", type=divergence.code,
                                     message=f"{divergence.code}{where} {divergence.json_path or ''}".strip())
-            failure.text = f"{divergence.detail}\nexpected: {divergence.expected!r}\nobserved: {divergence.observed!r}"
+            expected, observed = divergence.sides()
+            failure.text = f"{divergence.detail}\nexpected: {expected!r}\nobserved: {observed!r}"
     root = ET.Element("testsuites")
     root.append(suite)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,12 +34,10 @@ def command(
     events = list(reader)  # the page embeds every event anyway; read them once for it and for the diff
     diff = other = None
     if against is not None:
-        from openwop_cli.diff import diff_runs
+        from openwop_cli.cli.sources import diff_readers
 
         reader_b = open_run(against, resolve_blobs=True)
-        diff = diff_runs(events, reader_b, a=str(reader.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
-                         status_a=reader.manifest.get("status"), status_b=reader_b.manifest.get("status"),
-                         align=align.value)
+        diff = diff_readers(reader, reader_b, events_a=events, align=align.value)
         other = reader_b.manifest
     page = build_report(reader.manifest, events, diff=diff, against=other)
     if output.is_dir():

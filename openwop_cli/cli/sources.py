@@ -15,3 +15,23 @@ def open_run(reference: str, *, resolve_blobs: bool = False) -> Any:
     from openwop_cli.store import resolve_capture
 
     return CaptureReader(resolve_capture(reference), resolve_blobs=resolve_blobs)
+
+
+def diff_readers(reader_a: Any, reader_b: Any, *, events_a: Any = None, ignore_run_metadata: bool | None = None,
+                 **options: Any) -> dict[str, Any]:
+    """diff_runs of two open_run readers (events_a: A's events when already read): a capture's status from its
+    manifest, a run log's from its terminal event; wop's recorder bookkeeping left out when both are captures
+    (unless ignore_run_metadata says otherwise)."""
+    from openwop_cli.diff import diff_runs
+
+    if ignore_run_metadata is None:
+        ignore_run_metadata = not (is_log(reader_a) or is_log(reader_b))
+    return diff_runs(reader_a if events_a is None else events_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
+                     status_a=None if is_log(reader_a) else reader_a.manifest.get("status"),
+                     status_b=None if is_log(reader_b) else reader_b.manifest.get("status"),
+                     ignore_run_metadata=ignore_run_metadata, **options)
+
+
+def is_log(reader: Any) -> bool:
+    """True for a reader of an OpenWOP run event log (its status is not in a manifest)."""
+    return reader.manifest.get("format") == "openwop-run-events"

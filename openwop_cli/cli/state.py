@@ -9,7 +9,7 @@ from openwop_cli.errors import UsageError
 
 
 def command(
-    capture: str = typer.Argument(..., help="A capture: path, id or unique prefix, name, or `last`."),
+    capture: str = typer.Argument(..., help="A capture (path, id or unique prefix, name, `last`) or an OpenWOP event log."),
     at: Optional[int] = typer.Option(None, "--at", metavar="SEQ", help="The state right after event SEQ (inclusive; default: the last event)."),
     channel: Optional[str] = typer.Option(None, "--channel", "-c", metavar="NAME", help="Only this channel (or variable)."),
     declarations: Optional[Path] = typer.Option(None, "--declarations", metavar="FILE",
@@ -27,15 +27,14 @@ def command(
       wop state last
       wop state last --at 6 --channel ticket
       wop state ./captures/run1 --declarations workflow.json --json
+      wop state host-run.jsonl --declarations workflow.json
     """
-    from openwop_cli.format.reader import CaptureReader
+    from openwop_cli.cli.sources import open_run
     from openwop_cli.state.fold import fold_events
-    from openwop_cli.store import resolve_capture
 
-    path = resolve_capture(capture)
-    reader = CaptureReader(path, resolve_blobs=True)
-    count = reader.manifest.get("eventCount") or 0
-    if at is not None and not 0 <= at < max(count, 1):
+    reader = open_run(capture, resolve_blobs=True)
+    count = reader.manifest.get("eventCount")
+    if at is not None and count is not None and not 0 <= at < max(count, 1):
         raise UsageError(f"--at {at} is out of range: this capture has seq 0..{count - 1}")
     declared = {**workflow_declarations(reader), **(read_declarations(declarations) if declarations else {})}
     fold = fold_events(reader, at=at, declarations=declared)
@@ -72,10 +71,9 @@ def read_declarations(path: Path) -> dict:
 
 def workflow_declarations(reader: Any) -> dict:
     """The `channels` of the workflow the run pinned with `wop capture --workflow`, if any."""
-    pinned = (reader.manifest.get("program") or {}).get("workflow")
-    if not isinstance(pinned, dict) or not isinstance(pinned.get("blob"), dict):
-        return {}
-    workflow = reader.blobs.resolve(pinned["blob"])
+    from openwop_cli.runtime.program import pinned_workflow
+
+    workflow = pinned_workflow(reader.manifest, reader.blobs)
     channels = workflow.get("channels") if isinstance(workflow, dict) else None
     return channels if isinstance(channels, dict) else {}
 

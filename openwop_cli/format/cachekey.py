@@ -47,6 +47,15 @@ def cache_key(request: Mapping[str, Any]) -> str:
     return hashlib.sha256(jcs_bytes(cache_key_input(request))).hexdigest()
 
 
+def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
+    """SHA-256 (lowercase hex) of the JCS bytes of the request's tools as the recipe normalizes them (sorted by
+    name; name, description, parameters): the design's `tool schema hash`. None when the request has no tools."""
+    tools = request.get("tools")
+    if not tools:
+        return None
+    return hashlib.sha256(jcs_bytes(_sorted_tools(tools))).hexdigest()
+
+
 def _sorted_tools(tools: Any) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
         raise CacheKeyInputError("tools must be an array of {name, description?, parameters}")

@@ -4,22 +4,35 @@ Attached to the session as `session.replayer` in a replayed process. For each ca
 engine for the recorded unit, records the observed event (with `sourceSeq`, the recorded seq it
 was served from) and any divergence, and hands back the recorded result — or, in a fork past the
 branch point or for an allowed tool, lets the call run live and records it.
+
+What a call the capture does not have gets (strict stops at it, raising ReplayDivergenceError):
+lenient serves the closest recorded call — the next unserved call of the same tool, the next
+unserved LLM call — with an event_payload_mismatch; a tool the capture has no more calls of runs
+live (the program's own function; outbound network stays blocked); an LLM call with nothing left
+to serve raises ReplayDivergenceError, which the program can catch (through an HTTP client it is an
+HTTP 400 answer the SDK raises as its own error); a clock/random/uuid value is today's; a state
+write is reduced in the program as usual. Each is reported. A recorded exception is raised again as
+its own type (runtime.exceptions); one that cannot be rebuilt the same is noted on the observed
+result (`errorRebuilt: false`, `errorNote`), and the replay report lists it.
 """
 
 import functools
 import threading
+import time
 from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
-from openwop_cli.replay.engine import Match, ReplayEngine
+from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.callsite import program_site
+from openwop_cli.runtime.exceptions import rebuild_exception
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
-from openwop_cli.runtime.replaying import ReplayDivergenceError, ReplayedToolError
+from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import Session, describe_exception
+from openwop_cli.state.reducers import is_entry
 
 
 TOOL_RAN_LIVE = "tool_ran_live"
@@ -28,7 +41,7 @@ TOOL_RAN_LIVE = "tool_ran_live"
 class Served:
     """A boundary's answer: a recorded value or error, or `live` (run the real call, then `finish`)."""
 
-    __slots__ = ("live", "result", "error", "finish")
+    __slots__ = ("live", "result", "error", "finish", "notes")
 
     def __init__(self, result: Any = None, error: BaseException | None = None,
                  finish: Callable[..., None] | None = None) -> None:
@@ -36,6 +49,7 @@ class Served:
         self.result = result
         self.error = error
         self.finish = finish
+        self.notes: dict[str, Any] | None = None
 
     def value(self) -> Any:
         """The recorded result, or the recorded exception raised."""
@@ -87,7 +101,9 @@ class Replayer:
         self._source_run = self.source.manifest.get("runId")
         self._fold: Any = None
         self._ambient = AmbientValues(self.source.ambient, engine.from_seq if engine.branch else None)
+        self._workflow_channels: dict[str, Any] | None = None
         engine.on_divergence = self._pending.append
+        engine.caller_origin = session.origin
 
     # ---- tools ------------------------------------------------------------------------------
 
@@ -101,13 +117,27 @@ class Replayer:
             if allowed:
                 return Served(finish=lambda result=None, error=None: self._finish_allowed_tool(
                     name, call_id, match, result, error))
-            if match.live:
+            if match.live or self._runs_unexpected(match):
                 return Served(finish=lambda result=None, error=None: self._record_tool_result(call_id, result, error))
             recorded = self._recorded_result(match, "tool_result")
-            self.session.record("tool_result", {**recorded, "callId": call_id}, match.result_seq)
-        if recorded.get("ok") is False:
-            return Served(error=rebuild_exception(recorded.get("error") or {}))
-        return Served(revive(recorded.get("result"), recorded.get("resultType")))
+            served = self._served_result(recorded, "result", "resultType")
+            self.session.record("tool_result", {**recorded, **(served.notes or {}), "callId": call_id},
+                                match.result_seq)
+        return served
+
+    def _runs_unexpected(self, match: Match) -> bool:
+        """Lenient: a tool call the capture has no more calls of runs live (see the module docstring)."""
+        return match.unit is None and self.engine.policy == LENIENT and not self.engine.branch
+
+    def _served_result(self, recorded: dict[str, Any], value_key: str, type_key: str) -> Served:
+        """The recorded result (revived to its type) or exception (rebuilt); `notes` go on the observed event."""
+        if recorded.get("ok") is not False:
+            return Served(revive(recorded.get(value_key), recorded.get(type_key)))
+        error, note = rebuild_exception(recorded.get("error") or {})
+        served = Served(error=error)
+        if note is not None:
+            served.notes = {"errorRebuilt": False, "errorNote": note}
+        return served
 
     def _record_tool_result(self, call_id: str, result: Any, error: BaseException | None) -> dict[str, Any]:
         if error is not None:
@@ -142,19 +172,20 @@ class Replayer:
     # ---- LLM calls --------------------------------------------------------------------------
 
     @_debuggable
-    def llm(self, context: dict[str, Any], request: dict[str, Any], cache_key: str | None) -> Served:
-        data = {**context, "cacheKey": cache_key, "request": request}
+    def llm(self, context: dict[str, Any], request: dict[str, Any], keys: dict[str, Any]) -> Served:
+        data = {**context, **keys, "request": request}
         with self._lock:
             match = self._match(KIND_LLM, "llm_request", data)
             if match.live:
                 return Served(finish=lambda response=None, error=None, awaited=False:
                               self._record_live_llm(data, response, error, awaited))
             recorded = self._recorded_result(match, "llm_response")
-            self.session.record("llm_response", {**recorded, "callId": context["callId"]}, match.result_seq)
-        if recorded.get("ok") is False:
-            return Served(error=rebuild_exception(recorded.get("error") or {}))
-        response = revive(recorded.get("response"), recorded.get("responseType"))
-        return Served(_awaitable(response) if recorded.get("awaited") else response)
+            served = self._served_result(recorded, "response", "responseType")
+            self.session.record("llm_response", {**recorded, **(served.notes or {}), "callId": context["callId"]},
+                                match.result_seq)
+        if recorded.get("awaited") and served.error is None:
+            served.result = _awaitable(served.result)
+        return served
 
     def _record_live_llm(self, request: dict[str, Any], response: Any, error: BaseException | None,
                          awaited: bool) -> None:
@@ -236,6 +267,8 @@ class Replayer:
 
     @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:
+        """getVersion: the recorded choice; one outside today's min..max is a divergence (lenient: the nearest
+        version today's code supports)."""
         data = {"source": "version", "key": change_id, "min": min_version, "max": max_version}
         with self._lock:
             match = self._match(KIND_VERSION, "nondeterministic", data, record=False)
@@ -243,6 +276,12 @@ class Replayer:
                 chosen = match.override
             elif match.unit is not None:
                 chosen = self.source.event(match.request_seq)["data"].get("value", min_version)
+                if isinstance(chosen, int) and not min_version <= chosen <= max_version:
+                    try:
+                        self.engine.version_out_of_range(match.request_seq, data, chosen)
+                    finally:
+                        self._emit_divergences()
+                    chosen = min(max(chosen, min_version), max_version)
             else:
                 chosen = max_version if match.live else min_version
             self.session.record("nondeterministic", {**data, "value": chosen}, match.request_seq)
@@ -250,30 +289,81 @@ class Replayer:
         return chosen
 
     @_debuggable
-    def state(self, data: dict[str, Any], reduced: Any) -> None:
-        """A state write: matched like any call, then the reduced state compared with the recorded run's."""
+    def state(self, data: dict[str, Any], declaration: dict[str, Any]) -> int:
+        """A state write (a TTL channel's value in the `{value, _ts}` entry shape): matched like any call, and
+        checked for the same effect. Returns the epoch-ms time to reduce it with — the recorded write's, so TTL
+        pruning in the program goes as in the original run."""
         data = to_json(data)
         with self._lock:
-            match = self._match(KIND_STATE, "state_mutation", data)
-            if match.unit is None or match.divergence is not None:
-                return
-            expected = self._recorded_state(match.request_seq, data)
-            try:
-                self.engine.state_difference(match.request_seq, data, expected, to_json(reduced))
-            finally:
-                self._emit_divergences()
+            match = self._match(KIND_STATE, "state_mutation", data, record=False)
+            ts = data["value"].get("_ts") if is_entry(data.get("value")) else None
+            if match.unit is not None:
+                recorded = self.source.event(match.request_seq)
+                ts = _entry_ts(recorded)
+                if is_entry(data.get("value")):
+                    data["value"] = {**data["value"], "_ts": ts}
+            self.session.record("state_mutation", data, match.request_seq, ts=ts)
+            self._emit_divergences()
+            if match.unit is not None and match.divergence is None:
+                try:
+                    self._check_state_effect(match.request_seq, data, declaration)
+                finally:
+                    self._emit_divergences()
+        return ts if ts is not None else time.time_ns() // 1_000_000
 
-    def _recorded_state(self, seq: int, data: dict[str, Any]) -> Any:
-        """The recorded run's reduced value of the written channel (or variable) right after seq."""
+    def _check_state_effect(self, seq: int, data: dict[str, Any], declaration: dict[str, Any]) -> None:
+        """Same write, same declaration: same state. When today's declaration of the channel differs from the one
+        the recorded run had, the write is applied with today's onto the recorded state before it and compared
+        with the recorded state after it — how other threads' writes interleave today never matters."""
+        from openwop_cli.state.reducers import ReducerError, effective_reducer, reduce_once, unwrapped
+
+        name = str(data.get("channel"))
+        if data.get("kind") != "channel" or declaration == self._recorded_declaration(seq, name):
+            return
+        before = self._fold_to(seq - 1).channels.value(name)
+        expected = self._fold_to(seq).channels.value(name)
+        try:
+            observed = reduce_once(name, before, unwrapped(data.get("value")),
+                                   effective_reducer(data.get("reducer") or declaration.get("reducer") or "replace"),
+                                   ts=_entry_ts(self.source.event(seq)), declaration=declaration)
+        except ReducerError as exc:
+            observed = f"(refused: {exc})"
+        self.engine.state_difference(seq, data, expected, observed)
+
+    def _recorded_declaration(self, seq: int, name: str) -> dict[str, Any]:
+        """How the recorded run had declared a channel when it wrote it at seq (its pinned workflow, then
+        wop.state.declare)."""
+        found = self._pinned_channels().get(name)
+        for declared_at, channel, declaration in self.source.declarations:
+            if declared_at > seq:
+                break
+            if channel == name:
+                found = declaration
+        return found if isinstance(found, dict) else {}
+
+    def _fold_to(self, seq: int) -> Any:
+        """The recorded run's state folded up to and including seq (declarations from its pinned workflow too)."""
         from openwop_cli.state.fold import StateFold
 
         if self._fold is None or self._fold.seq > seq:
-            self._fold = StateFold()
+            self._fold = StateFold(self._pinned_channels())
         while self._fold.seq < seq:
             self._fold.apply(self.source.event(self._fold.seq + 1))
-        if data.get("kind") == "variable":
-            return self._fold.variables.value(str(data.get("key")))
-        return self._fold.snapshot()["channels"].get(str(data.get("channel")))
+        return self._fold
+
+    def _pinned_channels(self) -> dict[str, Any]:
+        """The channel declarations of the workflow the recorded run pinned (read once)."""
+        if self._workflow_channels is None:
+            workflow = self.workflow()
+            channels = workflow.get("channels") if isinstance(workflow, dict) else None
+            self._workflow_channels = channels if isinstance(channels, dict) else {}
+        return self._workflow_channels
+
+    def workflow(self) -> Any:
+        """The workflow document the recorded run pinned (its stored copy: the file may have changed since)."""
+        from openwop_cli.runtime.program import pinned_workflow
+
+        return pinned_workflow(self.source.manifest, self.source.blobs)
 
     # ---- plumbing ---------------------------------------------------------------------------
 
@@ -312,27 +402,16 @@ class Replayer:
         for divergence in pending:
             divergence.site = divergence.site or site
             data = divergence.to_json()
-            data["divergencePoint"] = divergence.event_seq
             data["originalEventId"] = (f"{self._source_run}:{divergence.event_seq}"
                                        if divergence.event_seq is not None else None)
             self.session.record(REPLAY_DIVERGED, data)
         self.session.flush()
 
 
-def rebuild_exception(error: dict[str, Any]) -> BaseException:
-    """The recorded exception as its own type when the program has it loaded and it takes a message."""
-    import sys
-
-    module = sys.modules.get(str(error.get("module")))
-    target: Any = module
-    for part in str(error.get("type", "")).split("."):
-        target = getattr(target, part, None)
-    if isinstance(target, type) and issubclass(target, BaseException):
-        try:
-            return target(error.get("message", ""))
-        except Exception:
-            pass
-    return ReplayedToolError(error)
+def _entry_ts(event: dict[str, Any]) -> int:
+    """When a recorded write happened: its TTL entry's `_ts`, else its event's ts."""
+    value = event["data"].get("value")
+    return value["_ts"] if is_entry(value) else event.get("ts", 0)
 
 
 async def _awaitable(value: Any) -> Any:

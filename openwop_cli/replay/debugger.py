@@ -38,9 +38,10 @@ class ReplayDebugger:
         if divergence.json_path:
             lines.append(f"  at {divergence.json_path}")
         lines.append(f"  {divergence.detail}")
-        if divergence.expected is not None or divergence.observed is not None:
-            lines.append(f"  expected (capture): {_short(divergence.expected)}")
-            lines.append(f"  observed (today):   {_short(divergence.observed)}")
+        expected, observed = divergence.sides()
+        if expected is not None or observed is not None:
+            lines.append(f"  expected (capture): {_short(expected)}")
+            lines.append(f"  observed (today):   {_short(observed)}")
         lines.append("  `c` continues (the replay's stop proceeds); `where`, `up`, `p NAME` look around")
         self._stop("\n".join(lines))
 

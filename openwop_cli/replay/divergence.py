@@ -14,33 +14,68 @@ NONDETERMINISTIC_UNDERFLOW = "nondeterministic_underflow"
 REFUSAL_DIVERGENCE = "replay_diverged_at_refusal"
 CODES = (EVENT_TYPE_MISMATCH, EVENT_PAYLOAD_MISMATCH, EVENT_MISSING, EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW,
          REFUSAL_DIVERGENCE)
+EXTRA_CODES = frozenset({EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW})  # something today's run did beyond the capture
 
 
 @dataclass(slots=True)
 class Divergence:
-    """One divergence: code, the recorded seq it concerns, the JSON path, expected vs observed, a one-line detail."""
+    """One divergence (capture-replay-design.md ReplayDivergence): code, the recorded seq it concerns, the JSON
+    path, a one-line detail, and both sides twice: `expected` (the recorded CaptureEvent) and `observed` (today's
+    `{type, data}`), and the values at the JSON path (`expected_value`, `observed_value`).
+
+    `point` is the recorded seq where the runs part ways when the divergence concerns no recorded event (an
+    unexpected call: the recorded call today's run had not reached yet); it is event_seq otherwise.
+    """
 
     code: str
     event_seq: int | None
     json_path: str | None
-    expected: Any
-    observed: Any
+    expected_value: Any
+    observed_value: Any
     detail: str
     event_type: str | None = None
+    expected: dict[str, Any] | None = None
+    observed: dict[str, Any] | None = None
+    point: int | None = None
     site: dict[str, Any] | None = None  # where today's call was made: {file, line, function} in the program
 
+    @property
+    def divergence_point(self) -> int | None:
+        """The recorded seq where this divergence happens (the determinism score's firstDivergenceSeq)."""
+        return self.event_seq if self.event_seq is not None else self.point
+
+    def sides(self) -> tuple[Any, Any]:
+        """What to show as expected vs observed: the values at the JSON path, or the calls themselves without one."""
+        if self.json_path is not None:
+            return self.expected_value, self.observed_value
+        return tuple(None if event is None else event_summary(str(event.get("type")), event.get("data") or {})
+                     for event in (self.expected, self.observed))  # type: ignore[return-value]
+
     def to_json(self) -> dict[str, Any]:
-        """The stable JSON shape (replay_diverged event data and `--json` reports)."""
-        return {"code": self.code, "eventSeq": self.event_seq, "eventType": self.event_type,
-                "jsonPath": self.json_path, "expected": self.expected, "observed": self.observed,
-                "detail": self.detail, "site": self.site}
+        """The stable JSON shape (replay_diverged event data and `--json` reports); the spec's optional
+        fields (`expected`, `observed`, `eventSeq`, `jsonPath`) are left out when there is nothing to say."""
+        data: dict[str, Any] = {"code": self.code}
+        for key, value in (("eventSeq", self.event_seq), ("jsonPath", self.json_path), ("expected", self.expected),
+                           ("observed", self.observed)):
+            if value is not None:
+                data[key] = value
+        data.update(eventType=self.event_type, expectedValue=self.expected_value, observedValue=self.observed_value,
+                    divergencePoint=self.divergence_point, detail=self.detail, site=self.site)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Divergence":
         """The inverse of to_json."""
-        return cls(data.get("code", ""), data.get("eventSeq"), data.get("jsonPath"), data.get("expected"),
-                   data.get("observed"), data.get("detail", ""), data.get("eventType"),
+        seq = data.get("eventSeq")
+        return cls(data.get("code", ""), seq, data.get("jsonPath"), data.get("expectedValue"),
+                   data.get("observedValue"), data.get("detail", ""), data.get("eventType"), data.get("expected"),
+                   data.get("observed"), data.get("divergencePoint") if seq is None else None,
                    data.get("site") if isinstance(data.get("site"), dict) else None)
+
+
+def observed_event(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Today's side of a divergence: the event the program made, as `{type, data}`."""
+    return {"type": event_type, "data": data}
 
 
 def first_difference(expected: Any, observed: Any) -> tuple[str | None, Any, Any]:

@@ -6,7 +6,8 @@ overlap it in time has been served, so thread and task scheduling can never fail
 while two sequential calls made in swapped order do.
 
 Policies: strict raises ReplayDivergenceError at the first divergence (and at every call after
-it); lenient records every divergence and serves the closest recorded unit so the run goes on.
+it); lenient records every divergence and serves the closest recorded unit so the run goes on
+(a call of a kind the capture has no more of is left to the boundary: see replay.boundaries).
 `from_seq` (replay mode) leaves units before it unchecked. Branch mode (fork) serves matching units
 before `from_seq` and lets everything else run live.
 """
@@ -23,11 +24,13 @@ from openwop_cli.replay.divergence import (
     Divergence,
     event_summary,
     first_difference,
+    observed_event,
     refusal_nature,
 )
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.state.reducers import legacy_reducer, unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",
@@ -82,6 +85,11 @@ class ReplayEngine:
         self._origin_units: dict[int, list[int]] = {}
         self._origin_head: dict[int, int] = {}
         self._unit_position = [0] * count
+        self._unserved_start = 0
+        self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
+        self._origins_by_name: dict[tuple, list[int]] = {}
+        for (_, thread, task), number in source.origin_ids.items():
+            self._origins_by_name.setdefault((thread, task), []).append(number)
         for unit in range(count):
             self._by_key.setdefault(source.keys[unit], []).append(unit)
             self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
@@ -118,12 +126,23 @@ class ReplayEngine:
         unit = self._first_unconsumed(self._by_key, self._key_start, unit_key(KIND_LLM, request, self.source.redactor))
         if unit is None or self.source.result_seqs[unit] < 0:
             return
-        recorded = self.source.event(self.source.result_seqs[unit])["data"].get("response")
-        original, today = refusal_nature(recorded), refusal_nature(response)
+        recorded = self.source.event(self.source.result_seqs[unit])
+        original, today = refusal_nature(recorded["data"].get("response")), refusal_nature(response)
         if original != today:
             self._diverge(Divergence(
-                REFUSAL_DIVERGENCE, self.source.request_seqs[unit], "$", original, today,
-                f"the original run got a {original} answer here, the live run a {today}", "llm_request"))
+                REFUSAL_DIVERGENCE, self.source.request_seqs[unit], "$.response", original, today,
+                f"the original run got a {original} answer here, the live run a {today}", "llm_request",
+                recorded, observed_event("llm_response", {"response": response})))
+
+    def version_out_of_range(self, seq: int, data: dict[str, Any], chosen: Any) -> None:
+        """getVersion: the recorded choice is outside the range today's code supports (min..max)."""
+        if not is_checked(seq, self.from_seq, self.branch):
+            return
+        self._diverge(Divergence(
+            EVENT_PAYLOAD_MISMATCH, seq, "$.value", chosen, {"min": data.get("min"), "max": data.get("max")},
+            f"the recorded run took version {chosen} of {data.get('key')!r}; today's code supports only "
+            f"{data.get('min')}..{data.get('max')}", "nondeterministic", self.source.event(seq),
+            observed_event("nondeterministic", data)))
 
     # ---- decisions -------------------------------------------------------------------------
 
@@ -138,39 +157,43 @@ class ReplayEngine:
     def _go_live(self, kind: int, data: dict[str, Any], override: dict[str, Any]) -> Match:
         """The first call of an edited fork that the capture cannot answer: say how it differs, then run live."""
         self.went_live = True
-        expected = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, _name_of(kind, data)))
         event_type = _EVENT_TYPES[kind]
+        observed = observed_event(event_type, data)
+        expected = self._closest(kind, _name_of(kind, data))
         if expected is not None:
             seq = self.source.request_seqs[expected]
-            path, was, now = first_difference(_comparable(kind, self.source.event(seq)["data"]), _comparable(kind, data))
+            recorded = self.source.event(seq)
+            path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
             divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                                     f"this {event_type} differs from the one recorded at seq {seq}: from here the "
-                                    "run goes its own way", event_type)
+                                    "run goes its own way", event_type, recorded, observed)
         else:
-            divergence = Divergence(EVENT_UNEXPECTED, None, None, None, event_summary(event_type, data),
+            divergence = Divergence(EVENT_UNEXPECTED, None, None, None, None,
                                     f"the recorded run made no such {event_type}: from here the run goes its own way",
-                                    event_type)
+                                    event_type, observed=observed, point=self._next_unserved_seq())
         self._diverge(divergence)
         return Match(None, live=True, **override)
 
     def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
                    live_if_unrecorded: bool = False) -> Match:
+        event_type = _EVENT_TYPES[kind]
+        observed = observed_event(event_type, data)
         if kind == KIND_VERSION:
             return Match(None, **override)
         if kind == KIND_VALUE:
             detail = (f"the program asked for more {data.get('source')} values with key {data.get('key')!r} "
                       "than the capture holds")
             self._diverge(Divergence(NONDETERMINISTIC_UNDERFLOW, None, "$.key", None, data.get("key"), detail,
-                                     "nondeterministic"))
+                                     event_type, observed=observed, point=self._next_unserved_seq()))
             return Match(None, live=True, **override)
-        expected = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, _name_of(kind, data)))
-        event_type = _EVENT_TYPES[kind]
+        expected = self._closest(kind, _name_of(kind, data))
         if expected is not None and self._checked(expected):
-            recorded = self.source.event(self.source.request_seqs[expected])["data"]
-            path, was, now = first_difference(_comparable(kind, recorded), _comparable(kind, data))
-            divergence = Divergence(EVENT_PAYLOAD_MISMATCH, self.source.request_seqs[expected], path, was, now,
-                                    f"this {event_type} differs from the one recorded at seq "
-                                    f"{self.source.request_seqs[expected]}", event_type)
+            seq = self.source.request_seqs[expected]
+            recorded = self.source.event(seq)
+            path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
+            divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
+                                    f"this {event_type} differs from the one recorded at seq {seq}", event_type,
+                                    recorded, observed)
             return self._serve(expected, divergence, override)
         if expected is not None:
             return self._serve(expected, None, override)
@@ -182,14 +205,16 @@ class ReplayEngine:
             recorded_type = _EVENT_TYPES[self.source.kinds[other]]
             self._diverge(Divergence(EVENT_TYPE_MISMATCH, seq, "$.type", recorded_type, event_type,
                                      f"the program made a {event_type} where the capture has a {recorded_type} "
-                                     f"(seq {seq})", event_type))
+                                     f"(seq {seq})", event_type, self.source.event(seq), observed))
         else:
-            self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, event_summary(_EVENT_TYPES[kind], data),
-                                     _unexpected_detail(kind, data), event_type))
+            self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, None,
+                                     _unexpected_detail(kind, data, self.policy == LENIENT), event_type,
+                                     observed=observed, point=self._next_unserved_seq()))
         return Match(None, **override)
 
     def state_difference(self, seq: int, data: dict[str, Any], expected: Any, observed: Any) -> None:
-        """Observable state determinism: the channel's reduced value after a matched write must be the recorded one."""
+        """Observable state determinism: the channel's value after a matched write, as today's reducer and
+        declaration make it, must be the recorded one."""
         if self.branch or seq < self.from_seq:
             return
         path, was, now = first_difference(expected, observed)
@@ -200,20 +225,21 @@ class ReplayEngine:
         prefix = f"$.{where}.{channel}" if channel.isidentifier() else f"$.{where}[{channel!r}]"
         self._diverge(Divergence(EVENT_PAYLOAD_MISMATCH, seq, prefix + path[1:], was, now,
                                  f"after this write {channel!r} holds a different value than in the recorded run "
-                                 "(same input, different reducer or declaration)", "state_mutation"))
+                                 "(same input, different reducer or declaration)", "state_mutation",
+                                 self.source.event(seq), observed_event("state_mutation", data)))
 
     def _state_difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
-        """A state write matches its recorded channel by key; its value and reducer must match too."""
+        """A state write matches its recorded write by channel and value; its reducer must match too."""
         if kind != KIND_STATE or not self._checked(unit):
             return None
         seq = self.source.request_seqs[unit]
-        recorded = self.source.event(seq)["data"]
-        path, was, now = first_difference(_comparable(kind, recorded), _comparable(kind, data))
+        recorded = self.source.event(seq)
+        path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
         if path is None:
             return None
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                           f"the write to {data.get('channel', data.get('key'))!r} differs from the one recorded "
-                          f"at seq {seq}", "state_mutation")
+                          f"at seq {seq}", "state_mutation", recorded, observed_event("state_mutation", data))
 
     def _out_of_order(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
         if not self._checked(unit):
@@ -221,11 +247,13 @@ class ReplayEngine:
         head = self._origin_head_unit(self.source.origins[unit])
         seq, head_seq = self.source.request_seqs[unit], self.source.request_seqs[head]
         head_type = _EVENT_TYPES[self.source.kinds[head]]
-        expected = event_summary(head_type, self.source.event(head_seq)["data"])
+        recorded = self.source.event(head_seq)
         code = EVENT_PAYLOAD_MISMATCH if self.source.kinds[head] == kind else EVENT_TYPE_MISMATCH
-        return Divergence(code, head_seq, "$", expected, event_summary(_EVENT_TYPES[kind], data),
+        return Divergence(code, head_seq, "$", event_summary(head_type, recorded["data"]),
+                          event_summary(_EVENT_TYPES[kind], data),
                           f"calls out of order: this {_EVENT_TYPES[kind]} was recorded at seq {seq}, after the "
-                          f"{head_type} at seq {head_seq} that has not been made yet", _EVENT_TYPES[kind])
+                          f"{head_type} at seq {head_seq} that has not been made yet", _EVENT_TYPES[kind],
+                          recorded, observed_event(_EVENT_TYPES[kind], data))
 
     def _diverge(self, divergence: Divergence) -> None:
         self.divergences.append(divergence)
@@ -280,6 +308,27 @@ class ReplayEngine:
         starts[key] = start
         return units[start] if start < len(units) else None
 
+    def _closest(self, kind: int, name: str | None) -> int | None:
+        """The recorded unit a call with no exact match was meant to be: the next call of the caller's own thread/task
+        when it is to the same tool or channel; else the first unserved one of that tool or channel."""
+        first = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, name))
+        if first is None or kind == KIND_LLM or self.caller_origin is None:
+            return first
+        today = self.caller_origin()
+        for origin in self._origins_by_name.get((today.get("thread"), today.get("task")), ()):
+            head = self._origin_head_unit(origin)
+            if not self._consumed[head] and self.source.kinds[head] == kind and self.source.names[head] == name:
+                return head
+        return first
+
+    def _next_unserved_seq(self) -> int:
+        """The recorded seq today's run has not reached yet: the first checked unit not served, else the run's end."""
+        start, count = self._unserved_start, len(self._consumed)
+        while start < count and (self._consumed[start] or not self._checked(start)):
+            start += 1
+        self._unserved_start = start
+        return self.source.request_seqs[start] if start < count else max(self.source.event_count - 1, 0)
+
     def _first_unconsumed_any(self) -> int | None:
         candidates = [self._first_unconsumed(self._by_kind, self._kind_start, kind) for kind in list(self._by_kind)]
         present = [unit for unit in candidates if unit is not None]
@@ -309,9 +358,12 @@ def _name_of(kind: int, data: dict[str, Any]) -> str | None:
     return data.get("key")
 
 
-def _unexpected_detail(kind: int, data: dict[str, Any]) -> str:
+def _unexpected_detail(kind: int, data: dict[str, Any], lenient: bool) -> str:
     if kind == KIND_TOOL:
         name = data.get("name")
+        if lenient and name != "http":
+            return (f"the capture has no (more) calls to tool {name!r}; the lenient replay ran it for real "
+                    "(outbound network stays blocked)")
         return (f"the capture has no (more) calls to tool {name!r}; it is not run during a replay "
                 f"(--allow-tool {name} runs it for real)")
     if kind == KIND_STATE:
@@ -320,11 +372,14 @@ def _unexpected_detail(kind: int, data: dict[str, Any]) -> str:
 
 
 def _comparable(kind: int, data: dict[str, Any]) -> Any:
-    """The part of a request that is compared: what the content key covers."""
+    """The part of a request that is compared: what the content key covers (a state write as the channel.written
+    shape, so writes recorded before variables carried their channel and reducer compare the same)."""
     if kind == KIND_LLM:
         return data.get("request")
     if kind == KIND_TOOL:
         return {"name": data.get("name"), "args": data.get("args")}
     if kind == KIND_STATE:
-        return {key: data.get(key) for key in ("kind", "channel", "key", "value", "reducer")}
+        name = data.get("channel", data.get("key"))
+        reducer = data.get("reducer") or (legacy_reducer(str(name)) if data.get("kind") == "variable" else None)
+        return {"kind": data.get("kind"), "channel": name, "reducer": reducer, "value": unwrapped(data.get("value"))}
     return data.get("value")

@@ -1,7 +1,11 @@
 """Content keys: how a call today is recognised as a call in the capture, whatever order it comes in.
 
 tool: name + canonical args; llm: the recipe cacheKey (canonical request when there is none);
-value: source + key; version: change id; state: kind + channel (or variable key). Canonical bytes
+value: source + key; version: change id; state: kind + channel (or variable key) + canonical value
+(a TTL entry's value without its `_ts`),
+so concurrent writes to one channel find their own recorded writes whatever order threads make
+them in (a write whose value changed finds none, and is compared with the channel's next recorded
+write instead). Canonical bytes
 are computed after the capture's redaction, so a secret in today's arguments still matches the
 redacted recording. Keys are Python hashes of those bytes: compared only within one process.
 """
@@ -11,6 +15,7 @@ from typing import Any
 import orjson
 
 from openwop_cli.runtime.jsonable import canonical
+from openwop_cli.state.reducers import unwrapped
 
 KIND_TOOL, KIND_LLM, KIND_VALUE, KIND_VERSION, KIND_STATE = 1, 2, 3, 4, 5
 
@@ -25,7 +30,8 @@ def unit_key(kind: int, data: dict[str, Any], redactor: Any = None) -> int:
     elif kind == KIND_TOOL:
         material = {"name": data.get("name"), "args": data.get("args")}
     elif kind == KIND_STATE:
-        return hash((kind, data.get("kind"), data.get("channel", data.get("key"))))
+        material = {"kind": data.get("kind"), "channel": data.get("channel", data.get("key")),
+                    "value": unwrapped(data.get("value"))}
     else:
         return hash((kind, data.get("source"), data.get("key")))
     return hash((kind, canonical_request(material, redactor)))

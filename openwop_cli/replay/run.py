@@ -25,12 +25,13 @@ from openwop_cli.format.events import (
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
+from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.edits import check_edits
-from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
 
+EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
 
 
@@ -155,7 +156,7 @@ class ReplayAccount:
         self.divergences: list[Divergence] = []
         self.edits: list[Any] = []
         self.offline = False
-        self.notes: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []  # what the report says beside the divergences (replay_note events)
         self.early_exit: dict[str, Any] | None = None
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
@@ -188,6 +189,9 @@ class ReplayAccount:
                 self._served.add(source_seq)
             elif event_type == NONDETERMINISTIC and data.get("live") is True:
                 self._note_live(data, origin or {})
+            elif data.get("errorRebuilt") is False:
+                self.notes.append({"code": EXCEPTION_NOT_REBUILT, "detail": data.get("errorNote"),
+                                   "eventSeq": source_seq, "recorded": None, "observed": None})
             seq = append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
             self._last_seq_by_pid[pid] = seq
             return seq
@@ -205,14 +209,14 @@ class ReplayAccount:
                 self.early_exit = {"exitCode": exit_code, "recordedExitCode": recorded_exit,
                                    "missingCalls": len(missing), "firstMissingSeq": missing[0].event_seq}
             if not self.branch and None not in (recorded_exit, exit_code) and exit_code != recorded_exit:
-                late.append(Divergence(EVENT_PAYLOAD_MISMATCH, self.source.event_count - 1, "$.exitCode",
-                                       recorded_exit, exit_code,
+                end_seq = self.source.event_count - 1
+                late.append(Divergence(EVENT_PAYLOAD_MISMATCH, end_seq, "$.exitCode", recorded_exit, exit_code,
                                        f"the program exited with {exit_code}; the recorded run exited with {recorded_exit}",
-                                       "run_end"))
+                                       "run_end", self.source.event(end_seq),
+                                       observed_event("run_end", {"exitCode": exit_code})))
         for divergence in late:
             data = divergence.to_json()
-            data.update(divergencePoint=divergence.event_seq, replayEventId=None,
-                        originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
+            data.update(replayEventId=None, originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
             sink.append(REPLAY_DIVERGED, data)
             self.divergences.append(divergence)
         self.score = self._score(sink.manifest)
@@ -269,29 +273,33 @@ class ReplayAccount:
             seq = source.request_seqs[unit]
             if seq not in self._served and self._checked(seq):
                 event = source.event(seq)
-                found.append(Divergence(EVENT_MISSING, seq, None, event_summary(event['type'], event['data']), None,
+                found.append(Divergence(EVENT_MISSING, seq, None, None, None,
                                         f"the capture has a {event['type']} at seq {seq} that this run never made",
-                                        event["type"]))
+                                        event["type"], event))
         return found
 
     def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """The determinism score: recorded units checked, plus everything today's run did beyond them (an
+        unexpected call, a value the capture ran out of, a changed exit code); matched = checked units served
+        without a divergence. A replay that diverged never scores 1."""
         source = self.source
-        checked = [source.request_seqs[unit] for unit in range(source.unit_count())
-                   if self._checked(source.request_seqs[unit])]
-        diverged = {d.event_seq for d in self.divergences if d.event_seq is not None}
+        checked = {source.request_seqs[unit] for unit in range(source.unit_count())
+                   if self._checked(source.request_seqs[unit])}
+        diverged = {d.event_seq for d in self.divergences if d.code not in EXTRA_CODES and d.event_seq in checked}
+        beyond = sum(1 for d in self.divergences if d.code in EXTRA_CODES or d.event_seq not in checked)
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)
-        unexpected = sum(1 for d in self.divergences if d.event_seq is None)
-        compared = len(checked) + unexpected
-        seqs = [d.event_seq for d in self.divergences if d.event_seq is not None][:1]
+        compared = len(checked) + beyond
+        points = [d.divergence_point for d in self.divergences if d.divergence_point is not None]
         return {
             "sourceRunId": source.manifest.get("runId"),
             "replayRunId": manifest.get("runId"),
             "fromSeq": self.from_seq,
             "matchedEvents": matched,
             "comparedEvents": compared,
-            "firstDivergenceSeq": seqs[0] if seqs else None,
+            "firstDivergenceSeq": min(points) if points else None,
             "score": round(matched / compared, 6) if compared else 1.0,
         }
+
 
 class ReplayHooks(ReplayAccount, RunHooks):
     """The parent's part of `wop replay`/`wop fork`: the child's environment, its processes' questions, the proxy."""

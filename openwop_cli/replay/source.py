@@ -72,6 +72,7 @@ class ReplaySource:
         self.origin_ids: dict[tuple, int] = {}
         self.edits: dict[int, list[Any]] = {}
         self.ambient: dict[tuple, list[int]] = {}
+        self.declarations: list[tuple[int, str, Any]] = []  # (seq, channel, declaration) of wop.state.declare
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -180,6 +181,7 @@ class ReplaySource:
             if kind is None:
                 kind = _instant_kind(event_type, data)
                 if kind is None:
+                    self._note_declaration(event, line)
                     continue
             origin = event.get("origin") or {}
             if self.only_pid is not None and origin.get("pid") != self.only_pid:
@@ -204,6 +206,15 @@ class ReplaySource:
                 pending[data.get("callId")] = unit
                 open_calls += 1
         self.event_count = seq
+
+    def _note_declaration(self, event: dict[str, Any], line: bytes) -> None:
+        data = event["data"]
+        if event["type"] != STATE_MUTATION or data.get("kind") != "declare":
+            return
+        if self.only_pid is None or (event.get("origin") or {}).get("pid") == self.only_pid:
+            if BLOB_MARKER in line:
+                data = self.blobs.resolve(data)
+            self.declarations.append((event["seq"], str(data.get("channel")), data.get("declaration")))
 
     def _origin_id(self, origin: dict[str, Any]) -> int:
         key = (origin.get("pid"), origin.get("thread"), origin.get("task"))

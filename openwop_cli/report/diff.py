@@ -31,8 +31,9 @@ def render_diff(console: Console, result: dict[str, Any], manifest_a: dict[str, 
         for item in diffs[1:MAX_ROWS]:
             table.add_row(str(item["seq"]), item["op"], _row(item.get("aEvent")), _row(item.get("bEvent")))
         console.print(table)
-        if len(diffs) > MAX_ROWS:
-            console.print(Text(f"… {len(diffs) - MAX_ROWS} more (--json lists them)", style="muted"))
+    hidden = max(len(diffs) - MAX_ROWS, 0) + result.get("omittedEventDiffs", 0)
+    if hidden:
+        console.print(Text(f"… {hidden} more event diffs not shown ({_more_hint(result)})", style="muted"))
     state = _state_changes(result["stateDiff"])
     if state:
         console.print(json_tree(state, "state diff (A → B)"))
@@ -46,8 +47,12 @@ def _summary(result: dict[str, Any], manifest_a: dict[str, Any], manifest_b: dic
     counts = result["counts"]
     parts = ", ".join(f"{counts[op]} {op}" for op in ("changed", "added", "removed") if counts[op])
     where = f"diverged at seq {result['divergedAtSeq']}" if result["divergedAtSeq"] is not None else "same events"
-    truncated = " (truncated)" if result["truncated"] else ""
+    truncated = " (truncated: a run was still in flight, its prefix was compared)" if result["truncated"] else ""
     return Text.assemble(names, "  ", (where, "error"), f": {parts or 'status differs'}{truncated}", (align, "muted"))
+
+
+def _more_hint(result: dict[str, Any]) -> str:
+    return "--max-diffs listed fewer" if result.get("omittedEventDiffs") else "--json lists them"
 
 
 def _brief(event: dict[str, Any] | None) -> Any:

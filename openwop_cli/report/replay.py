@@ -1,4 +1,9 @@
-"""The replay/fork report: a header with the score, one panel per divergence, the files changed since capture."""
+"""The replay/fork report: a header with the score, one panel per divergence, what could not be reproduced
+exactly (notes), the files changed since capture.
+
+A panel shows the values at the divergence's JSON path side by side; when there is no path (a call
+the capture does not have, one today's run never made) it shows the calls themselves.
+"""
 
 from typing import Any
 
@@ -132,7 +137,7 @@ def _early_exit(outcome: Any) -> Group:
     if missing:
         first = missing[0]
         lines.append(Text(f"{plural(len(missing), 'recorded call')} never made "
-                          f"(event_missing), the first at seq {first.event_seq}: {_text(first.expected)}",
+                          f"(event_missing), the first at seq {first.event_seq}: {_text(first.sides()[0])}",
                           style="warning"))
     return Group(*lines)
 
@@ -159,8 +164,7 @@ def _consequences(outcome: Any) -> Group:
     if missing:
         lines.append(Text(f"{plural(len(missing), 'recorded call')} did not happen in the fork:", style="warning"))
         for divergence in missing[:MAX_PANELS]:
-            what = summarize({"type": divergence.event_type, "data": divergence.expected}) \
-                if isinstance(divergence.expected, dict) else _text(divergence.expected)
+            what = summarize(divergence.expected) if isinstance(divergence.expected, dict) else ""
             lines.append(Text.assemble("  ", ("seq ", "muted"), (str(divergence.event_seq), "seq"), "  ",
                                        divergence.event_type or "", "  ", what))
     diff = outcome.diff
@@ -184,7 +188,8 @@ def _note(note: dict[str, Any]) -> Group:
 
 def hint(outcome: Any, divergence: Any) -> dict[str, Any] | None:
     """The explanation of a divergence whose values differ only in timestamps, uuids or random ids (else None)."""
-    return divergence_hint(divergence.expected, divergence.observed, outcome.source_manifest.get("ambient") is True,
+    return divergence_hint(divergence.expected_value, divergence.observed_value,
+                           outcome.source_manifest.get("ambient") is True,
                            outcome.live_values)
 
 
@@ -231,8 +236,10 @@ def _source_panel(change: dict[str, Any]) -> Panel:
 
 
 def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
+    where = (("seq ", str(divergence.event_seq)) if divergence.event_seq is not None
+             else ("before seq ", str(divergence.point)) if divergence.point is not None else ("seq ", "-"))
     title = Text.assemble(
-        ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
+        (where[0], "muted"), (where[1], "seq"),
         "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
     )
     parts: list[Any] = [Text(divergence.detail)]
@@ -242,8 +249,9 @@ def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
                                    f" in {site.get('function')}()"))
     if divergence.json_path:
         parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
-    if divergence.expected is not None or divergence.observed is not None:
-        parts.append(side_by_side(divergence.expected, divergence.observed))
+    expected, observed = divergence.sides()
+    if expected is not None or observed is not None:
+        parts.append(side_by_side(expected, observed))
     if found is not None:
         parts.append(Text(found["message"], style="warning"))
         parts.append(Text.assemble(("fix: ", "muted"), found["fix"]))

@@ -122,7 +122,10 @@ def _nondeterministic(data: dict[str, Any]) -> str:
 
 
 def _replay_diverged(data: dict[str, Any]) -> str:
-    return f"{data.get('code', 'diverged')} at seq {data.get('divergencePoint', '?')} {data.get('jsonPath') or ''}".strip()
+    """`code at seq N $.path`; a divergence about no recorded event (an unexpected call) is `before seq N`."""
+    seq, point = data.get("eventSeq"), data.get("divergencePoint")
+    where = f"at seq {seq}" if seq is not None else f"before seq {point}" if point is not None else ""
+    return f"{data.get('code', 'diverged')} {where} {data.get('jsonPath') or ''}".replace("  ", " ").strip()
 
 
 _SUMMARIZERS = {

@@ -27,7 +27,7 @@ from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.runtime.ambient import ENV_AMBIENT
 from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
-from openwop_cli.runtime.program import pin_files, run_end_data, run_start_data, script_of
+from openwop_cli.runtime.program import ENV_WORKFLOW, pin_files, run_end_data, run_start_data, script_of
 from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID, AppendRecorder, Session
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
@@ -114,6 +114,8 @@ def run_captured(
     if workflow_file is not None:
         program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
+    if workflow_file is not None:
+        processes.workflow_text = workflow_file[0].decode("utf-8")
     append = hooks.wrap_append(sink.append)
     raw = sink.append_raw if append == sink.append else None  # a replay watches events as dicts
     collector = Collector(append, processes.on_message, on_idle=sink.flush, append_raw=raw)
@@ -122,6 +124,8 @@ def run_captured(
     started = time.monotonic()
     try:
         env = {**child_environment(collector.address, path, hooks.mode, ambient), **hooks.environment()}
+        if workflow_file is not None:
+            env[ENV_WORKFLOW] = program["workflow"]["sha256"]
         if llm_proxy is not None:
             env.update(llm_proxy.child_environment())
         tail = _StderrTail() if hooks.keep_stderr_tail else None
@@ -173,9 +177,15 @@ def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks)
 def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "_StderrTail | None" = None) -> int:
     """Start the child, pass on signals meant for it, and return its return code (negative: signal).
 
-    With tail, the child's stderr still reaches ours as it is written, and its last lines are kept."""
-    child = subprocess.Popen(argv, env=env, stdout=stdout, stderr=subprocess.PIPE if tail is not None else None)
-    if tail is not None:
+    With tail, the child's stderr still reaches ours as it is written, and its last lines are kept; when its
+    stdout goes to our stderr too (stdout given), both travel one pipe so their lines keep their order."""
+    if tail is None:
+        child = subprocess.Popen(argv, env=env, stdout=stdout)
+    elif stdout is not None:
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tail.follow(child.stdout)
+    else:
+        child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
         tail.follow(child.stderr)
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
 
@@ -329,6 +339,7 @@ class _Processes:
         self.hellos: list[dict[str, Any]] = []
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
+        self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -350,6 +361,8 @@ class _Processes:
         reply = self.hooks.answer(_pid, message)
         if reply is not None:
             return reply
+        if message.get("workflow") is True:
+            return {"workflow": self.workflow_text}
         hello = message.get("hello")
         if isinstance(hello, dict):
             self.write_run_start(hello.get("python"))

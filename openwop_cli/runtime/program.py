@@ -12,6 +12,7 @@ from typing import Any, Iterable
 # This module runs at exit in every recorded process (local_modules): heavier imports stay inside
 # the functions the capturing parent calls.
 
+ENV_WORKFLOW = "WOP_WORKFLOW"  # set to the pinned workflow's sha256 when `wop capture --workflow` pinned one
 _WOP_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep  # the recorder, not the program
 _THIRD_PARTY_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "node_modules"})
 
@@ -82,6 +83,14 @@ def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[di
             "blob": store.put_ref(text.encode("utf-8"), "utf-8"),
         })
     return pins
+
+
+def pinned_workflow(manifest: dict[str, Any], blobs: Any) -> Any:
+    """The workflow document a capture pinned (`wop capture --workflow F`), from its stored copy; None without one."""
+    pinned = (manifest.get("program") or {}).get("workflow")
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("blob"), dict):
+        return None
+    return blobs.resolve(pinned["blob"])
 
 
 def _relative(path: str, cwd: str) -> str:

@@ -114,6 +114,24 @@ def usage(response: Any) -> dict[str, Any] | None:
 RECIPE_ALIASES = {"top_p": "topP", "top_k": "topK", "response_format": "responseFormat"}
 
 
+def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
+    """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
+    input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`."""
+    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
+
+    if not isinstance(request, dict):
+        return {"cacheKey": None}
+    recipe = recipe_input(provider, model, request)
+    try:
+        keys: dict[str, Any] = {"cacheKey": cache_key(recipe)}
+    except CacheKeyInputError:
+        return {"cacheKey": None}
+    schema_hash = tool_schema_hash(recipe)
+    if schema_hash is not None:
+        keys["toolSchemaHash"] = schema_hash
+    return keys
+
+
 def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:
     """The cache-key recipe's input for a request in a provider's own shape.
 

@@ -46,8 +46,9 @@ class Session:
         install_http_adapters()
 
     def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None,
-               site: dict[str, Any] | None = None) -> None:
-        """Record one event made by the calling thread/task, now (source_seq: the recorded event it replays).
+               site: dict[str, Any] | None = None, ts: int | None = None) -> None:
+        """Record one event made by the calling thread/task (source_seq: the recorded event it replays; ts: its
+        epoch-ms time when the data already carries it, else now).
 
         A request event's origin also names its call site: `site`, else the first frame in the program's code.
         """
@@ -56,7 +57,7 @@ class Session:
             site = program_site(2)
         if site is not None:
             origin["site"] = site
-        self.recorder.emit(event_type, data, _time_ns() // 1_000_000, origin, source_seq)
+        self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
@@ -229,10 +230,12 @@ def on_uncaught_exception(callback: Any) -> None:
     sys.excepthook = hook
 
 
-def describe_exception(exc: BaseException) -> dict[str, str]:
-    """An exception as the capture records it: type, module and message."""
-    kind = type(exc)
-    return {"type": kind.__qualname__, "module": kind.__module__, "message": str(exc)}
+def describe_exception(exc: BaseException) -> dict[str, Any]:
+    """An exception as the capture records it: type, module and message (its str), and what a replay needs to
+    raise it again the same — its args, repr and attributes as JSON (see replay.exceptions)."""
+    from openwop_cli.runtime.exceptions import exception_data
+
+    return exception_data(exc)
 
 
 def _close_channel(sender: Any) -> None:

@@ -3,20 +3,33 @@
 Writes fold in event order (seq; a capture has no ties) with the reducer recorded on each write
 (reducer-at-write-time). Declarations — reducer, default, maxSize, ttlMs, schema, schemaVersion,
 compatibleWith, access — come from the run (`run_start.data.channels`, `wop.state.declare`
-events) or a declarations file. What a compliant engine would refuse is reported, not applied:
+events) or a declarations file. What a compliant engine would refuse (state.checks) is reported, not applied:
 channel_access_denied, channel_cross_engine_write_forbidden, channel_schema_breaking_change,
-validation_error (reducer input or JSON Schema); unknown reducers fold as replace with one
-warning per channel. The fold streams: it holds the state, never the events.
+validation_error (reducer input, JSON Schema, a variable written under a declared channel's name,
+a declaration with ttlMs out of range); unknown reducers fold as replace with one warning per
+channel, and a sensitive-looking channel name without `access` is a warning (never enforced).
+Writes to TTL channels may carry the spec's entry shape `{value, _ts}` (what wop records)
+or the bare value (entries are then stamped with the event's ts). The fold streams: it holds the
+state, never the events.
 """
 
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from openwop_cli.format.events import RUN_START, STATE_MUTATION
-from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.state.checks import (
+    Refusal,
+    declaration_refusal,
+    looks_sensitive,
+    variable_refusal,
+    write_refusal,
+    writer_allowed,
+)
+from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, is_entry, legacy_reducer
 
-CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
+__all__ = ["CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "Finding", "StateFold", "fold_events", "writer_allowed"]
 CHANNEL_WRITTEN = "channel.written"  # the OpenWOP event type, in run logs from OpenWOP hosts
+TERMINAL_RUN_EVENTS = {"run.completed": "completed", "run.failed": "failed", "run.cancelled": "cancelled"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +49,28 @@ class StateFold:
     """Feed events with `apply` (in seq order); read `snapshot()` at any point."""
 
     def __init__(self, declarations: dict[str, Any] | None = None) -> None:
-        self.declarations: dict[str, dict[str, Any]] = dict(declarations or {})
+        self.declarations: dict[str, dict[str, Any]] = {}
         self.channels = ChannelStore()
         self.variables = ChannelStore()
         self.meta: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
         self.seq = -1
+        self.status: str | None = None  # the run's terminal status, once its end event is folded
         self._warned: set[tuple[str, str]] = set()
         self._validator: Any = None
+        self.declare_all(declarations or {})
+
+    def declare_all(self, declarations: dict[str, Any]) -> None:
+        """Take channel declarations (a workflow's `channels`); one the spec refuses is a finding, not used."""
+        for name, declaration in declarations.items():
+            refusal = declaration_refusal(str(name), declaration)
+            if refusal is not None:
+                self._find(refusal.code, str(name), f"{refusal.message} (declaration not used)")
+                continue
+            self.declarations[str(name)] = declaration
+            if looks_sensitive(str(name), declaration):
+                self._find("sensitive_channel_unrestricted", str(name),
+                           f"channel {name!r} looks sensitive but declares no access restriction")
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (anything but run_start and state_mutation is skipped)."""
@@ -52,18 +79,21 @@ class StateFold:
         if event_type == RUN_START:
             declared = event["data"].get("channels")
             if isinstance(declared, dict):
-                self.declarations.update(declared)
+                self.declare_all(declared)
             return
         if event_type == CHANNEL_WRITTEN:
             self._write_channel(event["data"], event.get("ts", 0))
             return
         if event_type != STATE_MUTATION:
+            if event_type == RUN_END:
+                self.status = str(event["data"].get("status") or "ok")
+            elif event_type in TERMINAL_RUN_EVENTS:
+                self.status = TERMINAL_RUN_EVENTS[event_type]
             return
         data, ts = event["data"], event.get("ts", 0)
         kind = data.get("kind")
         if kind == "declare":
-            if isinstance(data.get("declaration"), dict):
-                self.declarations[str(data.get("channel"))] = data["declaration"]
+            self.declare_all({str(data.get("channel")): data.get("declaration")})
         elif kind == "channel":
             self._write_channel(data, ts)
         elif kind == "variable":
@@ -85,10 +115,18 @@ class StateFold:
         reducer = effective_reducer(recorded)
         if reducer != recorded:
             self._warn_once(name, recorded)
-        if not self._allowed(name, data, declaration, reducer):
+        value = data.get("value")
+        if is_entry(value):
+            if value["_ts"] != ts:
+                self._find("ttl_timestamp_mismatch", name, f"the entry written to {name!r} says _ts {value['_ts']}, "
+                                                           f"its event {ts}; the entry's _ts is used")
+            value, ts = value["value"], value["_ts"]
+        refusal = write_refusal(name, value, data, declaration, reducer, self._schema_problem)
+        if refusal is not None:
+            self._refuse(name, refusal)
             return
         try:
-            self.channels.write(name, data.get("value"), reducer, ts=ts, declaration=declaration)
+            self.channels.write(name, value, reducer, ts=ts, declaration=declaration)
         except ReducerError as exc:
             self._find("validation_error", name, f"write to {name!r} not applied: {exc}")
             return
@@ -99,55 +137,26 @@ class StateFold:
 
     def _write_variable(self, data: dict[str, Any], ts: int) -> None:
         name = str(data.get("key"))
+        refusal = variable_refusal(name, self.declarations)
+        if refusal is not None:
+            self._refuse(name, refusal)
+            return
         try:
-            self.variables.write(name, data.get("value"), legacy_reducer(name), ts=ts)
+            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)),
+                                 ts=ts)
         except ReducerError as exc:
             self._find("validation_error", name, f"write to variable {name!r} not applied: {exc}")
 
-    def _allowed(self, name: str, data: dict[str, Any], declaration: dict[str, Any], reducer: str) -> bool:
-        if not writer_allowed(declaration.get("access"), data.get("nodeId"), data.get("typeId")):
-            self._find("channel_access_denied", name,
-                       f"node {data.get('nodeId')!r} may not write to channel {name!r} (write not applied)")
-            return False
-        if data.get("sourceEngineId") and reducer in CROSS_ENGINE_FORBIDDEN:
-            self._find("channel_cross_engine_write_forbidden", name,
-                       f"channel {name!r} uses reducer {reducer!r}, which forbids writes from engine "
-                       f"{data['sourceEngineId']!r} (write not applied)")
-            return False
-        return self._schema_allows(name, data, declaration)
-
-    def _schema_allows(self, name: str, data: dict[str, Any], declaration: dict[str, Any]) -> bool:
-        current = declaration.get("schemaVersion", 1)
-        written = data.get("schemaVersion", current)
-        if isinstance(written, int) and isinstance(current, int) and written < current \
-                and written not in (declaration.get("compatibleWith") or []):
-            self._find("channel_schema_breaking_change", name,
-                       f"channel {name!r} was written with schema v{written}, which v{current} does not list in "
-                       "compatibleWith; create a new channel name and copy via a one-shot node (write not applied)")
-            return False
-        schema = declaration.get("schema")
-        if schema is None or (isinstance(written, int) and isinstance(current, int) and written > current):
-            return True
-        problem = self._schema_problem(schema, data.get("value"))
-        if problem is not None:
-            self._find("validation_error", name, f"write to {name!r} fails its schema: {problem} (write not applied)")
-            return False
-        return True
+    def _refuse(self, name: str, refusal: Refusal) -> None:
+        self._find(refusal.code, name, f"{refusal.message} (write not applied)")
 
     def _schema_problem(self, schema: dict[str, Any], value: Any) -> str | None:
         if self._validator is None:
-            try:
-                import jsonschema
-            except ImportError:
-                self._validator = False
+            self._validator = schema_validator()
+            if self._validator is False:
                 self._find("schema_validation_skipped", None,
                            "channel schemas were not checked: install jsonschema (pip install jsonschema)")
-                return None
-            self._validator = jsonschema
-        if self._validator is False:
-            return None
-        error = next(iter(self._validator.Draft202012Validator(schema).iter_errors(value)), None)
-        return None if error is None else error.message
+        return None if self._validator is False else self._validator(schema, value)
 
     def _warn_once(self, name: str, reducer: str) -> None:
         if (name, reducer) not in self._warned:
@@ -158,22 +167,18 @@ class StateFold:
         self.findings.append(Finding(code, self.seq, channel, message))
 
 
-def writer_allowed(access: Any, node_id: Any, type_id: Any) -> bool:
-    """The spec's access check for a write: public/absent allows, private denies, an allowlist matches
-    the nodeId exactly or the typeId by dotted-prefix wildcard (`core.ai.*`, `*`)."""
-    if access in (None, "public"):
-        return True
-    if access == "private":
+def schema_validator() -> Any:
+    """A `(schema, value) -> first problem or None` JSON Schema check, or False when jsonschema is not installed."""
+    try:
+        import jsonschema
+    except ImportError:
         return False
-    if not isinstance(access, dict) or "writers" not in access:
-        return True
-    for entry in access.get("writers") or []:
-        if entry == node_id:
-            return True
-        if isinstance(entry, str) and isinstance(type_id, str):
-            if entry == "*" or (entry.endswith(".*") and type_id.startswith(entry[:-1])):
-                return True
-    return False
+
+    def first_problem(schema: dict[str, Any], value: Any) -> str | None:
+        error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)), None)
+        return None if error is None else error.message
+
+    return first_problem
 
 
 def fold_events(events: Iterable[dict[str, Any]], *, at: int | None = None,

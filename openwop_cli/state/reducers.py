@@ -26,6 +26,8 @@ LEGACY_PREFIXES = (
     ("_feedbackHistory:", "feedback"),
     ("_loopbackCount:", "counter"),
 )
+LEGACY_NODE_PREFIXES = (*(prefix for prefix, _ in LEGACY_PREFIXES), "_loopbackIteration:", "_previousArtifact:",
+                        "wfArtifactData_")
 
 
 class ReducerError(ValueError):
@@ -37,12 +39,45 @@ def effective_reducer(name: Any) -> str:
     return name if name in CANONICAL else "replace"
 
 
+def ttl_wrapped(declaration: dict[str, Any], reducer: str) -> bool:
+    """True when the channel's entries take the spec's TTL entry shape `{value, _ts}` (ttlMs on a list reducer)."""
+    return bool(declaration.get("ttlMs")) and reducer in TTL_REDUCERS
+
+
+def is_entry(value: Any) -> bool:
+    """True for a value in the TTL entry shape: exactly `{value, _ts}` with an integer `_ts`."""
+    return type(value) is dict and len(value) == 2 and "value" in value and type(value.get("_ts")) is int
+
+
+def unwrapped(value: Any) -> Any:
+    """The write input inside a TTL entry (the value itself when it is not one)."""
+    return value["value"] if is_entry(value) else value
+
+
+def reduce_once(name: str, current: Any, value: Any, reducer: str, *, ts: int,
+                declaration: dict[str, Any]) -> Any:
+    """The channel's value after one write onto `current` (plain JSON, None for nothing written yet)."""
+    store = ChannelStore()
+    if current is not None:
+        store.load(name, current, reducer)
+    store.write(name, value, reducer, ts=ts, declaration=declaration)
+    return store.value(name)
+
+
 def legacy_reducer(variable: str) -> str:
     """The reducer a legacy variable folds with, from its prefix (others: replace)."""
     for prefix, reducer in LEGACY_PREFIXES:
         if variable.startswith(prefix):
             return reducer
     return "replace"
+
+
+def legacy_node(variable: str) -> str | None:
+    """The node a prefixed legacy variable belongs to (`_approvalVotes:gate` → `gate`), else None."""
+    for prefix in LEGACY_NODE_PREFIXES:
+        if variable.startswith(prefix) and len(variable) > len(prefix):
+            return variable[len(prefix):]
+    return None
 
 
 class ChannelStore:
@@ -61,7 +96,7 @@ class ChannelStore:
     def write(self, name: str, value: Any, reducer: str, *, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
         """Fold one write into the channel (reducer already resolved with effective_reducer)."""
         declaration = declaration or {}
-        _validate(reducer, value)
+        validate(reducer, value)
         if reducer in LIST_REDUCERS:
             self._write_list(name, value, reducer, ts, declaration)
             return
@@ -76,6 +111,11 @@ class ChannelStore:
         else:
             _check_size(name, value, declaration)
             self._values[name] = value
+
+    def load(self, name: str, value: Any, reducer: str) -> None:
+        """Set a channel's reduced value as it was folded elsewhere (a list reducer's entries, any other value)."""
+        self._values[name] = deque(value) if reducer in LIST_REDUCERS and isinstance(value, list) else value
+        self._message_ids.pop(name, None)
 
     def value(self, name: str, default: Any = None) -> Any:
         """The channel's reduced value as plain JSON (lists for list reducers)."""
@@ -124,7 +164,8 @@ def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _validate(reducer: str, value: Any) -> None:
+def validate(reducer: str, value: Any) -> None:
+    """Raise ReducerError when value is not an input the reducer takes (the spec's types)."""
     if reducer == "merge" and not isinstance(value, dict):
         raise ReducerError(f"merge takes an object, got {type(value).__name__}")
     if reducer == "counter" and (isinstance(value, bool) or not isinstance(value, (int, float))):

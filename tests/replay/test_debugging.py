@@ -196,7 +196,7 @@ def test_an_edited_answer_changes_the_later_calls_and_the_fork_diffs_at_the_edit
     assert report["edits"][0]["edited"] == "I cannot help with that." and report["edits"][0]["seq"] == seq
     changed = report["divergences"][0]
     assert changed["code"] == "event_payload_mismatch" and changed["jsonPath"] == "$.args.text"
-    assert changed["observed"].endswith("I cannot help with that.")
+    assert changed["observedValue"].endswith("I cannot help with that.")
     assert {d["eventSeq"] for d in report["divergences"] if d["code"] == "event_missing"} == {seq + 1, seq + 3}
     assert "I cannot help with that." in done.stderr
     diffed = orjson.loads(run_wop("diff", str(example), str(tmp_path / "fork"), "--json", cwd=tmp_path).stdout)

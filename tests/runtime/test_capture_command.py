@@ -69,7 +69,8 @@ def test_the_childs_exit_code_is_wops_and_a_failing_run_is_status_error(tmp_path
     assert end["type"] == "run_end" and end["data"]["exitCode"] == 1
     failed = [e["data"] for e in events_of(out) if e["type"] == "tool_result"]
     assert failed == [{"callId": failed[0]["callId"], "ok": False,
-                       "error": {"type": "KeyError", "module": "builtins", "message": "'no order A-404'"}}]
+                       "error": {"type": "KeyError", "module": "builtins", "message": "'no order A-404'",
+                                 "args": ["no order A-404"], "repr": "KeyError('no order A-404')"}}]
 
 
 def test_a_child_that_raises_records_the_exception_as_the_reason(tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from openwop_cli.runtime.adapters import sse
-from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
+from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import Session, describe_exception
 
@@ -39,7 +39,7 @@ class Exchange:
         if self.llm is not None:
             self.request_type, self.result_type = "llm_request", "llm_response"
             self.context = {"provider": self.llm.provider, "model": self.llm.model, "callId": self.call_id}
-            self.request_data = {**self.context, "cacheKey": _cache_key(self.llm, self.body_value),
+            self.request_data = {**self.context, **request_keys(self.llm.provider, self.llm.model, self.body_value),
                                  "request": self.body_value, "http": {"method": self.method, "url": self.url}}
         else:
             self.request_type, self.result_type = "tool_call", "tool_result"
@@ -152,15 +152,6 @@ def _headers_for(recorded: Any, length: int | None) -> list[tuple[str, str]]:
     if length is not None:
         headers.append(("content-length", str(length)))
     return headers
-
-
-def _cache_key(llm: LLMCall, body: Any) -> str | None:
-    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
-
-    try:
-        return cache_key(recipe_input(llm.provider, llm.model, body))
-    except CacheKeyInputError:
-        return None
 
 
 def _body_value(body: bytes | None, content_type: str | None) -> Any:
