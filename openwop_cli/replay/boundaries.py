@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED
-from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
+from openwop_cli.replay.divergence import EVENT_MISSING, Divergence, network_blocked
 from openwop_cli.replay.engine import Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
@@ -50,6 +50,7 @@ class Replayer:
         self._pending: list[Divergence] = []
         self._source_run = self.source.manifest.get("runId")
         self._fold: Any = None
+        self._blocked: set[str] = set()
         engine.on_divergence = self._pending.append
 
     # ---- tools ------------------------------------------------------------------------------
@@ -186,6 +187,18 @@ class Replayer:
         if data.get("kind") == "variable":
             return self._fold.variables.value(str(data.get("key")))
         return self._fold.snapshot()["channels"].get(str(data.get("channel")))
+
+    # ---- the network guard ------------------------------------------------------------------
+
+    def network_blocked(self, host: Any, port: Any, site: dict[str, Any] | None) -> None:
+        """A connection replay refused (netguard's on_blocked): a divergence of its own, once per destination."""
+        destination = f"{host}:{port}"
+        with self._lock:
+            if destination in self._blocked:
+                return
+            self._blocked.add(destination)
+            self.engine.report(network_blocked(destination, site, self.source.unrecorded_connections.get(destination)))
+            self._emit_divergences()
 
     # ---- plumbing ---------------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ def install() -> None:
     from openwop_cli.replay.boundaries import Replayer
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
+    from openwop_cli.runtime import adapters
     from openwop_cli.runtime import session as runtime_session
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
     address = os.environ[ENV_ADDRESS]
@@ -40,14 +41,10 @@ def install() -> None:
     session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))))
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
+    adapters.install()
     if mode == "replay":
+        from openwop_cli.runtime.connections import proxy_address
         from openwop_cli.runtime.netguard import block_network
 
-        block_network(_tcp_address(address))
-
-
-def _tcp_address(address: str) -> tuple[str, int] | None:
-    if not address.startswith("tcp:"):
-        return None
-    host, _, port = address[4:].rpartition(":")
-    return host, int(port)
+        channel = tcp_address(address)
+        block_network({*proxy_address(), *((channel,) if channel else ())}, session.replayer.network_blocked)

@@ -12,8 +12,9 @@ EVENT_MISSING = "event_missing"
 EVENT_UNEXPECTED = "event_unexpected"
 NONDETERMINISTIC_UNDERFLOW = "nondeterministic_underflow"
 REFUSAL_DIVERGENCE = "replay_diverged_at_refusal"
+NETWORK_BLOCKED = "replay_network_blocked"
 CODES = (EVENT_TYPE_MISMATCH, EVENT_PAYLOAD_MISMATCH, EVENT_MISSING, EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW,
-         REFUSAL_DIVERGENCE)
+         REFUSAL_DIVERGENCE, NETWORK_BLOCKED)
 
 
 @dataclass(slots=True)
@@ -39,6 +40,25 @@ class Divergence:
         """The inverse of to_json."""
         return cls(data.get("code", ""), data.get("eventSeq"), data.get("jsonPath"), data.get("expected"),
                    data.get("observed"), data.get("detail", ""), data.get("eventType"))
+
+
+def network_blocked(destination: str, site: dict[str, Any] | None,
+                    recorded: tuple[int, dict[str, Any]] | None) -> Divergence:
+    """replay_network_blocked: the network guard refused a connection to destination (host:port), opened at
+    site; recorded is the capture's event for connections there that no adapter recorded, if it has one."""
+    host, _, port = destination.rpartition(":")
+    opener = f" (opened by {site['file']}:{site['line']})" if site else ""
+    observed = {"host": host, "port": int(port) if port.isdigit() else port, "site": site,
+                "unrecordedInCapture": recorded is not None}
+    if recorded is None:
+        return Divergence(NETWORK_BLOCKED, None, None, None, observed,
+                          f"the program opened a connection to {destination}{opener} and replay blocked it: the "
+                          "capture has no call there to serve", None)
+    seq, data = recorded
+    return Divergence(NETWORK_BLOCKED, seq, None, data.get("value"), observed,
+                      f"the program opened a connection to {destination}{opener} and replay blocked it: the capture "
+                      f"saw connections there that no adapter recorded (seq {seq}), so nothing can serve them; "
+                      "capture it again with --proxy", "nondeterministic")
 
 
 def first_difference(expected: Any, observed: Any) -> tuple[str | None, Any, Any]:

@@ -196,11 +196,16 @@ class ReplayEngine:
                           f"{head_type} at seq {head_seq} that has not been made yet", _EVENT_TYPES[kind])
 
     def _diverge(self, divergence: Divergence) -> None:
+        self.report(divergence)
+        if self.stopped is divergence:
+            raise ReplayDivergenceError(divergence)
+
+    def report(self, divergence: Divergence) -> None:
+        """A divergence found outside matching (a connection the network guard blocked); strict stops here."""
         self.divergences.append(divergence)
         self.on_divergence(divergence)
         if self.policy == STRICT and not self.branch:
             self.stopped = divergence
-            raise ReplayDivergenceError(divergence)
 
     # ---- bookkeeping -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
 from openwop_cli.replay.run import ReplayAccount, ReplayOutcome, changed_files
 from openwop_cli.replay.source import ReplaySource
+from openwop_cli.runtime import adapters
 from openwop_cli.runtime.launcher import CaptureOutcome
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
 
@@ -48,10 +49,11 @@ class InProcessReplay:
         engine = ReplayEngine(self.source, policy=self.policy, from_seq=from_seq, branch=self.extend)
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
+        adapters.install()
         if not self.extend:
             from openwop_cli.runtime.netguard import block_network
 
-            self._undo_network = block_network()
+            self._undo_network = block_network(on_blocked=self.session.replayer.network_blocked)
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:

@@ -4,7 +4,9 @@ A unit is one thing the program did that replay serves or checks: a tool call wi
 LLM request with its response, a nondeterministic value, a getVersion choice, a state write. Each
 unit has a content key (tool name + canonical args; the LLM recipe cacheKey; source + key of a
 value; the channel of a state write), the origin that made it (process, thread, task) and an
-overlap group (units issued while another call was still pending share a group).
+overlap group (units issued while another call was still pending share a group). A connection no
+adapter recorded is not a unit (nothing can serve it): it is kept by destination in
+`unrecorded_connections`, so a replay can say why the network guard blocked one.
 
 The events file is memory-mapped: the index holds seq numbers and byte offsets, and a recorded
 result is parsed only when it is served, so a capture of a million events does not become a
@@ -67,6 +69,7 @@ class ReplaySource:
         self.origins = array("i")
         self.groups = array("i")
         self.origin_ids: dict[tuple, int] = {}
+        self.unrecorded_connections: dict[str, tuple[int, dict[str, Any]]] = {}
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -163,6 +166,9 @@ class ReplaySource:
                 continue
             kind = _CALL_TYPES.get(event_type)
             if kind is None:
+                if event_type == NONDETERMINISTIC and data.get("unrecorded") is True:
+                    self.unrecorded_connections.setdefault(str(data.get("key")), (event["seq"], data))
+                    continue
                 kind = _instant_kind(event_type, data)
                 if kind is None:
                     continue

@@ -37,9 +37,6 @@ class Session:
         root = os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
         self._id_prefix = "" if root else f"p{self.pid}."
         self._counter = itertools.count(1)
-        from openwop_cli.runtime.adapters import install as install_http_adapters
-
-        install_http_adapters()
 
     def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None) -> None:
         """Record one event made by the calling thread/task, now (source_seq: the recorded event it replays)."""
