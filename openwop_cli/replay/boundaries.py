@@ -108,7 +108,8 @@ class Replayer:
     # ---- HTTP exchanges (the transport adapters) ----------------------------------------------
 
     def exchange(self, is_llm: bool, data: dict[str, Any]) -> Served:
-        """An HTTP request the adapters saw: the recorded response event's data, or live (fork, allowed tool).
+        """An HTTP request the adapters saw: the recorded response event's data (or, when the request never got
+        an answer, its error rebuilt), or live (fork, allowed tool).
 
         Raises ReplayDivergenceError when there is nothing to serve.
         """
@@ -120,6 +121,8 @@ class Replayer:
                 return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
             recorded = self._recorded_result(match, result_type)
             self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
+        if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
+            return Served(recorded, error=rebuild_exception(recorded["error"]))
         return Served(recorded)
 
     def _record_live_exchange(self, result_type: str, result: dict[str, Any], request: dict[str, Any],

@@ -45,11 +45,11 @@ class Divergence:
 def network_blocked(destination: str, site: dict[str, Any] | None,
                     recorded: tuple[int, dict[str, Any]] | None) -> Divergence:
     """replay_network_blocked: the network guard refused a connection to destination (host:port), opened at
-    site; recorded is the capture's event for connections there that no adapter recorded, if it has one."""
+    site (observed). recorded is the capture's event for connections there that no adapter recorded, if it
+    has one: then `expected` is that connection and `eventSeq` its seq; else both are null."""
     host, _, port = destination.rpartition(":")
     opener = f" (opened by {site['file']}:{site['line']})" if site else ""
-    observed = {"host": host, "port": int(port) if port.isdigit() else port, "site": site,
-                "unrecordedInCapture": recorded is not None}
+    observed = {"host": host, "port": int(port) if port.isdigit() else port, "site": site}
     if recorded is None:
         return Divergence(NETWORK_BLOCKED, None, None, None, observed,
                           f"the program opened a connection to {destination}{opener} and replay blocked it: the "

@@ -17,7 +17,13 @@ from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, REPLAY_DIVERGED, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
-from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, Divergence, event_summary
+from openwop_cli.replay.divergence import (
+    EVENT_MISSING,
+    EVENT_PAYLOAD_MISMATCH,
+    NETWORK_BLOCKED,
+    Divergence,
+    event_summary,
+)
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
@@ -71,6 +77,11 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
+        if source.unrecorded_connections and not branch:
+            from openwop_cli.runtime.connections import describe
+
+            recorded = [data.get("value") or {} for _seq, data in source.unrecorded_connections.values()]
+            warn(f"wop: in the capture, {describe(recorded)}")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools)
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
@@ -179,7 +190,7 @@ class ReplayAccount:
                    if self._checked(source.request_seqs[unit])]
         diverged = {d.event_seq for d in self.divergences if d.event_seq is not None}
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)
-        unexpected = sum(1 for d in self.divergences if d.event_seq is None)
+        unexpected = sum(1 for d in self.divergences if d.event_seq is None or d.code == NETWORK_BLOCKED)
         compared = len(checked) + unexpected
         seqs = [d.event_seq for d in self.divergences if d.event_seq is not None][:1]
         return {

@@ -104,3 +104,18 @@ def proxy_address() -> frozenset[tuple[str, int]]:
     """The --proxy's address (WOP_PROXY=host:port): requests to it are recorded by the proxy."""
     host, _, port = os.environ.get(ENV_PROXY, "").rpartition(":")
     return frozenset({(host, int(port))}) if host and port.isdigit() else frozenset()
+
+
+def describe(connections: list[dict[str, Any]]) -> str:
+    """One line for connections no adapter recorded ({host, port, count?, site?} each), as capture and replay
+    say it: `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`."""
+    parts, single = [], len(connections) == 1
+    for connection in connections:
+        count = connection.get("count")
+        single = single and count == 1
+        site = connection.get("site")
+        opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+        amount = f"{count} connection{'' if count == 1 else 's'}" if isinstance(count, int) else "connections"
+        parts.append(f"{amount} to {connection.get('host')}:{connection.get('port')}{opener}")
+    verdict = "was not recorded: replay cannot serve it" if single else "were not recorded: replay cannot serve them"
+    return f"{', '.join(parts)} {verdict}; use --proxy"

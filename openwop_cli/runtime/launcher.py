@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -75,6 +75,7 @@ class CaptureOutcome:
     path: Path
     manifest: dict[str, Any]
     exit_code: int
+    unrecorded: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_captured(
@@ -147,7 +148,7 @@ def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any],
     program.update(processes.summary())
     program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
     manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
-    return CaptureOutcome(capture_id, path, manifest, exit_code)
+    return CaptureOutcome(capture_id, path, manifest, exit_code, processes.unrecorded_connections())
 
 
 def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks) -> Any:
@@ -268,6 +269,7 @@ class _Processes:
         self.hellos: list[dict[str, Any]] = []
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
+        self.unrecorded: dict[tuple, dict[str, Any]] = {}
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -296,6 +298,9 @@ class _Processes:
         uncaught = message.get("uncaught")
         if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
             self.uncaught = uncaught
+        connection = message.get("unrecordedConnection")
+        if isinstance(connection, dict):
+            self.unrecorded[(_pid, connection.get("host"), connection.get("port"))] = connection
         modules = message.get("modules")
         if isinstance(modules, list):
             for entry in modules:
@@ -305,6 +310,15 @@ class _Processes:
 
     def root_pid(self) -> Any:
         return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
+
+    def unrecorded_connections(self) -> list[dict[str, Any]]:
+        """Connections no adapter recorded, by destination over all processes: host, port, count, first site."""
+        found: dict[tuple, dict[str, Any]] = {}
+        for (_pid, host, port), reported in self.unrecorded.items():
+            entry = found.setdefault((host, port), {"host": host, "port": port, "count": 0, "site": reported.get("site")})
+            count = reported.get("count")
+            entry["count"] += count if isinstance(count, int) and count > 0 else 1
+        return sorted(found.values(), key=lambda entry: -entry["count"])
 
     def module_paths(self) -> list[str]:
         return list(self.modules)

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from openwop_cli.runtime.adapters import eventstream, sse
+from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import UNRESOLVED, Session, _inside_boundary, _state, current, describe_exception
@@ -24,7 +25,7 @@ _UNRECORDED_HEADERS = frozenset({
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson", eventstream.CONTENT_TYPE)
 DIVERGENCE_STATUS = 400
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_PROXY_PREFIX = f"http://{os.environ['WOP_PROXY']}/" if os.environ.get("WOP_PROXY") else None
+_PROXY_PREFIX = f"http://{os.environ[ENV_PROXY]}/" if os.environ.get(ENV_PROXY) else None
 
 
 def recording_session() -> Session | None:
@@ -113,7 +114,7 @@ class Exchange:
 
     def begin(self) -> tuple | None:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
-        as in a fork); in a capture, records the request and returns None."""
+        as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         self._live: Any = None
         self.finished = False
         if self.session.replayer is None:
@@ -124,7 +125,7 @@ class Exchange:
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
-            return response_parts(served.result)
+            return response_parts(served.value())
         self._live = served
         return None
 
