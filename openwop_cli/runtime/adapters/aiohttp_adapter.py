@@ -2,11 +2,12 @@
 
 That covers `session.get/post/request(...)` with or without `async with`, and the clients built on
 aiohttp: litellm's default async transport (an httpx transport over aiohttp) and google-genai's
-`client.aio`. A whole response is read while recording and handed on with `.read()`, `.text()`,
-`.json()` and `resp.content` all working; a stream (server-sent events, JSON lines, AWS event
-stream) is handed on at once and recorded as the program reads it — every chunk aiohttp receives
-is kept until the end of the body (or until the response is released early). A replayed response
-is a real ClientResponse over a StreamReader holding the recorded bytes.
+`client.aio`. The response is handed on untouched (`.read()`, `.text()`, `.json()`, `async for line
+in resp.content`, `content.iter_*` read it as without wop) while every chunk aiohttp receives for it
+is kept: a small answer that came with its headers is recorded at once, a longer one or a stream
+(server-sent events, JSON lines, AWS event stream) when its body ends, or — incomplete — when the
+program releases it first. A replayed response is a real ClientResponse over a StreamReader
+holding the recorded bytes.
 """
 
 import asyncio
@@ -52,7 +53,9 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
         if to_wop_proxy(str(url)):
             return await original(self, method, str_or_url, **kwargs)
         headers = self._prepare_headers(kwargs.get("headers"))
-        exchange = Exchange(session, method, str(url), headers, _body(self, kwargs.get("data"), kwargs.get("json")))
+        json = kwargs.get("json")
+        exchange = Exchange(session, method, str(url), headers, b"" if json is not None else _body(kwargs.get("data")),
+                            json=json)
         raise_for_status = kwargs.pop("raise_for_status", None)
         answer = exchange.begin()
         if answer is not None:
@@ -61,7 +64,7 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
             boundary = enter_boundary()
             try:
                 response = await original(self, method, str_or_url, raise_for_status=False, **kwargs)
-                await _record(module, exchange, response, _auto_decompress(self, kwargs))
+                _record(exchange, response, _auto_decompress(self, kwargs))
             except BaseException as exc:
                 if not exchange.finished:
                     exchange.finish(exchange.failure(exc))
@@ -75,12 +78,8 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
     return _request
 
 
-def _body(client: Any, data: Any, json: Any) -> bytes:
-    """The request body as bytes for the record (the request itself is sent unchanged)."""
-    if json is not None:
-        dumps = client._json_serialize_bytes or client._json_serialize
-        encoded = dumps(json)
-        return encoded.encode() if isinstance(encoded, str) else encoded
+def _body(data: Any) -> bytes:
+    """The `data=` body as bytes for the record (the request itself is sent unchanged)."""
     if data is None:
         return b""
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -102,16 +101,10 @@ def _auto_decompress(client: Any, kwargs: dict[str, Any]) -> bool:
     return client._auto_decompress if chosen is None else chosen
 
 
-async def _record(module: Any, exchange: Exchange, response: Any, decompressed: bool) -> None:
-    """Record a whole response now, or a stream as it is read."""
-    headers = plain_headers(response.headers)
-    if exchange.is_stream(headers):
-        _StreamRecording(exchange, response, headers, decompressed).start()
-        return
-    body = await response.read()
-    exchange.finish(exchange.result(response.status, headers, body if decompressed else
-                                    undo_content_encoding(body, headers), False))
-    response.content = _stream_reader(module, [body])
+def _record(exchange: Exchange, response: Any, decompressed: bool) -> None:
+    """Record the response's body as aiohttp receives it: at once when it came in with the headers (a small
+    answer), else when it ends (or when the program releases the response first)."""
+    _BodyRecording(exchange, response, plain_headers(response.headers), decompressed).start()
 
 
 class _Teed(collections.deque):
@@ -124,19 +117,24 @@ class _Teed(collections.deque):
         super().append(data)
 
 
-class _StreamRecording:
-    """A streamed response recorded chunk by chunk as it arrives; finished at the end of the body, or
-    (incomplete) when the program releases or closes the response first."""
+class _BodyRecording:
+    """One response's body, kept chunk by chunk as it arrives (the program reads it unchanged); finished at
+    its end, or incomplete when the program releases or closes the response first."""
 
     def __init__(self, exchange: Exchange, response: Any, headers: dict[str, str], decompressed: bool) -> None:
         self.exchange, self.response, self.headers, self.decompressed = exchange, response, headers, decompressed
+        self.chunks: list[bytes] = []
         self.finished = False
 
     def start(self) -> None:
         reader = self.response.content
-        teed = _Teed(reader._buffer)
-        teed.chunks = list(reader._buffer)
-        self.chunks = teed.chunks
+        buffered = getattr(reader, "_buffer", ())  # an EmptyStreamReader (no body) has none
+        self.chunks = list(buffered)
+        if reader.is_eof():
+            self.finish(True)
+            return
+        teed = _Teed(buffered)
+        teed.chunks = self.chunks
         reader._buffer = teed
         for name in ("release", "close"):
             self._finish_before(name)
@@ -158,7 +156,8 @@ class _StreamRecording:
         body = b"".join(self.chunks)
         if not self.decompressed:
             body = undo_content_encoding(body, self.headers)
-        self.exchange.finish(self.exchange.result(self.response.status, self.headers, body, True, complete))
+        streamed = self.exchange.is_stream(self.headers)
+        self.exchange.finish(self.exchange.result(self.response.status, self.headers, body, streamed, complete))
 
 
 def _stream_reader(module: Any, chunks: list[bytes]) -> Any:

@@ -12,8 +12,10 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
 from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.connections import ENV_PROXY
+from openwop_cli.runtime.jsonable import to_json
 from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import UNRESOLVED, Session, _inside_boundary, _state, current, describe_exception
@@ -47,13 +49,15 @@ def to_wop_proxy(url: str) -> bool:
 class Exchange:
     """See the module docstring. Build it from the request; then record or replay the response."""
 
-    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes) -> None:
-        """headers: the request's, in any library's form (read once, through plain_headers)."""
+    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes, *,
+                 json: Any = None) -> None:
+        """headers: the request's, in any library's form (read once, through plain_headers); json: the body as
+        a JSON value when the library was handed one (then body is not read)."""
         headers = plain_headers(headers)
         self.session = session
         self.method = method.upper()
         self.url = url_without_secrets(url)
-        self.body_value = _body_value(body, headers.get("content-type"))
+        self.body_value = to_json(json) if json is not None else _body_value(body, headers.get("content-type"))
         self.llm: LLMCall | None = recognize(self.method, url, self.body_value)
         self.call_id = session.new_call_id("llm" if self.llm else "h")
         if self.llm is not None:
@@ -232,8 +236,6 @@ def _headers_for(recorded: Any, length: int | None) -> list[tuple[str, str]]:
 
 
 def _cache_key(llm: LLMCall, body: Any) -> str | None:
-    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
-
     try:
         return cache_key(recipe_input(llm.provider, llm.model, body))
     except CacheKeyInputError:
