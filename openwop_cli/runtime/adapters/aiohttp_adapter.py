@@ -23,7 +23,6 @@ from openwop_cli.runtime.adapters.exchange import (
     to_wop_proxy,
     undo_content_encoding,
 )
-from openwop_cli.runtime.session import enter_boundary, exit_boundary
 
 _MARK = "__wop_patched__"
 
@@ -61,16 +60,9 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
         if answer is not None:
             response = _replayed_response(module, self, method.upper(), url, headers, answer, response_arguments)
         else:
-            boundary = enter_boundary()
-            try:
+            with exchange.sending():
                 response = await original(self, method, str_or_url, raise_for_status=False, **kwargs)
                 _record(exchange, response, _auto_decompress(self, kwargs))
-            except BaseException as exc:
-                if not exchange.finished:
-                    exchange.finish(exchange.failure(exc))
-                raise
-            finally:
-                exit_boundary(boundary)
         await _raise_for_status(self, raise_for_status, response)
         return response
 

@@ -18,7 +18,16 @@ from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import to_json
 from openwop_cli.runtime.providers import LLMCall, recognize, recipe_input, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
-from openwop_cli.runtime.session import UNRESOLVED, Session, _inside_boundary, _state, current, describe_exception
+from openwop_cli.runtime.session import (
+    UNRESOLVED,
+    Session,
+    _inside_boundary,
+    _state,
+    current,
+    describe_exception,
+    enter_boundary,
+    exit_boundary,
+)
 
 _UNRECORDED_HEADERS = frozenset({
     "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
@@ -133,6 +142,10 @@ class Exchange:
         self._live = served
         return None
 
+    def sending(self) -> "Sending":
+        """`with exchange.sending(): <the real call>`: see Sending."""
+        return Sending(self)
+
     def finish(self, data: dict[str, Any]) -> None:
         """Record the response event's data (through the replayer when the call ran live in a fork)."""
         self.finished = True
@@ -140,6 +153,24 @@ class Exchange:
             self._live.finish(data)
         else:
             self.session.record(self.result_type, data)
+
+
+class Sending:
+    """Around the real call of an exchange: a boundary is open, so the libraries below record nothing of
+    their own, and a call that fails (refused, timed out) has its failure recorded as the answer."""
+
+    __slots__ = ("exchange", "boundary")
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+
+    def __enter__(self) -> None:
+        self.boundary = enter_boundary()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        exit_boundary(self.boundary)
+        if exc is not None and not self.exchange.finished:
+            self.exchange.finish(self.exchange.failure(exc))
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

@@ -21,7 +21,6 @@ from openwop_cli.runtime.adapters.exchange import (
     to_wop_proxy,
     undo_content_encoding,
 )
-from openwop_cli.runtime.session import enter_boundary, exit_boundary
 
 _MARK = "__wop_patched__"
 _PENDING = "_wop_pending"
@@ -53,14 +52,8 @@ def _request_handler(module: Any, original: Callable[..., Any]) -> Callable[...,
         exchange = Exchange(session, method, target, headers, body_bytes(body))
         answer = exchange.begin()
         if answer is None:
-            boundary = enter_boundary()
-            try:
+            with exchange.sending():
                 original(self, method, url, body, headers, encode_chunked=encode_chunked)
-            except BaseException as exc:
-                exchange.finish(exchange.failure(exc))
-                raise
-            finally:
-                exit_boundary(boundary)
         setattr(self, _PENDING, (exchange, answer))
         return None
 
@@ -78,15 +71,8 @@ def _getresponse_handler(original: Callable[..., Any]) -> Callable[..., Any]:
             status, headers, chunks, streamed = answer
             return _made_response(self, exchange.method, status, "OK" if status < 400 else "wop replay", headers,
                                   chunks, streamed)
-        boundary = enter_boundary()
-        try:
+        with exchange.sending():
             return _recorded(self, exchange, original(self))
-        except BaseException as exc:
-            if not exchange.finished:
-                exchange.finish(exchange.failure(exc))
-            raise
-        finally:
-            exit_boundary(boundary)
 
     return getresponse
 

@@ -9,7 +9,6 @@ stream is passed through chunk by chunk while it is recorded.
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
-from openwop_cli.runtime.session import enter_boundary, exit_boundary
 
 _MARK = "__wop_patched__"
 
@@ -37,14 +36,8 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
-        boundary = enter_boundary()
-        try:
+        with exchange.sending():
             response = original(self, request)
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
-        finally:
-            exit_boundary(boundary)
         headers = plain_headers(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.sync_recording, exchange, response, headers)
@@ -67,14 +60,8 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
-        boundary = enter_boundary()
-        try:
+        with exchange.sending():
             response = await original(self, request)
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
-        finally:
-            exit_boundary(boundary)
         headers = plain_headers(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.async_recording, exchange, response, headers)

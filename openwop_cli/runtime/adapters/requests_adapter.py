@@ -8,7 +8,6 @@ import io
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
-from openwop_cli.runtime.session import enter_boundary, exit_boundary
 
 _MARK = "__wop_patched__"
 
@@ -32,15 +31,9 @@ def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
         answer = exchange.begin()
         if answer is not None:
             return _response(request, answer)
-        boundary = enter_boundary()
-        try:
+        with exchange.sending():
             response = original(self, request, *args, **kwargs)
             content = response.content
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
-        finally:
-            exit_boundary(boundary)
         headers = plain_headers(response.headers)
         exchange.finish(exchange.result(response.status_code, headers, content, exchange.is_stream(headers)))
         response.raw = io.BytesIO(content)

@@ -21,7 +21,6 @@ from openwop_cli.runtime.adapters.exchange import (
     to_wop_proxy,
     undo_content_encoding,
 )
-from openwop_cli.runtime.session import enter_boundary, exit_boundary
 
 _MARK = "__wop_patched__"
 _PRELOAD, _DECODE = 8, 9  # positions of preload_content and decode_content after `headers` in urlopen
@@ -50,16 +49,9 @@ def _urlopen_handler(module: Any, original: Callable[..., Any]) -> Callable[...,
         answer = exchange.begin()
         if answer is not None:
             return _replayed_response(module, answer, method, full_url, preload, decode)
-        boundary = enter_boundary()
-        try:
-            response = original(self, method, url, body, headers, *args, **kwargs)
-            return _recorded(module, exchange, response, preload, decode)
-        except BaseException as exc:
-            if not exchange.finished:
-                exchange.finish(exchange.failure(exc))
-            raise
-        finally:
-            exit_boundary(boundary)
+        with exchange.sending():
+            return _recorded(module, exchange, original(self, method, url, body, headers, *args, **kwargs),
+                             preload, decode)
 
     setattr(urlopen, _MARK, True)
     return urlopen
