@@ -4,6 +4,7 @@ divergence of its replay, and is recorded after all through --proxy."""
 import socket
 import threading
 
+from openwop_cli.report.summary import summarize
 from openwop_cli.runtime.connections import describe
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
@@ -40,6 +41,8 @@ def test_a_raw_socket_client_is_named_on_the_last_line_and_is_the_first_divergen
     recorded = [event["data"] for event in events(source, "nondeterministic")]
     assert len(recorded) == 1 and recorded[0]["unrecorded"] is True and recorded[0]["key"] == destination
     assert recorded[0]["value"]["site"] == {"file": "agent.py", "line": 8, "function": "ask"}
+    assert summarize(events(source, "nondeterministic")[0]) == (f"connection to {destination} not recorded "
+                                                                "(opened by agent.py:8)")
     assert not events(source, "llm_request")
 
     replayed, report = replay(tmp_path, source, env={"BASE": provider.url})
