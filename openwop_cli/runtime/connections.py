@@ -16,7 +16,6 @@ import socket
 import threading
 from typing import Any
 
-from openwop_cli.runtime.callsite import opening_site
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 ENV_PROXY = "WOP_PROXY"
@@ -65,6 +64,8 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
             return
     if destination in ignored or _socket_type(sock) != _STREAM:
         return
+    from openwop_cli.runtime.callsite import opening_site  # loaded on the first unrecorded connection
+
     site = opening_site(2)
     if site is None:
         return
