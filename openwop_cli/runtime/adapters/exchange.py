@@ -21,12 +21,12 @@ from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
-    _inside_boundary,
     _state,
     current,
     describe_exception,
     enter_boundary,
     exit_boundary,
+    inside_boundary,
 )
 
 _UNRECORDED_HEADERS = frozenset({
@@ -45,7 +45,7 @@ def recording_session() -> Session | None:
     session = _state["session"]
     if session is UNRESOLVED:
         session = current()
-    if session is None or _inside_boundary.get():
+    if session is None or inside_boundary():
         return None
     return session
 
