@@ -4,6 +4,8 @@ divergence of its replay, and is recorded after all through --proxy."""
 import socket
 import threading
 
+import orjson
+
 from openwop_cli.report.summary import summarize
 from openwop_cli.runtime.connections import describe
 from tests.fake_provider import FakeProvider
@@ -76,9 +78,15 @@ def test_the_same_raw_socket_client_records_and_replays_through_the_proxy(tmp_pa
 def test_strict_transports_turns_an_unrecorded_connection_into_exit_1(tmp_path):
     with FakeProvider() as provider:
         done, source = capture(tmp_path, RAW_SOCKET_AGENT, {"BASE": provider.url}, "--strict-transports")
+        as_json, _ = capture(tmp_path, RAW_SOCKET_AGENT, {"BASE": provider.url}, "--strict-transports", "--json",
+                             name="json")
     assert done.returncode == 1
     assert "--strict-transports" in done.stderr and "were not recorded" in done.stderr
     assert (source / "manifest.json").is_file()
+    assert as_json.returncode == 1
+    summary = orjson.loads(as_json.stderr.strip().splitlines()[-1])
+    assert [(c["host"], c["count"], c["site"]["file"]) for c in summary["unrecordedConnections"]] == [
+        ("127.0.0.1", 2, "agent.py")]
 
 
 def test_local_ipc_and_calls_inside_boundaries_are_not_reported(tmp_path):
