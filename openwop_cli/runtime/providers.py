@@ -26,7 +26,7 @@ def recognize(method: str, url: str, body: Any) -> LLMCall | None:
     """The LLM call an HTTP request is, or None for any other request."""
     if method.upper() != "POST" or not isinstance(body, dict):
         return None
-    path = urlsplit(url).path
+    path = url.partition("?")[0]  # what the path ends with or holds is all that is asked of it
     if path.endswith("/chat/completions") or path.endswith("/responses"):
         return LLMCall("openai", str(body.get("model", "")), bool(body.get("stream")))
     if path.endswith("/v1/messages"):
@@ -52,6 +52,8 @@ _SECRET_QUERY_NAMES = frozenset({"key", "api_key", "apikey", "api-key", "token",
 
 def url_without_secrets(url: str) -> str:
     """url with the values of credential-looking query parameters (key=, token=, …) replaced."""
+    if "?" not in url and "@" not in url:
+        return url
     parts = urlsplit(url)
     if not parts.query and not parts.password:
         return url

@@ -49,11 +49,11 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
         url = self._build_url(str_or_url)
         if kwargs.get("params"):
             url = url.extend_query(kwargs["params"])
-        headers = self._prepare_headers(kwargs.get("headers"))
-        if to_wop_proxy(str(url)) or "upgrade" in headers:  # a websocket is no request/response (nor recorded)
+        headers, target = self._prepare_headers(kwargs.get("headers")), str(url)
+        if to_wop_proxy(target) or "upgrade" in headers:  # a websocket is no request/response (nor recorded)
             return await original(self, method, str_or_url, **kwargs)
         json = kwargs.get("json")
-        exchange = Exchange(session, method, str(url), headers, b"" if json is not None else _body(kwargs.get("data")),
+        exchange = Exchange(session, method, target, headers, b"" if json is not None else _body(kwargs.get("data")),
                             json=json)
         raise_for_status = kwargs.pop("raise_for_status", None)
         answer = exchange.begin()
