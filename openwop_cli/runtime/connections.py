@@ -59,7 +59,7 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
     destination = (address[0], address[1])
     with _lock:
         entry = _seen.get(destination)
-        if entry is not None:
+        if entry is not None and entry[2] is session:
             entry[0] += 1
             return
     if destination in ignored or _socket_type(sock) != _STREAM:
@@ -72,10 +72,11 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
     host, port = destination
     details = {"host": host, "port": port, "site": site}
     with _lock:
-        if destination in _seen:
-            _seen[destination][0] += 1
+        entry = _seen.get(destination)
+        if entry is not None and entry[2] is session:
+            entry[0] += 1
             return
-        _seen[destination] = [1, details, session]
+        _seen[destination] = [1, details, session]  # per session: a later wop.capture in the process reports it again
     session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
                                         "value": details})
     _tell_parent(session, details, 1)

@@ -142,3 +142,22 @@ def test_describe_says_how_many_where_and_who_opened_them():
                                "replay cannot serve it; use --proxy")
     assert describe([{**one, "count": 2}, {"host": "example.com", "port": 443}]).startswith(
         "2 connections to 127.0.0.1:8000 (opened by a.py:3), connections to example.com:443 were not recorded")
+
+
+def test_each_capture_in_a_process_reports_its_own_unrecorded_connections(tmp_path):
+    import openwop_cli as wop
+
+    server = socket.create_server(("127.0.0.1", 0), backlog=16)
+    address = server.getsockname()
+    try:
+        for name in ("first", "second"):
+            with wop.capture(out=tmp_path / name):
+                socket.create_connection(address).close()
+                socket.create_connection(address).close()
+        socket.create_connection(address).close()  # no capture: nothing to record into
+    finally:
+        server.close()
+    for name in ("first", "second"):
+        (event,) = events(tmp_path / name, "nondeterministic")
+        assert event["data"]["key"] == f"127.0.0.1:{address[1]}"
+        assert event["data"]["value"]["site"]["file"].endswith("test_unrecorded_connections.py")
