@@ -7,14 +7,16 @@
 - POST /model/M/converse, /converse-stream, /invoke, /invoke-with-response-stream: Amazon Bedrock
   runtime; the streams are AWS event streams (binary frames with CRCs), InvokeModel speaks Anthropic.
 - anything else: 200 with a small JSON echo (a plain HTTP API).
-Answers are built from the last user message; `refuse=True` makes chat answers refusals. It
-records each request body and the headers it received.
+Answers are built from the last user message; `refuse=True` makes chat answers refusals, and
+`event_delay` spaces out the events of a stream. It records each request body and the headers it
+received.
 """
 
 import base64
 import json
 import struct
 import threading
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -23,9 +25,11 @@ from urllib.parse import urlsplit
 class FakeProvider:
     """Start with `with FakeProvider() as provider:`; provider.url is the base URL (no /v1)."""
 
-    def __init__(self, *, refuse: bool = False, prefix: str = "answer to") -> None:
+    def __init__(self, *, refuse: bool = False, prefix: str = "answer to", event_delay: float = 0.0) -> None:
+        """event_delay: seconds between the events of a stream (a slow model)."""
         self.refuse = refuse
         self.prefix = prefix
+        self.event_delay = event_delay
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         provider = self
@@ -80,7 +84,11 @@ class FakeProvider:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     for event in reply:
-                        self._chunk(event.encode())
+                        try:
+                            self._chunk(event.encode())
+                        except OSError:  # the client stopped reading
+                            return
+                        time.sleep(provider.event_delay)
                     self._chunk(b"")
                     return
                 data = json.dumps(reply).encode()

@@ -113,3 +113,36 @@ def test_google_genai_client_aio(tmp_path):
     requests = round_trip(tmp_path, GENAI_AGENT, calls=2, changed={"QUESTION": "hello again"},
                           json_path="$.contents[0].parts[0].text")
     assert [(r["provider"], r["model"]) for r in requests] == [("google", "gemini-2.0-flash")] * 2
+
+
+STOPS_EARLY = """
+import asyncio, os, urllib.request, json
+import aiohttp
+
+base = os.environ["BASE"] + "/v1/chat/completions"
+body = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "a long answer please"}]}
+
+async def main():
+    async with aiohttp.ClientSession() as session:
+        async with session.post(base, json=body) as response:
+            print("aiohttp first:", (await response.content.readline())[:26])
+asyncio.run(main())
+request = urllib.request.Request(base, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+with urllib.request.urlopen(request) as response:
+    print("urllib first:", response.readline()[:26])
+"""
+
+
+def test_a_stream_the_program_stops_reading_is_recorded_as_far_as_it_came(tmp_path):
+    from tests.fake_provider import FakeProvider
+    from tests.programs import capture, events, replay
+
+    with FakeProvider(event_delay=0.2) as provider:
+        done, source = capture(tmp_path, STOPS_EARLY, {"BASE": provider.url})
+    assert done.returncode == 0, done.stderr
+    streamed = [event["data"] for event in events(source, "llm_response")]
+    assert [data.get("streamComplete") for data in streamed] == [False, False]
+    assert all(0 < len(data["stream"]) < 8 for data in streamed)
+    replayed, report = replay(tmp_path, source, env={"BASE": provider.url})
+    assert replayed.returncode == 0 and not report["divergences"]
+    assert done.stdout in replayed.stderr
