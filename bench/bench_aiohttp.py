@@ -5,9 +5,9 @@ call. Two kinds of call: a JSON POST to a plain API (recorded as an `http` tool 
 bench_http.py) and an OpenAI chat completion (an LLM call: also the recipe's cache key, and a flush
 of the request to `wop capture` before it is sent, so a crash mid-call leaves it on record). The
 server (aiohttp.web) runs in its own process; "plain" is the same client program in a process
-without wop; each program times its own calls after a warm-up; plain, captured and replayed runs
-are interleaved ROUNDS times and each round's ratio is taken against that round's plain run, so a
-noisy moment on a shared machine hits all three. Run: python bench/bench_aiohttp.py [REQUESTS] [ROUNDS]
+without wop; each program times its own calls after a warm-up (wall clock, and its own CPU time);
+plain, captured and replayed runs are interleaved ROUNDS times. On a shared machine the best round
+is the figure to read, the median shows the noise. Run: python bench/bench_aiohttp.py [REQUESTS] [ROUNDS]
 """
 
 import json
@@ -58,13 +58,13 @@ async def main():
         for index in range(20):
             async with session.post(url, json=body(index)) as response:
                 await response.json()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for index in range(20, 20 + count):
             async with session.post(url, json=body(index)) as response:
                 await response.json()
-        return (time.perf_counter() - start) / count * 1e6
+        return {"us": (time.perf_counter() - start) / count * 1e6, "cpu": (time.process_time() - cpu) / count * 1e6}
 
-print(json.dumps({"us": asyncio.run(main())}), file=sys.stderr)
+print(json.dumps(asyncio.run(main())), file=sys.stderr)
 '''
 
 
@@ -76,9 +76,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def timed(command: list[str], env: dict) -> float:
+def timed(command: list[str], env: dict) -> dict:
+    """The client's own figures: wall-clock and CPU microseconds per request."""
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(next(line for line in done.stderr.splitlines() if line.startswith('{"us"')))["us"]
+    return json.loads(next(line for line in done.stderr.splitlines() if line.startswith('{"us"')))
 
 
 def measure(root: Path, env: dict, url: str, count: int, rounds: int) -> dict:
@@ -87,7 +88,7 @@ def measure(root: Path, env: dict, url: str, count: int, rounds: int) -> dict:
     name = url.rsplit("/", 1)[1]
     subprocess.run([*wop, "capture", "--out", str(root / f"{name}-source"), "--", *client], env=env,
                    capture_output=True, check=True)
-    runs: dict[str, list[float]] = {"plain": [], "captured": [], "replayed": []}
+    runs: dict[str, list[dict]] = {"plain": [], "captured": [], "replayed": []}
     for index in range(rounds):
         runs["plain"].append(timed(client, env))
         runs["captured"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--", *client],
@@ -98,13 +99,18 @@ def measure(root: Path, env: dict, url: str, count: int, rounds: int) -> dict:
 
 
 def report(title: str, runs: dict, count: int, rounds: int) -> None:
-    plain = statistics.median(runs["plain"])
-    print(f"{title}, {count} requests x {rounds} rounds: plain (no wop) {plain:.0f} us/request "
-          f"({min(runs['plain']):.0f}-{max(runs['plain']):.0f})")
+    """Per kind of run: the best round's wall time (what a quiet machine shows), the median round's, and the
+    client process's CPU time per request (its own work, whatever else the machine runs), each against plain."""
+    print(f"{title}, {count} requests x {rounds} rounds (best / median round, client CPU):")
+    plain = {"best": min(run["us"] for run in runs["plain"]), "median": statistics.median(run["us"] for run in runs["plain"]),
+             "cpu": statistics.median(run["cpu"] for run in runs["plain"])}
+    print(f"  plain (no wop)  {plain['best']:.0f} / {plain['median']:.0f} us, cpu {plain['cpu']:.0f} us")
     for kind, label, target in (("captured", "wop capture", "target <= 1.10"), ("replayed", "wop replay", "target < 1")):
-        ratios = [value / base for value, base in zip(runs[kind], runs["plain"])]
-        print(f"  {label:<12} {statistics.median(runs[kind]):.0f} us/request  {statistics.median(ratios):.3f}x plain "
-              f"(rounds {min(ratios):.2f}-{max(ratios):.2f}, {target})")
+        best = min(run["us"] for run in runs[kind])
+        median = statistics.median(run["us"] for run in runs[kind])
+        cpu = statistics.median(run["cpu"] for run in runs[kind])
+        print(f"  {label:<15} {best:.0f} / {median:.0f} us, cpu {cpu:.0f} us: {best / plain['best']:.3f}x / "
+              f"{median / plain['median']:.3f}x, cpu {cpu / plain['cpu']:.3f}x plain ({target})")
 
 
 def main() -> None:
