@@ -1,24 +1,35 @@
-"""A fake LLM provider on 127.0.0.1 speaking the OpenAI and Anthropic wire formats, for tests.
+"""A fake LLM provider on 127.0.0.1 speaking the OpenAI, Anthropic, Gemini and Bedrock wire formats, for tests.
 
 - POST …/chat/completions: OpenAI chat completions, JSON or SSE (`stream: true`); with `tools` and
   no tool result yet, it answers with a call of the first tool.
 - POST …/v1/messages: Anthropic messages, JSON or SSE.
+- POST …/models/M:generateContent and :streamGenerateContent (SSE): Gemini.
+- POST /model/M/converse, /converse-stream, /invoke, /invoke-with-response-stream: Amazon Bedrock
+  runtime; the streams are AWS event streams (binary frames with CRCs), InvokeModel speaks Anthropic.
 - anything else: 200 with a small JSON echo (a plain HTTP API).
-Answers are built from the last user message; `refuse=True` makes chat answers refusals. It
-records each request body and the headers it received.
+Answers are built from the last user message; `refuse=True` makes chat answers refusals, and
+`event_delay` spaces out the events of a stream. It records each request body and the headers it
+received.
 """
 
+import base64
 import json
+import struct
 import threading
+import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 
 class FakeProvider:
     """Start with `with FakeProvider() as provider:`; provider.url is the base URL (no /v1)."""
 
-    def __init__(self, *, refuse: bool = False, prefix: str = "answer to") -> None:
+    def __init__(self, *, refuse: bool = False, prefix: str = "answer to", event_delay: float = 0.0) -> None:
+        """event_delay: seconds between the events of a stream (a slow model)."""
         self.refuse = refuse
         self.prefix = prefix
+        self.event_delay = event_delay
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         provider = self
@@ -32,12 +43,35 @@ class FakeProvider:
                 body = json.loads(raw or b"{}")
                 provider.requests.append(body)
                 provider.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if self.path.endswith("/chat/completions"):
+                path = urlsplit(self.path).path
+                if path.endswith("/chat/completions"):
                     self._answer(body, provider.openai_events(body) if body.get("stream") else provider.openai(body))
-                elif self.path.endswith("/v1/messages"):
+                elif path.endswith("/v1/messages"):
                     self._answer(body, provider.anthropic_events(body) if body.get("stream") else provider.anthropic(body))
+                elif path.endswith(":generateContent"):
+                    self._answer(body, provider.gemini(body, path))
+                elif path.endswith(":streamGenerateContent"):
+                    self._answer(body, provider.gemini_events(body, path))
+                elif path.startswith("/model/"):
+                    self._bedrock(body, path.rsplit("/", 1)[-1])
                 else:
                     self._answer(body, {"echo": body, "path": self.path})
+
+            def _bedrock(self, body: dict, operation: str) -> None:
+                if operation == "converse":
+                    self._answer(body, provider.bedrock_converse(body))
+                elif operation == "invoke":
+                    self._answer(body, provider.anthropic(body))
+                else:
+                    frames = (provider.bedrock_converse_frames(body) if operation == "converse-stream"
+                              else provider.bedrock_invoke_frames(body))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for frame in frames:
+                        self._chunk(frame)
+                    self._chunk(b"")
 
             def do_GET(self) -> None:  # noqa: N802
                 provider.requests.append({"GET": self.path})
@@ -50,7 +84,11 @@ class FakeProvider:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     for event in reply:
-                        self._chunk(event.encode())
+                        try:
+                            self._chunk(event.encode())
+                        except OSError:  # the client stopped reading
+                            return
+                        time.sleep(provider.event_delay)
                     self._chunk(b"")
                     return
                 data = json.dumps(reply).encode()
@@ -74,7 +112,11 @@ class FakeProvider:
     # ---- OpenAI ---------------------------------------------------------------------------------
 
     def answer_text(self, body: dict) -> str:
-        last = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+        messages = body.get("messages") or [{"role": content.get("role", "user"), "content": content.get("parts")}
+                                            for content in body.get("contents", [])]
+        last = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        if isinstance(last, list) and all(isinstance(block, dict) and "text" in block for block in last):
+            last = " ".join(block["text"] for block in last)  # content blocks (Anthropic, Gemini parts, Bedrock)
         return f"{self.prefix} {last if isinstance(last, str) else json.dumps(last)}"
 
     def wants_tool(self, body: dict) -> bool:
@@ -123,6 +165,45 @@ class FakeProvider:
                    ("message_stop", {"type": "message_stop"})]
         return [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events]
 
+    # ---- Gemini ---------------------------------------------------------------------------------
+
+    def gemini(self, body: dict, path: str, text: str | None = None, finish: str | None = "STOP") -> dict:
+        model = path.rsplit("/models/", 1)[-1].split(":", 1)[0]
+        candidate = {"content": {"role": "model", "parts": [{"text": self.answer_text(body) if text is None else text}]},
+                     "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "modelVersion": model,
+                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 4, "totalTokenCount": 9}}
+
+    def gemini_events(self, body: dict, path: str) -> list[str]:
+        words = self.answer_text(body).split(" ")
+        chunks = [self.gemini(body, path, word + " ", "STOP" if index == len(words) - 1 else None)
+                  for index, word in enumerate(words)]
+        return [f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks]
+
+    # ---- Bedrock --------------------------------------------------------------------------------
+
+    def bedrock_converse(self, body: dict) -> dict:
+        return {"output": {"message": {"role": "assistant", "content": [{"text": self.answer_text(body)}]}},
+                "stopReason": "end_turn", "usage": {"inputTokens": 7, "outputTokens": 5, "totalTokens": 12},
+                "metrics": {"latencyMs": 12}}
+
+    def bedrock_converse_frames(self, body: dict) -> list[bytes]:
+        events = [("messageStart", {"role": "assistant"})]
+        for word in self.answer_text(body).split(" "):
+            events.append(("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": word + " "}}))
+        events += [("contentBlockStop", {"contentBlockIndex": 0}), ("messageStop", {"stopReason": "end_turn"}),
+                   ("metadata", {"usage": {"inputTokens": 7, "outputTokens": 5, "totalTokens": 12},
+                                 "metrics": {"latencyMs": 12}})]
+        return [event_stream_frame(name, data) for name, data in events]
+
+    def bedrock_invoke_frames(self, body: dict) -> list[bytes]:
+        events = [json.loads(line[len("data: "):]) for event in self.anthropic_events(body)
+                  for line in event.splitlines() if line.startswith("data: ")]
+        return [event_stream_frame("chunk", {"bytes": base64.b64encode(json.dumps(event).encode()).decode()})
+                for event in events]
+
     def __enter__(self) -> "FakeProvider":
         self._thread.start()
         return self
@@ -130,3 +211,14 @@ class FakeProvider:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def event_stream_frame(event_type: str, payload: dict) -> bytes:
+    """One AWS event-stream frame: prelude (lengths + CRC32), string headers, JSON payload, message CRC32."""
+    headers = b""
+    for name, value in ((":event-type", event_type), (":content-type", "application/json"), (":message-type", "event")):
+        headers += bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+    data = json.dumps(payload).encode()
+    prelude = struct.pack(">II", 16 + len(headers) + len(data), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + data
+    return message + struct.pack(">I", zlib.crc32(message))

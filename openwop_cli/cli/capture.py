@@ -29,6 +29,8 @@ def command(
                                "ANTHROPIC_BASE_URL and OLLAMA_HOST point at a recording proxy on 127.0.0.1."),
     ambient: Optional[Switch] = typer.Option(None, "--ambient", help="Record the clock, uuid and random values the "
                                              "program's code reads: on or off (default: [tool.wop] ambient, else on)."),
+    strict_transports: bool = typer.Option(False, "--strict-transports", help="Exit 1 when the program opened "
+                                           "connections no adapter recorded (a replay could not serve them)."),
     json_output: bool = typer.Option(False, "--json", help="Print the closing summary as JSON (on stderr)."),
 ) -> None:
     """Run CMD and record every LLM call, tool call, clock/random read and state write it makes.
@@ -38,7 +40,8 @@ def command(
     secrets and os.urandom values their own code and its libraries read (not the standard library's
     own reads; --ambient off records none). `import openwop_cli as wop` marks tools and values
     explicitly. The command's output passes through unchanged, and wop exits with its exit code. The
-    last line on stderr names the capture.
+    last line on stderr names the capture, and the connections the program opened that no adapter
+    recorded (a raw-socket client, an unsupported library): record those with --proxy.
 
     \b
     Examples:
@@ -47,9 +50,10 @@ def command(
       wop capture --redact strict -- python -m my_agent
       wop capture --ambient off -- python agent.py
       wop capture --proxy -- node agent.js
+      wop capture --strict-transports -- python agent.py   # exit 1 if anything went unrecorded
     """
     from openwop_cli.config import load_settings
-    from openwop_cli.report.console import print_warning
+    from openwop_cli.report.console import print_error, print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.store import captures_root
 
@@ -66,6 +70,10 @@ def command(
         ambient=ambient == Switch.on if ambient is not None else settings.ambient,
     )
     _print_summary(outcome, json_output)
+    if strict_transports and outcome.unrecorded and outcome.exit_code == 0:
+        if not json_output:
+            print_error("--strict-transports: the capture misses connections no adapter recorded")
+        raise typer.Exit(1)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -80,6 +88,8 @@ def _print_summary(outcome, json_output: bool) -> None:
     }
     if manifest.get("error"):
         summary["error"] = manifest["error"]
+    if outcome.unrecorded:
+        summary["unrecordedConnections"] = outcome.unrecorded
     if json_output:
         import sys
 
@@ -98,4 +108,8 @@ def _print_summary(outcome, json_output: bool) -> None:
     )
     if summary.get("error"):
         line.append(f"  ({summary['error']})", "muted")
+    if outcome.unrecorded:
+        from openwop_cli.runtime.connections import describe
+
+        line.append(f"  {describe(outcome.unrecorded)}", "warning")
     make_console(stderr=True).print(line, soft_wrap=True)

@@ -29,7 +29,7 @@ def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(messages, list):
         raise CacheKeyInputError("messages must be an array of {role, content} objects")
     for index, message in enumerate(messages):
-        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
+        if not (type(message) is dict or isinstance(message, Mapping)) or "role" not in message or "content" not in message:
             raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
     canonical: dict[str, Any] = {"provider": provider, "model": model, "messages": list(messages)}
     tools = request.get("tools")

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.ambient import AmbientValues
-from openwop_cli.replay.divergence import EVENT_MISSING, Divergence
+from openwop_cli.replay.divergence import EVENT_MISSING, Divergence, network_blocked
 from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.callsite import program_site
@@ -102,6 +102,7 @@ class Replayer:
         self._fold: Any = None
         self._ambient = AmbientValues(self.source.ambient, engine.from_seq if engine.branch else None)
         self._workflow_channels: dict[str, Any] | None = None
+        self._blocked: set[str] = set()
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
 
@@ -205,7 +206,8 @@ class Replayer:
 
     @_debuggable
     def exchange(self, is_llm: bool, data: dict[str, Any]) -> Served:
-        """An HTTP request the adapters saw: the recorded response event's data, or live (fork, allowed tool).
+        """An HTTP request the adapters saw: the recorded response event's data (or, when the request never got
+        an answer, its error rebuilt), or live (fork, allowed tool).
 
         Raises ReplayDivergenceError when there is nothing to serve.
         """
@@ -217,6 +219,8 @@ class Replayer:
                 return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
             recorded = self._recorded_result(match, result_type)
             self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
+        if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
+            return Served(recorded, error=rebuild_exception(recorded["error"])[0])
         return Served(recorded)
 
     def _record_live_exchange(self, result_type: str, result: dict[str, Any], request: dict[str, Any],
@@ -364,6 +368,18 @@ class Replayer:
         from openwop_cli.runtime.program import pinned_workflow
 
         return pinned_workflow(self.source.manifest, self.source.blobs)
+
+    # ---- the network guard ------------------------------------------------------------------
+
+    def network_blocked(self, host: Any, port: Any, site: dict[str, Any] | None) -> None:
+        """A connection replay refused (netguard's on_blocked): a divergence of its own, once per destination."""
+        destination = f"{host}:{port}"
+        with self._lock:
+            if destination in self._blocked:
+                return
+            self._blocked.add(destination)
+            self.engine.report(network_blocked(destination, site, self.source.unrecorded_connections.get(destination)))
+            self._emit_divergences()
 
     # ---- plumbing ---------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ def install() -> None:
     from openwop_cli.replay.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
-    from openwop_cli.runtime import ambient, session as runtime_session
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info
+    from openwop_cli.runtime import adapters, ambient, session as runtime_session
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
     controls = ReplayControls.from_environment()
@@ -51,19 +51,15 @@ def install() -> None:
         _shorten_tracebacks_after_a_stop(engine)
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
+    adapters.install()
     if ambient.enabled(default=False):
         ambient.install()
     if mode == "replay" or controls.offline:
+        from openwop_cli.runtime.connections import proxy_address
         from openwop_cli.runtime.netguard import block_network
 
-        block_network(_tcp_address(address))
-
-
-def _tcp_address(address: str) -> tuple[str, int] | None:
-    if not address.startswith("tcp:"):
-        return None
-    host, _, port = address[4:].rpartition(":")
-    return host, int(port)
+        channel = tcp_address(address)
+        block_network({*proxy_address(), *((channel,) if channel else ())}, session.replayer.network_blocked)
 
 
 def _shorten_tracebacks_after_a_stop(engine: Any) -> None:

@@ -12,9 +12,10 @@ EVENT_MISSING = "event_missing"
 EVENT_UNEXPECTED = "event_unexpected"
 NONDETERMINISTIC_UNDERFLOW = "nondeterministic_underflow"
 REFUSAL_DIVERGENCE = "replay_diverged_at_refusal"
+NETWORK_BLOCKED = "replay_network_blocked"
 CODES = (EVENT_TYPE_MISMATCH, EVENT_PAYLOAD_MISMATCH, EVENT_MISSING, EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW,
-         REFUSAL_DIVERGENCE)
-EXTRA_CODES = frozenset({EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW})  # something today's run did beyond the capture
+         REFUSAL_DIVERGENCE, NETWORK_BLOCKED)
+EXTRA_CODES = frozenset({EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW, NETWORK_BLOCKED})  # beyond the capture
 
 
 @dataclass(slots=True)
@@ -76,6 +77,27 @@ class Divergence:
 def observed_event(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
     """Today's side of a divergence: the event the program made, as `{type, data}`."""
     return {"type": event_type, "data": data}
+
+
+def network_blocked(destination: str, site: dict[str, Any] | None,
+                    recorded: tuple[int, dict[str, Any]] | None) -> Divergence:
+    """replay_network_blocked: the network guard refused a connection to destination (host:port), opened at
+    site (observed). recorded is the capture's event for connections there that no adapter recorded, if it
+    has one: then `expected` is that event and `eventSeq` its seq; else both are absent."""
+    host, _, port = destination.rpartition(":")
+    opener = f" (opened by {site['file']}:{site['line']})" if site else ""
+    value = {"host": host, "port": int(port) if port.isdigit() else port, "site": site}
+    observed = observed_event("nondeterministic", {"source": "network", "key": destination, "value": value})
+    if recorded is None:
+        return Divergence(NETWORK_BLOCKED, None, None, None, value,
+                          f"the program opened a connection to {destination}{opener} and replay blocked it: the "
+                          "capture has no call there to serve", "nondeterministic", None, observed, site=site)
+    seq, data = recorded
+    return Divergence(NETWORK_BLOCKED, seq, None, data.get("value"), value,
+                      f"the program opened a connection to {destination}{opener} and replay blocked it: the capture "
+                      f"saw connections there that no adapter recorded (seq {seq}), so nothing can serve them; "
+                      "capture it again with --proxy", "nondeterministic",
+                      {"seq": seq, "type": "nondeterministic", "data": data}, observed, site=site)
 
 
 def first_difference(expected: Any, observed: Any) -> tuple[str | None, Any, Any]:

@@ -256,11 +256,16 @@ class ReplayEngine:
                           recorded, observed_event(_EVENT_TYPES[kind], data))
 
     def _diverge(self, divergence: Divergence) -> None:
+        self.report(divergence)
+        if self.stopped is divergence:
+            raise ReplayDivergenceError(divergence)
+
+    def report(self, divergence: Divergence) -> None:
+        """A divergence found outside matching (a connection the network guard blocked); strict stops here."""
         self.divergences.append(divergence)
         self.on_divergence(divergence)
         if self.policy == STRICT and (not self.branch or self.live_after_mismatch):
             self.stopped = divergence
-            raise ReplayDivergenceError(divergence)
 
     # ---- bookkeeping -----------------------------------------------------------------------
 

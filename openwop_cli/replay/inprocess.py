@@ -15,7 +15,7 @@ from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
 from openwop_cli.replay.run import ReplayAccount, ReplayOutcome
 from openwop_cli.replay.source import ReplaySource
-from openwop_cli.runtime import ambient
+from openwop_cli.runtime import adapters, ambient
 from openwop_cli.runtime.launcher import CaptureOutcome
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
 
@@ -52,6 +52,7 @@ class InProcessReplay:
         engine = ReplayEngine(self.source, policy=self.policy, from_seq=from_seq, branch=self.extend)
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
+        adapters.install()
         if self.ambient:
             ambient.install()
         if not self.extend:
@@ -60,7 +61,7 @@ class InProcessReplay:
 
             self._placeholders = placeholder_credentials()
             os.environ.update(self._placeholders)
-            self._undo_network = block_network()
+            self._undo_network = block_network(on_blocked=self.session.replayer.network_blocked)
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:

@@ -100,6 +100,11 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
+        if source.unrecorded_connections and not branch:
+            from openwop_cli.runtime.connections import describe
+
+            recorded = [data.get("value") or {} for _seq, data in source.unrecorded_connections.values()]
+            warn(f"wop: in the capture, {describe(recorded)}")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, controls)
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"

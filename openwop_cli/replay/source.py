@@ -6,7 +6,9 @@ Ambient values (clock, uuid, random read by unmodified code) are not units: they
 call site and origin in `ambient` (replay.ambient serves them). Each
 unit has a content key (tool name + canonical args; the LLM recipe cacheKey; source + key of a
 value; the channel of a state write), the origin that made it (process, thread, task) and an
-overlap group (units issued while another call was still pending share a group).
+overlap group (units issued while another call was still pending share a group). A connection no
+adapter recorded is not a unit (nothing can serve it): it is kept by destination in
+`unrecorded_connections`, so a replay can say why the network guard blocked one.
 
 The events file is memory-mapped: the index holds seq numbers and byte offsets, and a recorded
 result is parsed only when it is served, so a capture of a million events does not become a
@@ -73,6 +75,7 @@ class ReplaySource:
         self.edits: dict[int, list[Any]] = {}
         self.ambient: dict[tuple, list[int]] = {}
         self.declarations: list[tuple[int, str, Any]] = []  # (seq, channel, declaration) of wop.state.declare
+        self.unrecorded_connections: dict[str, tuple[int, dict[str, Any]]] = {}
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -179,6 +182,9 @@ class ReplaySource:
                 continue
             kind = _CALL_TYPES.get(event_type)
             if kind is None:
+                if event_type == NONDETERMINISTIC and data.get("unrecorded") is True:
+                    self.unrecorded_connections.setdefault(str(data.get("key")), (event["seq"], data))
+                    continue
                 kind = _instant_kind(event_type, data)
                 if kind is None:
                     self._note_declaration(event, line)

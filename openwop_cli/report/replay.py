@@ -261,7 +261,7 @@ def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
 def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expected (capture)", "observed (today)")) -> Table:
     """Two values in two columns, trimmed to a window around their first difference."""
     was, now = _text(expected), _text(observed)
-    start = _first_difference(was, now)
+    start = _first_difference(was, now) if was != now else 0
     table = Table(show_edge=False, expand=True, pad_edge=False)
     table.add_column(titles[0], style="expected", ratio=1, overflow="fold")
     table.add_column(titles[1], style="observed", ratio=1, overflow="fold")

@@ -118,6 +118,10 @@ def _state_mutation(data: dict[str, Any]) -> str:
 
 
 def _nondeterministic(data: dict[str, Any]) -> str:
+    if data.get("unrecorded") is True:
+        site = (data.get("value") or {}).get("site") if isinstance(data.get("value"), dict) else None
+        opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+        return f"connection to {data.get('key')} not recorded{opener}"
     return f"{data.get('source', '?')} {data.get('key', '')} = {short_json(data.get('value'), 50)}".replace("  ", " ")
 
 

@@ -1,15 +1,26 @@
 """What the child bootstrap installs in a Python process started by `wop capture`.
 
 The session connects to the parent now, so even a program that never imports openwop_cli is on
-record (run start, its processes, the modules it imported); the clock, uuid and random reads of
-its code are recorded from its first line on (unless WOP_AMBIENT=0).
+record (run start, its processes, the modules it imported). The HTTP adapters attach to their
+libraries as those are imported, connections that bypass every adapter are reported, and the
+clock, uuid and random reads of the program's code are recorded from its first line on (unless
+WOP_AMBIENT=0).
 """
 
-from openwop_cli.runtime import ambient
+import os
+
+from openwop_cli.runtime import adapters, ambient, connections
+from openwop_cli.runtime.channel import ENV_ADDRESS, tcp_address
 from openwop_cli.runtime.session import current
 
 
 def install() -> None:
-    """Start this process's session from the environment, with its ambient values."""
-    if current() is not None and ambient.enabled() and not ambient.installed():
+    """Start this process's session from the environment, with the adapters, the connection watcher and
+    its ambient values."""
+    adapters.install()
+    if current() is None:
+        return
+    channel = tcp_address(os.environ.get(ENV_ADDRESS, ""))
+    connections.watch((channel,) if channel else ())
+    if ambient.enabled() and not ambient.installed():
         ambient.install()

@@ -102,3 +102,19 @@ def caller_site(depth: int = 1) -> dict[str, Any] | None:
     if found[0] <= STDLIB:
         return None
     return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}
+
+
+def opening_site(depth: int = 1) -> dict[str, Any] | None:
+    """The first frame outside the standard library, from the caller `depth` frames up: who opened a
+    connection through socket/http.client/asyncio. None when that frame is wop's own code."""
+    frame: Any = sys._getframe(depth + 1)
+    places = _places
+    while frame is not None:
+        code = frame.f_code
+        found = places.get(code.co_filename) or place(code.co_filename)
+        if found[0] != STDLIB:
+            if found[0] == WOP:
+                return None
+            return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}
+        frame = frame.f_back
+    return None

@@ -32,9 +32,16 @@ def _connect(address: str) -> socket.socket:
         sock.connect(where)
         return sock
     if scheme == "tcp":
-        host, _, port = where.rpartition(":")
-        return socket.create_connection((host, int(port)))
+        return socket.create_connection(tcp_address(address))  # type: ignore[arg-type]
     raise ValueError(f"{ENV_ADDRESS} must be unix:PATH or tcp:HOST:PORT, got {address!r}")
+
+
+def tcp_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of a `tcp:HOST:PORT` channel address; None for a unix socket."""
+    if not address.startswith("tcp:"):
+        return None
+    host, _, port = address[4:].rpartition(":")
+    return host, int(port)
 
 
 class ChannelSender:

@@ -78,6 +78,7 @@ class CaptureOutcome:
     manifest: dict[str, Any]
     exit_code: int
     stderr_tail: list[str] = field(default_factory=list)
+    unrecorded: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_captured(
@@ -161,7 +162,7 @@ def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any],
     program.update(processes.summary())
     program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
     manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
-    return CaptureOutcome(capture_id, path, manifest, exit_code)
+    return CaptureOutcome(capture_id, path, manifest, exit_code, unrecorded=processes.unrecorded_connections())
 
 
 def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks) -> Any:
@@ -340,6 +341,7 @@ class _Processes:
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
+        self.unrecorded: dict[tuple, dict[str, Any]] = {}
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -370,6 +372,9 @@ class _Processes:
         uncaught = message.get("uncaught")
         if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
             self.uncaught = uncaught
+        connection = message.get("unrecordedConnection")
+        if isinstance(connection, dict):
+            self.unrecorded[(_pid, connection.get("host"), connection.get("port"))] = connection
         modules = message.get("modules")
         if isinstance(modules, list):
             for entry in modules:
@@ -379,6 +384,15 @@ class _Processes:
 
     def root_pid(self) -> Any:
         return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
+
+    def unrecorded_connections(self) -> list[dict[str, Any]]:
+        """Connections no adapter recorded, by destination over all processes: host, port, count, first site."""
+        found: dict[tuple, dict[str, Any]] = {}
+        for (_pid, host, port), reported in self.unrecorded.items():
+            entry = found.setdefault((host, port), {"host": host, "port": port, "count": 0, "site": reported.get("site")})
+            count = reported.get("count")
+            entry["count"] += count if isinstance(count, int) and count > 0 else 1
+        return sorted(found.values(), key=lambda entry: -entry["count"])
 
     def module_paths(self) -> list[str]:
         return list(self.modules)

@@ -2,14 +2,15 @@
 
 Known: OpenAI chat completions and responses (and any OpenAI-compatible server: the path decides it is
 one, the host or the SDK's user agent which vendor: mistral, groq, together…), Anthropic messages,
-Gemini generateContent, Ollama chat. A recognised request yields
+Gemini generateContent, Ollama chat, Amazon Bedrock runtime (Converse, ConverseStream, InvokeModel,
+InvokeModelWithResponseStream). A recognised request yields
 the provider, the model, whether it streams, and the cache-key recipe's input; a response yields its
 stop reason and usage.
 """
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +38,9 @@ def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall
     """The LLM call an HTTP request is, or None for any other request."""
     if method.upper() != "POST" or not isinstance(body, dict):
         return None
-    parts = urlsplit(url)
-    path = parts.path
+    path = url.partition("?")[0]  # what the path ends with or holds is all that is asked of it
     if path.endswith("/chat/completions") or path.endswith("/responses"):
-        provider = openai_compatible_vendor(parts.hostname or "", user_agent)
+        provider = openai_compatible_vendor(urlsplit(url).hostname or "", user_agent)
         return LLMCall(provider, str(body.get("model", "")), bool(body.get("stream")))
     if path.endswith("/v1/messages"):
         return LLMCall("anthropic", str(body.get("model", "")), bool(body.get("stream")))
@@ -49,7 +49,14 @@ def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall
         return LLMCall("google", model, ":streamGenerateContent" in path)
     if path.endswith("/api/chat"):
         return LLMCall("ollama", str(body.get("model", "")), body.get("stream", True) is not False, ndjson=True)
+    if "/model/" in path:
+        model, _, operation = path.rsplit("/model/", 1)[-1].rpartition("/")
+        if operation in _BEDROCK_OPERATIONS:
+            return LLMCall("bedrock", unquote(model), operation.endswith("stream"))
     return None
+
+
+_BEDROCK_OPERATIONS = frozenset({"converse", "converse-stream", "invoke", "invoke-with-response-stream"})
 
 
 def openai_compatible_vendor(host: str, user_agent: str = "") -> str:
@@ -72,6 +79,8 @@ _SECRET_QUERY_NAMES = frozenset({"key", "api_key", "apikey", "api-key", "token",
 
 def url_without_secrets(url: str) -> str:
     """url with the values of credential-looking query parameters (key=, token=, …) replaced."""
+    if "?" not in url and "@" not in url:
+        return url
     parts = urlsplit(url)
     if not parts.query and not parts.password:
         return url
@@ -201,9 +210,33 @@ def _chat_shape(provider: str, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("instructions") is not None:
             shaped["system"] = request["instructions"]
         return shaped
+    if provider == "bedrock":
+        return _bedrock_shape(request)
     if provider == "ollama" and isinstance(request.get("options"), dict):
         return {**request, **{key: request["options"][key] for key in ("temperature", "top_p", "top_k") if key in request["options"]}}
     return request
+
+
+def _bedrock_shape(request: dict[str, Any]) -> dict[str, Any]:
+    """Converse's inferenceConfig and toolConfig as the recipe's options and tools (an InvokeModel body, in
+    its model's own shape, passes through)."""
+    shaped = dict(request)
+    config = request.get("inferenceConfig")
+    if isinstance(config, dict):
+        shaped.update({key: config[key] for key in ("temperature", "topP") if key in config})
+    tool_config = request.get("toolConfig")
+    if isinstance(tool_config, dict) and isinstance(tool_config.get("tools"), list):
+        shaped["tools"] = [_bedrock_tool(tool) for tool in tool_config["tools"]]
+    return shaped
+
+
+def _bedrock_tool(tool: Any) -> Any:
+    spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+    if not isinstance(spec, dict):
+        return tool
+    schema = spec.get("inputSchema")
+    return {"name": spec.get("name"), "description": spec.get("description"),
+            "parameters": schema.get("json") if isinstance(schema, dict) else schema}
 
 
 def _recipe_tool(tool: Any) -> Any:

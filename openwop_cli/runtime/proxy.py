@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, plain_headers
+from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.session import Session
 
 PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}
@@ -49,8 +50,11 @@ class LLMProxy:
         self._thread = threading.Thread(target=self.server.serve_forever, name="wop-proxy", daemon=True)
 
     def child_environment(self) -> dict[str, str]:
-        """The base URL variables that send the child's SDKs through the proxy."""
-        return {variable: f"{self.url}/{prefix}{suffix}" for prefix, (variable, suffix, _d) in ROUTES.items()}
+        """The base URL variables that send the child's SDKs through the proxy, and the proxy's address
+        (what the child's adapters and connection watcher leave to the proxy)."""
+        environment = {variable: f"{self.url}/{prefix}{suffix}" for prefix, (variable, suffix, _d) in ROUTES.items()}
+        environment[ENV_PROXY] = self.url.removeprefix("http://")
+        return environment
 
     def start(self) -> None:
         self._thread.start()

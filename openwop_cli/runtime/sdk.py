@@ -29,6 +29,8 @@ from openwop_cli.runtime.session import (
     current,
     deactivate,
     describe_exception,
+    enter_boundary,
+    exit_boundary,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,11 +68,14 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                         return served.value()
                     return await _run_live_async(served, fn, args, kwargs)
                 call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
+                boundary = enter_boundary()
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
                     _record_failure(session, "tool_result", {"callId": call_id}, exc)
                     raise
+                finally:
+                    exit_boundary(boundary)
                 _record_tool_result(session, call_id, result)
                 return result
 
@@ -87,11 +92,14 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                 served = session.replayer.tool(tool_name, bind(args, kwargs))
                 return served.value() if not served.live else _run_live(served, fn, args, kwargs)
             call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
+            boundary = enter_boundary()
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 _record_failure(session, "tool_result", {"callId": call_id}, exc)
                 raise
+            finally:
+                exit_boundary(boundary)
             _record_tool_result(session, call_id, result)
             return result
 
@@ -116,21 +124,27 @@ def _record_tool_result(session: Session, call_id: str, result: Any) -> None:
 
 def _run_live(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """A replayed call that runs for real (an allowed tool, or a fork past its branch point)."""
+    boundary = enter_boundary()
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:
         served.finish(error=exc)
         raise
+    finally:
+        exit_boundary(boundary)
     served.finish(result=result)
     return result
 
 
 async def _run_live_async(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    boundary = enter_boundary()
     try:
         result = await fn(*args, **kwargs)
     except BaseException as exc:
         served.finish(error=exc)
         raise
+    finally:
+        exit_boundary(boundary)
     served.finish(result=result)
     return result
 
@@ -199,11 +213,14 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
         return _call_live_llm(served, call)
     session.record("llm_request", {**context, **keys, "request": request})
     session.flush()
+    boundary = enter_boundary()
     try:
         response = call()
     except BaseException as exc:
         _record_failure(session, "llm_response", context, exc)
         raise
+    finally:
+        exit_boundary(boundary)
     if inspect.isawaitable(response):
         return _finish_async_llm(session, context, response)  # type: ignore[return-value]
     _record_llm_response(session, context, response)
@@ -211,11 +228,14 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
 
 
 def _call_live_llm(served: Any, call: Callable[[], Any]) -> Any:
+    boundary = enter_boundary()
     try:
         response = call()
     except BaseException as exc:
         served.finish(error=exc)
         raise
+    finally:
+        exit_boundary(boundary)
     if inspect.isawaitable(response):
         return _finish_live_async_llm(served, response)
     served.finish(response=response)
@@ -223,21 +243,27 @@ def _call_live_llm(served: Any, call: Callable[[], Any]) -> Any:
 
 
 async def _finish_live_async_llm(served: Any, pending: Awaitable[Any]) -> Any:
+    boundary = enter_boundary()
     try:
         response = await pending
     except BaseException as exc:
         served.finish(error=exc)
         raise
+    finally:
+        exit_boundary(boundary)
     served.finish(response=response, awaited=True)
     return response
 
 
 async def _finish_async_llm(session: Session, context: dict[str, Any], pending: Awaitable[Any]) -> Any:
+    boundary = enter_boundary()
     try:
         response = await pending
     except BaseException as exc:
         _record_failure(session, "llm_response", context, exc)
         raise
+    finally:
+        exit_boundary(boundary)
     _record_llm_response(session, context, response, awaited=True)
     return response
 
@@ -612,6 +638,10 @@ class capture:
         self._sink.start({"captureId": capture_id, "name": name, "program": program, "ambient": self.ambient})
         self.capture_id = capture_id
         self._session = Session(AppendRecorder(self._sink.append, self._sink.flush))
+        from openwop_cli.runtime import adapters, connections
+
+        adapters.install()
+        connections.watch()
         state.reset()
         self._session.record("run_start", run_start_data(argv, cwd, sys.version.split()[0]))
         self._owner_pid = os.getpid()

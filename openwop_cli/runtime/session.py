@@ -41,9 +41,6 @@ class Session:
         root = os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
         self._id_prefix = "" if root else f"p{self.pid}."
         self._counter = itertools.count(1)
-        from openwop_cli.runtime.adapters import install as install_http_adapters
-
-        install_http_adapters()
 
     def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None,
                site: dict[str, Any] | None = None, ts: int | None = None) -> None:

@@ -148,23 +148,29 @@ def test_a_call_the_program_no_longer_makes_is_event_missing(tmp_path):
 
 def test_network_is_blocked_during_replay_with_the_host_and_port_named(tmp_path):
     script = """
-        import os, urllib.request
+        import os, socket
         import openwop_cli as wop
         wop.random()
-        try:
-            urllib.request.urlopen(os.environ["PROVIDER_URL"] + "/v1/models", timeout=5)
-            print("REACHED THE NETWORK")
-        except Exception as exc:
-            print("blocked:", exc)
+        host, port = os.environ["PROVIDER_URL"].removeprefix("http://").split(":")
+        if os.environ.get("CONNECT"):
+            try:
+                socket.create_connection((host, int(port)), timeout=5).sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+                print("REACHED THE NETWORK")
+            except Exception as exc:
+                print("blocked:", exc)
     """
     with FakeProvider() as provider:
         source = capture(tmp_path, script, env={"PROVIDER_URL": provider.url})
-        served_before = len(provider.requests)
-        done, report = replay(tmp_path, source, env={"PROVIDER_URL": provider.url})
+        done, report = replay(tmp_path, source, env={"PROVIDER_URL": provider.url, "CONNECT": "1"})
         port = provider.url.rsplit(":", 1)[1]
-        assert len(provider.requests) == served_before
+        assert provider.requests == []
     assert "REACHED THE NETWORK" not in done.stderr
     assert f"127.0.0.1:{port}" in done.stderr and "not in the capture" in done.stderr
+    divergence = report["divergences"][0]
+    assert divergence["code"] == "replay_network_blocked" and divergence.get("eventSeq") is None
+    blocked = divergence["observedValue"]
+    assert blocked["port"] == int(port) and blocked["site"]["file"] == "agent.py"
+    assert "no call there to serve" in divergence["detail"]
 
 
 @pytest.mark.parametrize("damage", ["truncate", "edit", "incomplete"])

@@ -1,32 +1,43 @@
-"""HTTP adapters: httpx, httpx2 and requests recorded and replayed at their transport.
+"""HTTP adapters: each HTTP library recorded and replayed at its transport, one file per library.
 
-`install()` arranges for each library to be patched right after it is first imported (or now, if
-it already is), so programs that never import them pay nothing.
+`ADAPTERS` is the registry: the module a library is imported as → the adapter's patch function
+(`file:function` in this package). `install()` asks the post-import hook to call each one right
+after its library is first imported (or now, if it already is), so a program that never imports
+a library pays nothing for its adapter, and supporting a new client is one file plus one row here.
+The adapters nest: requests sits on urllib3, urllib3 on http.client; whichever is entered first
+records the call and the ones below pass it through (session.inside_boundary).
 """
+
+import importlib
+from typing import Any
 
 from openwop_cli.runtime.imports import when_imported
 
+ADAPTERS = {
+    "httpx": "httpx_transport:patch",
+    "httpx2": "httpx_transport:patch",
+    "requests": "requests_adapter:patch",
+    "aiohttp": "aiohttp_adapter:patch",
+    "urllib3": "urllib3_adapter:patch",
+    "http.client": "http_client:patch",
+}
 
 _installed: list[bool] = []
 
 
 def install() -> None:
-    """Attach the adapters to httpx, httpx2 and requests when (if ever) they are imported (once per process)."""
+    """Attach every registered adapter to its library when (if ever) it is imported (once per process)."""
     if _installed:
         return
     _installed.append(True)
-    when_imported("httpx", _patch_httpx)
-    when_imported("httpx2", _patch_httpx)
-    when_imported("requests", _patch_requests)
+    for library, target in ADAPTERS.items():
+        when_imported(library, _patcher(target))
 
 
-def _patch_httpx(module: object) -> None:
-    from openwop_cli.runtime.adapters import httpx_transport
+def _patcher(target: str) -> Any:
+    file, _, function = target.partition(":")
 
-    httpx_transport.patch(module)
+    def patch(module: object) -> None:
+        getattr(importlib.import_module(f"{__name__}.{file}"), function)(module)
 
-
-def _patch_requests(module: object) -> None:
-    from openwop_cli.runtime.adapters import requests_adapter
-
-    requests_adapter.patch(module)
+    return patch

@@ -7,33 +7,65 @@ status, headers and body). Credentials never enter the events: authorization and
 not recorded and secret query parameters are masked (the sink's redaction runs on top).
 """
 
+import os
 from typing import Any
 
 import orjson
 
-from openwop_cli.runtime.adapters import sse
+from openwop_cli.runtime.adapters import eventstream, sse
+from openwop_cli.runtime.connections import ENV_PROXY
+from openwop_cli.runtime.jsonable import to_json
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
-from openwop_cli.runtime.session import Session, describe_exception
+from openwop_cli.runtime.session import (
+    UNRESOLVED,
+    Session,
+    _state,
+    current,
+    describe_exception,
+    enter_boundary,
+    exit_boundary,
+    inside_boundary,
+)
 
 _UNRECORDED_HEADERS = frozenset({
     "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
     "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
 })
-STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
+STREAM_TYPES = ("text/event-stream", "application/x-ndjson", eventstream.CONTENT_TYPE)
 DIVERGENCE_STATUS = 400
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_PROXY_PREFIX = f"http://{os.environ[ENV_PROXY]}/" if os.environ.get(ENV_PROXY) else None
+
+
+def recording_session() -> Session | None:
+    """The session an adapter records into; None when nothing records, or when a boundary already open in
+    this thread/task records the call (wop.llm_call, @wop.tool, the adapter above this one)."""
+    session = _state["session"]
+    if session is UNRESOLVED:
+        session = current()
+    if session is None or inside_boundary():
+        return None
+    return session
+
+
+def to_wop_proxy(url: str) -> bool:
+    """True for a request to the --proxy: the proxy records it, the adapter passes it through."""
+    return _PROXY_PREFIX is not None and url.startswith(_PROXY_PREFIX)
 
 
 class Exchange:
     """See the module docstring. Build it from the request; then record or replay the response."""
 
-    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes) -> None:
-        """headers: the request's, in any library's form (read once, through plain_headers)."""
+    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes, *,
+                 json: Any = None) -> None:
+        """headers: the request's, in any library's form (read once, through plain_headers); json: the body as
+        a JSON value when the library was handed one (then body is not read)."""
         headers = plain_headers(headers)
         self.session = session
         self.method = method.upper()
         self.url = url_without_secrets(url)
-        self.body_value = _body_value(body, headers.get("content-type"))
+        self.body_value = to_json(json) if json is not None else _body_value(body, headers.get("content-type"))
         self.llm: LLMCall | None = recognize(self.method, url, self.body_value, headers.get("user-agent", ""))
         self.call_id = session.new_call_id("llm" if self.llm else "h")
         if self.llm is not None:
@@ -70,10 +102,15 @@ class Exchange:
                     "result": {"status": status, "headers": kept, "body": value}}
         data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
         if streamed:
-            events = sse.split_lines(body) if self.llm.ndjson else sse.split_events(body)
-            message = sse.assemble(self.llm.provider, events)
+            if (headers.get("content-type") or "").startswith(eventstream.CONTENT_TYPE):
+                stream_format, events = "eventstream", eventstream.split_frames(body)
+                message = eventstream.assemble(events)
+            else:
+                stream_format = "ndjson" if self.llm.ndjson else "sse"
+                events = sse.split_lines(body) if self.llm.ndjson else sse.split_events(body)
+                message = sse.assemble(self.llm.provider, events)
             data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
-                        streamFormat="ndjson" if self.llm.ndjson else "sse")
+                        streamFormat=stream_format)
             if not complete:
                 data["streamComplete"] = False
         else:
@@ -89,8 +126,9 @@ class Exchange:
 
     def begin(self) -> tuple | None:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
-        as in a fork); in a capture, records the request and returns None."""
+        as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         self._live: Any = None
+        self.finished = False
         if self.session.replayer is None:
             self.record_request()
             return None
@@ -99,16 +137,39 @@ class Exchange:
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
-            return response_parts(served.result)
+            return response_parts(served.value())
         self._live = served
         return None
 
+    def sending(self) -> "Sending":
+        """`with exchange.sending(): <the real call>`: see Sending."""
+        return Sending(self)
+
     def finish(self, data: dict[str, Any]) -> None:
         """Record the response event's data (through the replayer when the call ran live in a fork)."""
+        self.finished = True
         if self._live is not None:
             self._live.finish(data)
         else:
             self.session.record(self.result_type, data)
+
+
+class Sending:
+    """Around the real call of an exchange: a boundary is open, so the libraries below record nothing of
+    their own, and a call that fails (refused, timed out) has its failure recorded as the answer."""
+
+    __slots__ = ("exchange", "boundary")
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+
+    def __enter__(self) -> None:
+        self.boundary = enter_boundary()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        exit_boundary(self.boundary)
+        if exc is not None and not self.exchange.finished:
+            self.exchange.finish(self.exchange.failure(exc))
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
@@ -119,8 +180,11 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
         return result.get("status", 200), _headers_for(result.get("headers"), len(body)), [body], False
     stream = recorded.get("stream")
     if stream is not None:
-        ndjson = recorded.get("streamFormat") == "ndjson"
-        chunks = [sse.event_bytes(event, ndjson) for event in stream]
+        stream_format = recorded.get("streamFormat")
+        if stream_format == "eventstream":
+            chunks = [eventstream.frame_bytes(event) for event in stream]
+        else:
+            chunks = [sse.event_bytes(event, stream_format == "ndjson") for event in stream]
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"))
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
@@ -140,6 +204,53 @@ def plain_headers(headers: Any) -> dict[str, str]:
         return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
     items = headers.items() if hasattr(headers, "items") else headers or []
     return {str(name).lower(): str(value) for name, value in items}
+
+
+def absolute_url(scheme: str, host: str, port: int | None, target: str) -> str:
+    """The URL of a request a connection sends to host:port (target: its path, or the URL through a proxy)."""
+    if target.startswith(("http://", "https://")):
+        return target
+    host = f"[{host}]" if ":" in host else host
+    shown = "" if port in (None, _DEFAULT_PORTS.get(scheme)) else f":{port}"
+    return f"{scheme}://{host}{shown}{target}"
+
+
+def sendable_body(body: Any) -> Any:
+    """A request body as bytes (a list of bytes for an iterable one), so it can be recorded and still be sent."""
+    if body is None or isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    if hasattr(body, "read"):
+        data = body.read()
+        return data.encode() if isinstance(data, str) else data
+    return [part.encode() if isinstance(part, str) else bytes(part) for part in body]
+
+
+def body_bytes(body: Any) -> bytes:
+    """The bytes of a body sendable_body returned."""
+    return b"".join(body) if isinstance(body, list) else body or b""
+
+
+def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
+    """body with gzip or deflate undone (headers from plain_headers): what the program reads, and what is
+    recorded (a replayed answer carries no content-encoding)."""
+    import zlib
+
+    encoding = headers.get("content-encoding", "").strip().lower()
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            try:
+                return zlib.decompress(body)
+            except zlib.error:
+                return zlib.decompress(body, -zlib.MAX_WBITS)
+    except zlib.error:
+        return body
+    return body
 
 
 def kept_headers(headers: dict[str, str]) -> dict[str, str]:

@@ -8,8 +8,7 @@ stream is passed through chunk by chunk while it is recorded.
 
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
-from openwop_cli.runtime.session import UNRESOLVED, _state, current
+from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
 
 _MARK = "__wop_patched__"
 
@@ -24,29 +23,21 @@ def patch(module: Any) -> None:
         async_transport.handle_async_request = _async_handler(module, async_transport.handle_async_request, streams)
 
 
-def _session() -> Any:
-    session = _state["session"]
-    return current() if session is UNRESOLVED else session
-
-
 def _exchange(session: Any, request: Any, body: bytes) -> Exchange:
     return Exchange(session, request.method, str(request.url), request.headers, body)
 
 
 def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
-        session = _session()
-        if session is None:
+        session = recording_session()
+        if session is None or to_wop_proxy(str(request.url)):
             return original(self, request)
         exchange = _exchange(session, request, request.read())
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
-        try:
+        with exchange.sending():
             response = original(self, request)
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
         headers = plain_headers(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.sync_recording, exchange, response, headers)
@@ -62,18 +53,15 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
 
 def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     async def handle_async_request(self: Any, request: Any) -> Any:
-        session = _session()
-        if session is None:
+        session = recording_session()
+        if session is None or to_wop_proxy(str(request.url)):
             return await original(self, request)
         exchange = _exchange(session, request, await request.aread())
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
-        try:
+        with exchange.sending():
             response = await original(self, request)
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
         headers = plain_headers(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.async_recording, exchange, response, headers)

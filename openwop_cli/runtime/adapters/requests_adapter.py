@@ -7,8 +7,7 @@ and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw
 import io
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
-from openwop_cli.runtime.session import UNRESOLVED, _state, current
+from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
 
 _MARK = "__wop_patched__"
 
@@ -24,22 +23,17 @@ def patch(module: Any) -> None:
 
 def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
     def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        session = _state["session"]
-        if session is UNRESOLVED:
-            session = current()
-        if session is None:
+        session = recording_session()
+        if session is None or to_wop_proxy(request.url):
             return original(self, request, *args, **kwargs)
         body = request.body.encode() if isinstance(request.body, str) else (request.body or b"")
         exchange = Exchange(session, request.method, request.url, request.headers, body)
         answer = exchange.begin()
         if answer is not None:
             return _response(request, answer)
-        try:
+        with exchange.sending():
             response = original(self, request, *args, **kwargs)
-        except BaseException as exc:
-            exchange.finish(exchange.failure(exc))
-            raise
-        content = response.content
+            content = response.content
         headers = plain_headers(response.headers)
         exchange.finish(exchange.result(response.status_code, headers, content, exchange.is_stream(headers)))
         response.raw = io.BytesIO(content)

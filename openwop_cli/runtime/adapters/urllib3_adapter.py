@@ -1,0 +1,123 @@
+"""urllib3: record and replay at `HTTPConnectionPool.urlopen`, the call every urllib3 request goes through.
+
+This is how botocore (boto3) and anything else built on urllib3 is recorded; requests records at
+its own adapter, above, and this one then passes its calls through. A whole response is read while
+recording and handed on as a fresh HTTPResponse over the same raw bytes, so decoding, `.data`,
+`.stream()` and `release_conn()` behave as without wop. A stream (server-sent events, JSON lines,
+the AWS event stream of Bedrock's ConverseStream) is handed on at once and recorded as the program
+reads it. A replayed response is an HTTPResponse over the recorded bytes.
+"""
+
+import io
+from typing import Any, Callable
+
+from openwop_cli.runtime.adapters.exchange import (
+    Exchange,
+    absolute_url,
+    body_bytes,
+    plain_headers,
+    recording_session,
+    sendable_body,
+    to_wop_proxy,
+    undo_content_encoding,
+)
+
+_MARK = "__wop_patched__"
+_PRELOAD, _DECODE = 8, 9  # positions of preload_content and decode_content after `headers` in urlopen
+
+
+def patch(module: Any) -> None:
+    """Wrap urllib3's HTTPConnectionPool.urlopen (idempotent); module is the `urllib3` package."""
+    pool = module.connectionpool.HTTPConnectionPool
+    if not getattr(pool.urlopen, _MARK, False):
+        pool.urlopen = _urlopen_handler(module, pool.urlopen)
+
+
+def _urlopen_handler(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    def urlopen(self: Any, method: str, url: str, body: Any = None, headers: Any = None, *args: Any,
+                **kwargs: Any) -> Any:
+        session = recording_session()
+        if session is None:
+            return original(self, method, url, body, headers, *args, **kwargs)
+        full_url = absolute_url(self.scheme, self.host, self.port, url)
+        if to_wop_proxy(full_url):
+            return original(self, method, url, body, headers, *args, **kwargs)
+        body = sendable_body(body)
+        exchange = Exchange(session, method, full_url, self.headers if headers is None else headers, body_bytes(body))
+        preload = args[_PRELOAD] if len(args) > _PRELOAD else kwargs.get("preload_content", True)
+        decode = args[_DECODE] if len(args) > _DECODE else kwargs.get("decode_content", True)
+        answer = exchange.begin()
+        if answer is not None:
+            return _replayed_response(module, answer, method, full_url, preload, decode)
+        with exchange.sending():
+            return _recorded(module, exchange, original(self, method, url, body, headers, *args, **kwargs),
+                             preload, decode)
+
+    setattr(urlopen, _MARK, True)
+    return urlopen
+
+
+def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, decode: bool) -> Any:
+    """Record the response (now, or as a stream is read) and return what the caller reads it from."""
+    headers = plain_headers(response.headers)
+    streamed = exchange.is_stream(headers)
+    if preload:
+        body = response.data or b""
+        exchange.finish(exchange.result(response.status, headers, body if decode else
+                                        undo_content_encoding(body, headers), streamed))
+        return response
+    if streamed:
+        response._fp = _RecordingFile(response._fp, lambda raw, complete: exchange.finish(exchange.result(
+            response.status, headers, undo_content_encoding(raw, headers), True, complete)))
+        return response
+    raw = response.read(decode_content=False)
+    response.release_conn()
+    exchange.finish(exchange.result(response.status, headers, undo_content_encoding(raw, headers), False))
+    return module.HTTPResponse(body=io.BytesIO(raw), headers=response.headers, status=response.status,
+                               version=response.version, reason=response.reason, preload_content=False,
+                               decode_content=decode, original_response=response._original_response,
+                               retries=response.retries, enforce_content_length=response.enforce_content_length,
+                               request_method=exchange.method, request_url=response.url)
+
+
+class _RecordingFile:
+    """The http.client response a streamed urllib3 response reads from, keeping what is read. It has no
+    `fp`, so urllib3 reads through `read()` (http.client undoes the chunked framing) rather than the socket."""
+
+    def __init__(self, inner: Any, done: Callable[[bytes, bool], None]) -> None:
+        self._inner, self._done, self._chunks, self._finished = inner, done, [], False
+
+    def read(self, amt: int | None = None) -> bytes:
+        return self._kept(self._inner.read() if amt is None else self._inner.read(amt))
+
+    def read1(self, amt: int = -1) -> bytes:
+        return self._kept(self._inner.read1(amt))
+
+    def close(self) -> None:
+        self._inner.close()
+        self._finish(False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "fp":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def _kept(self, data: bytes) -> bytes:
+        if data:
+            self._chunks.append(data)
+        if not data or self._inner.isclosed():
+            self._finish(True)
+        return data
+
+    def _finish(self, complete: bool) -> None:
+        if not self._finished:
+            self._finished = True
+            self._done(b"".join(self._chunks), complete)
+
+
+def _replayed_response(module: Any, parts: tuple, method: str, url: str, preload: bool, decode: bool) -> Any:
+    status, headers, chunks, _streamed = parts
+    return module.HTTPResponse(body=io.BytesIO(b"".join(chunks)), headers=module._collections.HTTPHeaderDict(headers),
+                               status=status, reason="OK" if status < 400 else "wop replay",
+                               preload_content=preload, decode_content=decode, request_method=method,
+                               request_url=url)

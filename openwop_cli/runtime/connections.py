@@ -1,0 +1,123 @@
+"""Connections no adapter recorded: nothing a capture cannot serve goes by silently.
+
+During a capture, `socket.socket.connect`/`connect_ex` are wrapped (sends and receives are not
+touched). A TCP connection opened while no recorded boundary is open in the thread/task (an HTTP
+adapter, `wop.llm_call`, `@wop.tool`) bypassed every adapter: a raw-socket client, a library wop
+does not patch. The first one to each destination becomes a `nondeterministic` event with source
+`network`, `unrecorded: true`, the host, port and the first frame outside the standard library
+that opened it; the `wop capture` parent is told too (with the count at exit), so its last line
+says what a replay will not be able to serve. Unix sockets (wop's own channel) and wop's own
+addresses (its channel over TCP, the --proxy) are not the program's traffic.
+"""
+
+import atexit
+import os
+import socket
+import threading
+from typing import Any
+
+from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
+
+ENV_PROXY = "WOP_PROXY"
+_STREAM = int(socket.SOCK_STREAM)
+_socket_type = socket.socket.__mro__[1].__dict__["type"].__get__  # the C getter: an int, no enum conversion
+_seen: dict[tuple[str, int], list[Any]] = {}
+_lock = threading.Lock()
+_installed: list[bool] = []
+
+
+def watch(own_addresses: tuple[tuple[str, int], ...] = ()) -> None:
+    """Wrap socket connect for the rest of this process (once); own_addresses are wop's, never reported."""
+    if _installed:
+        return
+    _installed.append(True)
+    ignored = frozenset(own_addresses) | proxy_address()
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        if type(address) is tuple and not _inside_boundary.get():  # the contextvar itself: one call less
+            _note(sock, address, ignored)
+        return real_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> Any:
+        if type(address) is tuple and not _inside_boundary.get():
+            _note(sock, address, ignored)
+        return real_connect_ex(sock, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    atexit.register(_report_counts)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_seen.clear)
+
+
+def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
+    """A connection outside every boundary: count it; record the first one to its destination."""
+    session = _state["session"]
+    if session is None or session is UNRESOLVED or session.replayer is not None:
+        return
+    destination = (address[0], address[1])
+    with _lock:
+        entry = _seen.get(destination)
+        if entry is not None and entry[2] is session:
+            entry[0] += 1
+            return
+    if destination in ignored or _socket_type(sock) != _STREAM:
+        return
+    from openwop_cli.runtime.callsite import opening_site  # loaded on the first unrecorded connection
+
+    site = opening_site(2)
+    if site is None:
+        return
+    host, port = destination
+    details = {"host": host, "port": port, "site": site}
+    with _lock:
+        entry = _seen.get(destination)
+        if entry is not None and entry[2] is session:
+            entry[0] += 1
+            return
+        _seen[destination] = [1, details, session]  # per session: a later wop.capture in the process reports it again
+    session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
+                                        "value": details})
+    _tell_parent(session, details, 1)
+
+
+def _tell_parent(session: Any, details: dict[str, Any], count: int) -> None:
+    send = getattr(session.recorder, "send_message", None)
+    if send is None:
+        session.flush()
+        return
+    try:
+        send({"unrecordedConnection": {**details, "count": count}})
+    except OSError:
+        pass
+
+
+def _report_counts() -> None:
+    """At exit: how many connections went to each destination (the first was reported when it opened)."""
+    with _lock:
+        entries = list(_seen.values())
+    for count, details, session in entries:
+        if count > 1:
+            _tell_parent(session, details, count)
+
+
+def proxy_address() -> frozenset[tuple[str, int]]:
+    """The --proxy's address (WOP_PROXY=host:port): requests to it are recorded by the proxy."""
+    host, _, port = os.environ.get(ENV_PROXY, "").rpartition(":")
+    return frozenset({(host, int(port))}) if host and port.isdigit() else frozenset()
+
+
+def describe(connections: list[dict[str, Any]]) -> str:
+    """One line for connections no adapter recorded ({host, port, count?, site?} each), as capture and replay
+    say it: `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`."""
+    parts, single = [], len(connections) == 1
+    for connection in connections:
+        count = connection.get("count")
+        single = single and count == 1
+        site = connection.get("site")
+        opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+        amount = f"{count} connection{'' if count == 1 else 's'}" if isinstance(count, int) else "connections"
+        parts.append(f"{amount} to {connection.get('host')}:{connection.get('port')}{opener}")
+    verdict = "was not recorded: replay cannot serve it" if single else "were not recorded: replay cannot serve them"
+    return f"{', '.join(parts)} {verdict}; use --proxy"
