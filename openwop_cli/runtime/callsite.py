@@ -1,14 +1,16 @@
 """Where in the code a call was made: the frame a recorded event is attributed to.
 
-Every source file is put once in one of four places — wop itself, the standard library, an
-installed package (site-packages), or the program — and the answer is cached by file name, so
+Every source file is put once in one of five places — wop itself, the standard library, an installed
+package that only carries calls (plumbing), another installed package, or the program — and the answer
+is cached by file name, so
 finding a call site costs a walk up the stack with one dictionary lookup per frame.
 
 - `program_site()`: the first frame in the program's own code (not the stdlib, not installed
   packages, not wop). This is `origin.site` on boundary events.
 - `caller_site(depth)`: the frame that called into an intercepted stdlib function, or None when
-  that caller is the stdlib or wop itself (their clock and random reads are internals, not
-  the program's). Installed packages count as callers: a library minting a uuid is recorded.
+  that caller is the stdlib, wop, or a package that only carries calls (HTTP clients, AWS signing,
+  retries, telemetry: PLUMBING_PACKAGES) — their clock and random reads are internals. Other
+  installed packages count as callers: LangGraph minting a checkpoint id is recorded.
 
 A site is `{"file", "line", "function"}`; `file` is relative to the program's root (the working
 directory the run started in) for program files, and relative to its site-packages directory for
@@ -22,8 +24,22 @@ from typing import Any
 
 WOP = 0
 STDLIB = 1
-PACKAGE = 2
-PROGRAM = 3
+PLUMBING = 2
+PACKAGE = 3
+PROGRAM = 4
+
+# Installed packages that carry calls rather than make them: HTTP clients, AWS signing, SDK base clients,
+# event loops, retries, telemetry and terminal output. Their clock and random reads go into headers,
+# signatures, retry delays, trace ids and progress bars — never into what a replay compares — so, like the
+# standard library's, they are not recorded, and the frame that opened a connection is looked for above them.
+PLUMBING_PACKAGES = frozenset({
+    "requests", "urllib3", "httpx", "httpcore", "httpx2", "httpcore2", "h11", "h2", "hpack", "aiohttp",
+    "aiohappyeyeballs", "aiosignal", "yarl", "multidict", "frozenlist", "anyio", "sniffio", "trio", "websockets",
+    "wsproto", "certifi", "idna", "charset_normalizer", "botocore", "boto3", "s3transfer", "awscrt", "dateutil",
+    "tenacity", "backoff", "opentelemetry", "langsmith", "sentry_sdk", "grpc", "rich", "tqdm", "click", "typer",
+    "google/auth", "google/api_core", "jiter", "distro",
+})
+PLUMBING_FILES = frozenset({"_base_client.py"})  # the Stainless SDKs' (openai, anthropic, …) transport layer
 
 _WOP_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
@@ -72,13 +88,21 @@ def _classify(filename: str) -> tuple[int, str]:
     for marker in _PACKAGE_DIRS:
         if marker in parts:
             index = len(parts) - 1 - parts[::-1].index(marker)
-            return PACKAGE, "/".join(parts[index + 1:])
+            inside = parts[index + 1:]
+            return _package_place(inside), "/".join(inside)
     if path.startswith(_STDLIB):
         return STDLIB, path
     root = program_root()
     if path.startswith(root):
         return PROGRAM, path[len(root):].replace(os.sep, "/")
     return PROGRAM, path
+
+
+def _package_place(inside: list[str]) -> int:
+    """PLUMBING for the packages that carry calls (see PLUMBING_PACKAGES), else PACKAGE."""
+    if inside[0] in PLUMBING_PACKAGES or "/".join(inside[:2]) in PLUMBING_PACKAGES or inside[-1] in PLUMBING_FILES:
+        return PLUMBING
+    return PACKAGE
 
 
 def program_site(depth: int = 1) -> dict[str, Any] | None:
@@ -99,20 +123,20 @@ def caller_site(depth: int = 1) -> dict[str, Any] | None:
     frame: Any = sys._getframe(depth + 1)
     code = frame.f_code
     found = _places.get(code.co_filename) or place(code.co_filename)
-    if found[0] <= STDLIB:
+    if found[0] <= PLUMBING:
         return None
     return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}
 
 
 def opening_site(depth: int = 1) -> dict[str, Any] | None:
-    """The first frame outside the standard library, from the caller `depth` frames up: who opened a
-    connection through socket/http.client/asyncio. None when that frame is wop's own code."""
+    """The first frame outside the standard library and the plumbing packages, from the caller `depth` frames
+    up: who opened a connection through socket/http.client/asyncio/aiohttp. None when that frame is wop's."""
     frame: Any = sys._getframe(depth + 1)
     places = _places
     while frame is not None:
         code = frame.f_code
         found = places.get(code.co_filename) or place(code.co_filename)
-        if found[0] != STDLIB:
+        if found[0] not in (STDLIB, PLUMBING):
             if found[0] == WOP:
                 return None
             return {"file": found[1], "line": frame.f_lineno, "function": code.co_name}

@@ -386,3 +386,33 @@ def test_a_fork_serves_the_values_read_before_its_branch_point_and_reads_live_af
     forked = ambient_events(tmp_path / "fork")
     assert [event["data"]["value"] for event in forked] == printed
     assert "live" not in forked[1]["data"]
+
+
+PLUMBING = """
+import os, uuid
+import boto3, requests
+
+request_id = str(uuid.uuid4())
+requests.post(os.environ["BASE"] + "/v1/orders", json={"id": request_id}, timeout=10)
+s3 = boto3.client("s3", endpoint_url=os.environ["BASE"], region_name="us-east-1", aws_access_key_id="AKIATEST",
+                  aws_secret_access_key="test-secret")
+try:
+    s3.list_buckets()
+except Exception as exc:
+    print("s3:", type(exc).__name__)
+print("sent", request_id)
+"""
+
+
+def test_the_clock_and_random_of_http_clients_and_aws_signing_are_not_recorded(tmp_path):
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(PLUMBING))
+    with FakeProvider() as provider:
+        done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, str(program),
+                       env={"BASE": provider.url, "AWS_EC2_METADATA_DISABLED": "true"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ambient = [event for event in CaptureReader(tmp_path / "c")
+               if event["type"] == "nondeterministic" and event["data"].get("ambient")]
+    assert [(event["data"]["key"], event["origin"]["site"]["file"]) for event in ambient] == [("uuid.uuid4", "agent.py")]
+    replayed = run_wop("replay", str(tmp_path / "c"), cwd=tmp_path, env={"BASE": provider.url})
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
