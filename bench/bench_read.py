@@ -70,7 +70,7 @@ def main() -> None:
     print(f"events: {count} ({size_mb:.0f} MB)")
     print(f"bare loads+sha256 loop: {bare:.2f} us/event")
     print(f"wop verify (read + checks): {verified:.2f} us/event")
-    print(f"ratio verify/bare: {verified / bare:.2f} (target <= 1.2)")
+    print(f"ratio verify/bare: {verified / bare:.2f} (target <= 1.3)")
     print(f"peak traced memory: {peak_small:.0f} KiB at {count // 10} events, {peak_big:.0f} KiB at {count} events")
 
 
