@@ -56,7 +56,8 @@ class BlobStore:
         ref = f"sha256:{digest}"
         path = self.root / digest[:2] / digest
         if not path.exists():
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for directory in (self.root.parent, self.root, path.parent):
+                directory.mkdir(mode=0o700, exist_ok=True)
             temp = path.with_name(f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp")
             try:
                 write_private(temp, data)

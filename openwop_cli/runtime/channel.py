@@ -8,9 +8,11 @@ them again. The parent alone assigns seq and
 writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 redaction and disk I/O happen outside the recorded program.
 
-Senders buffer and send in batches (after every LLM call, before starting a process, at exit),
-so a small tool call costs a serialization and a list append. They connect on their first message
-and load orjson on their first event, so a process that records nothing starts as fast as without wop.
+Senders buffer and send in batches (after every LLM call, before starting a process, at exit, and
+from a background thread at the latest FLUSH_SECONDS after the first queued event — format/flusher.py),
+so a small tool call costs a serialization and a list append on the program's thread, and a kill of
+`wop capture` loses at most that window. They connect on their first message and load orjson on
+their first event, so a process that records nothing starts as fast as without wop.
 """
 
 import os
@@ -48,19 +50,24 @@ class ChannelSender:
         self._broken = False
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
+        self._flush_later: Any = None  # format.flusher.flush_later, loaded with orjson on the first event
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
     ) -> None:
-        """Queue one event; sent when the batch is full or on flush."""
+        """Queue one event; sent when the batch is full, on flush, or by the flusher thread soon after."""
         dumps = self._dumps
         if dumps is None:
+            from openwop_cli.format.flusher import flush_later
             from openwop_cli.runtime.jsonable import dumps as orjson_dumps
 
             dumps = self._dumps = orjson_dumps
+            self._flush_later = flush_later
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
+            if not self._buffer:
+                self._flush_later(self)
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= SEND_BATCH_BYTES:

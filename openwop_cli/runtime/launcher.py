@@ -32,6 +32,7 @@ from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PI
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
 LATE_PROCESS_GRACE_SECONDS = 2.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -106,7 +107,10 @@ def run_captured(
     hooks.started(sink)
     program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
     if workflow_file is not None:
-        program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
+        try:
+            program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
+        except OSError as exc:
+            warn(f"wop: could not store --workflow {workflow} in the capture: {exc.strerror or exc}")
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
     append = hooks.wrap_append(sink.append)
     raw = sink.append_raw if append == sink.append else None  # a replay watches events as dicts
@@ -162,7 +166,7 @@ def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks)
 
 def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
     """Start the child, pass on signals meant for it, and return its return code (negative: signal)."""
-    child = subprocess.Popen(argv, env=env, stdout=stdout)
+    child = subprocess.Popen(argv, env=env, stdout=stdout, preexec_fn=_ends_with_this_process())
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
 
     def forward(signum: int, _frame: Any) -> None:
@@ -180,6 +184,27 @@ def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _ends_with_this_process() -> Callable[[], None] | None:
+    """On Linux, what the child runs before exec so the kernel sends it SIGTERM when `wop capture` dies, even of
+    SIGKILL: a recorded program never runs on as an orphan whose events nobody receives."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def terminate_with_parent() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # wop was gone before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return terminate_with_parent
 
 
 def _terminal_already_told_child() -> bool:
