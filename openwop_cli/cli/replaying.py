@@ -179,8 +179,9 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
                     else replay_json(result) for source, result, _ in results])
         return
     from rich.table import Table
+    from rich.text import Text
 
-    from openwop_cli.report.console import make_console, status_style
+    from openwop_cli.report.console import clean, make_console, status_style
     from openwop_cli.report.replay import render_replay
 
     console = make_console()
@@ -192,11 +193,11 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
         table.add_column(column, overflow="fold")
     for source, result, _ in results:
         if isinstance(result, Exception):
-            table.add_row(_label(source, result), f"[{status_style('error')}]error[/]", "", "", result.message)
+            table.add_row(clean(_label(source, result)), Text("error", status_style("error")), "", "", clean(result.message))
             continue
         verdict = "diverged" if result.diverged else "ok"
         first = result.score.get("firstDivergenceSeq")
-        table.add_row(_label(source, result), f"[{status_style('error' if result.diverged else 'ok')}]{verdict}[/]",
+        table.add_row(clean(_label(source, result)), Text(verdict, status_style("error" if result.diverged else "ok")),
                       f"{result.score.get('score', 1.0):.2f}", str(len(result.divergences)),
                       "" if first is None else f"seq {first}")
     console.print(table)

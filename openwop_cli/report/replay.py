@@ -8,6 +8,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.report.console import clean
+
 MAX_PANELS = 20
 WINDOW = 48
 
@@ -24,7 +26,7 @@ def render_replay(console: Console, outcome: Any) -> None:
         console.print(Text("program files changed since the capture:", style="warning"))
         for changed in outcome.changed_files:
             state = "deleted" if changed["today"] is None else "changed"
-            console.print(Text.assemble("  ", (changed["path"], "path"), f"  {state}"))
+            console.print(Text.assemble("  ", (clean(changed["path"]), "path"), f"  {state}"))
     console.print(_verdict(outcome))
 
 
@@ -62,26 +64,26 @@ def _header(outcome: Any) -> Text:
     source = outcome.source_manifest
     label = "fork" if outcome.branch else f"replay ({outcome.policy})"
     text = Text.assemble(
-        (label, "bold"), " of ", (str(source.get("captureId")), "bold"), f" {source.get('name') or ''}".rstrip(),
+        (label, "bold"), " of ", (clean(source.get("captureId")), "bold"), clean(f" {source.get('name') or ''}".rstrip()),
         "  score ", (f"{score.get('score', 1.0):.2f}", "ok" if not outcome.diverged else "warning"),
         f" ({score.get('matchedEvents')}/{score.get('comparedEvents')} matched)",
     )
     if outcome.from_seq:
         text.append(f"  from seq {outcome.from_seq}")
     text.append("\n")
-    text.append_text(Text.assemble(("new capture ", "muted"), outcome.capture.capture_id, "  ",
-                                   (str(outcome.capture.path), "path")))
+    text.append_text(Text.assemble(("new capture ", "muted"), clean(outcome.capture.capture_id), "  ",
+                                   (clean(outcome.capture.path), "path")))
     return text
 
 
 def _panel(divergence: Any) -> Panel:
     title = Text.assemble(
         ("seq ", "muted"), (str(divergence.event_seq) if divergence.event_seq is not None else "-", "seq"),
-        "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
+        "  ", (clean(divergence.code), "error"), "  ", clean(divergence.event_type or ""),
     )
-    parts: list[Any] = [Text(divergence.detail)]
+    parts: list[Any] = [Text(clean(divergence.detail))]
     if divergence.json_path:
-        parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
+        parts.append(Text.assemble(("at ", "muted"), (clean(divergence.json_path), "path")))
     if divergence.expected is not None or divergence.observed is not None:
         parts.append(side_by_side(divergence.expected, divergence.observed))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
@@ -94,7 +96,7 @@ def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expec
     table = Table(show_edge=False, expand=True, pad_edge=False)
     table.add_column(titles[0], style="expected", ratio=1, overflow="fold")
     table.add_column(titles[1], style="observed", ratio=1, overflow="fold")
-    table.add_row(_around(was, start), _around(now, start))
+    table.add_row(clean(_around(was, start)), clean(_around(now, start)))
     return table
 
 
