@@ -34,6 +34,7 @@ from openwop_cli.format.events import (
 ORJSON_DEPTH = 254  # the deepest value orjson writes
 MARGIN = 8  # the levels wop's own outputs wrap around an event (report, diff and replay JSON)
 MAX_DEPTH = ORJSON_DEPTH - MARGIN
+MAX_INT = 2**53  # seqs, times and counts stay exact in any JSON reader and never overflow what orjson writes
 SHALLOW_BYTES = 2 * (MAX_DEPTH + 1)  # a line shorter than this cannot nest deeper than MAX_DEPTH
 _NONE = type(None)
 STR = (str,)
@@ -107,7 +108,8 @@ class EventChecker:
         except (KeyError, TypeError):
             return self._explain(event)
         if (type(version) is int and type(seq) is int and type(ts) is int and type(data) is dict
-                and type(event_type) is str and 0 <= version <= EVENT_VERSION and seq >= 0
+                and type(event_type) is str and 0 <= version <= EVENT_VERSION and 0 <= seq <= MAX_INT
+                and 0 <= ts <= MAX_INT
                 and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
                      else type(capture_id) is str and type(run_id) is str)
                 and self._data_ok.get(event_type, self._other_type)(data.get)
@@ -137,9 +139,9 @@ class EventChecker:
         version, seq, event_type, data = get("version"), get("seq"), get("type"), get("data")
         if type(version) is not int or not 0 <= version <= EVENT_VERSION:
             return _newer(version) if type(version) is int and version > EVENT_VERSION else "field version must be 1"
-        if type(seq) is not int or seq < 0:
+        if type(seq) is not int or not 0 <= seq <= MAX_INT:
             return "field seq must be a non-negative integer"
-        if type(get("ts")) is not int:
+        if type(get("ts")) is not int or not 0 <= get("ts") <= MAX_INT:
             return "field ts must be integer epoch milliseconds"
         if type(event_type) is not str or (event_type not in self._data_ok and self._other_type is _refuse):
             return f"field type is not an event type: {_show(event_type)}"
@@ -213,7 +215,7 @@ def _optional_envelope(get: Any) -> str | None:
         if problem is not None:
             return problem
     source_seq = get("sourceSeq")
-    if source_seq is not None and (type(source_seq) is not int or source_seq < 0):
+    if source_seq is not None and (type(source_seq) is not int or not 0 <= source_seq <= MAX_INT):
         return "field sourceSeq must be a non-negative integer"
     return None
 
@@ -267,8 +269,8 @@ def manifest_problem(manifest: Any, statuses: tuple[str, ...], events_name: str,
     if not manifest["captureId"] or not manifest["runId"]:
         return "fields captureId and runId must not be empty"
     for name in ("eventCount", "createdAt", "completedAt"):
-        if (manifest.get(name) or 0) < 0:
-            return f"field manifest.{name} must not be negative"
+        if not 0 <= (manifest.get(name) or 0) <= MAX_INT:
+            return f"field manifest.{name} must be between 0 and {MAX_INT}"
     if manifest.get("eventLogPath") not in (None, events_name):
         return f"field manifest.eventLogPath must be {events_name!r}, not {_show(manifest['eventLogPath'])}"
     return (_integrity_problem(manifest.get("integrity"), checksums_name) or _program_problem(manifest.get("program"))
