@@ -1,7 +1,8 @@
 """Reading + verifying a capture against a bare `orjson.loads + sha256` loop over the same file.
 
-Target (issue 3): ratio <= 1.2 on 1,000,000 events, and memory that does not grow with the file
-(peak traced memory of verifying N events vs N/10 events).
+Target (issue 16: every event's envelope and data fields checked, and its nesting bounded, whatever the
+hash says): ratio <= 1.3 on 1,000,000 events, and memory that does not grow with the file (peak traced
+memory of verifying N events vs N/10 events).
 Run: python bench/bench_read.py [EVENTS]
 """
 

@@ -10,9 +10,7 @@ line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
 import hashlib
-import mmap
 import os
-import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +22,11 @@ from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.format.schema import EventChecker
+from openwop_cli.format.schema import EventChecker, chunk_nesting_gate
 from openwop_cli.format.sink import checksums_from_bytes
 
 CHUNK_BYTES = 1 << 20
-PARALLEL_HASH_BYTES = 32 << 20
-HASH_BLOCK_BYTES = 16 << 20
+GATED_BYTES = 32 << 20  # from this size on, a chunk's lines are cleared for nesting in one Hyperscan pass
 MAX_LISTED_CHANGES = 20
 
 
@@ -96,56 +93,55 @@ class CaptureReader:
         if handle is None:
             return
         with handle:
-            digest = FileDigest(handle)
-            try:
-                tail = b""
-                while chunk := handle.read(CHUNK_BYTES):
-                    digest.update(chunk)
-                    data = tail + chunk if tail else chunk
-                    may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
-                    lines = data.split(b"\n")
-                    tail = lines.pop()
-                    if len(tail) > MAX_LINE_BYTES:
-                        self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
-                                      lineno + len(lines) + 1, expected_seq + len(lines))
-                        return
-                    for line in lines:
-                        lineno += 1
-                        try:
-                            event = loads(line)
-                        except orjson.JSONDecodeError:
-                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno,
-                                          expected_seq)
-                            if stop_at_first_problem:
-                                return
-                            expected_seq += 1
-                            continue
-                        problem = check(event, len(line))
-                        if problem is not None:
-                            self._problem("bad_event", problem, lineno, expected_seq)
-                            if stop_at_first_problem:
-                                return
-                            expected_seq += 1
-                            continue
-                        if event["seq"] != expected_seq:
-                            self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
-                                          f"(expected {expected_seq})", lineno, event["seq"])
-                            if stop_at_first_problem:
-                                return
-                            expected_seq = event["seq"]
-                        expected_seq += 1
-                        if may_hold_blobs and BLOB_MARKER in line:
-                            event = self._with_blobs(event, lineno)
-                        self.events_read += 1
-                        yield event
-                if tail:
+            digest = hashlib.sha256()
+            gate = chunk_nesting_gate() if os.fstat(handle.fileno()).st_size >= GATED_BYTES else None
+            tail = b""
+            while chunk := handle.read(CHUNK_BYTES):
+                digest.update(chunk)
+                data = tail + chunk if tail else chunk
+                may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
+                may_nest = gate is None or gate.search(data)  # else no line here can nest too deep
+                lines = data.split(b"\n")
+                tail = lines.pop()
+                if len(tail) > MAX_LINE_BYTES:
+                    self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
+                                  lineno + len(lines) + 1, expected_seq + len(lines))
+                    return
+                for line in lines:
                     lineno += 1
-                    self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno, expected_seq)
-                    if stop_at_first_problem:
-                        return
-                events_hash = digest.hexdigest()
-            finally:
-                digest.stop()
+                    try:
+                        event = loads(line)
+                    except orjson.JSONDecodeError:
+                        self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno,
+                                      expected_seq)
+                        if stop_at_first_problem:
+                            return
+                        expected_seq += 1
+                        continue
+                    problem = check(event, line if may_nest else b"")
+                    if problem is not None:
+                        self._problem("bad_event", problem, lineno, expected_seq)
+                        if stop_at_first_problem:
+                            return
+                        expected_seq += 1
+                        continue
+                    if event["seq"] != expected_seq:
+                        self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
+                                      f"(expected {expected_seq})", lineno, event["seq"])
+                        if stop_at_first_problem:
+                            return
+                        expected_seq = event["seq"]
+                    expected_seq += 1
+                    if may_hold_blobs and BLOB_MARKER in line:
+                        event = self._with_blobs(event, lineno)
+                    self.events_read += 1
+                    yield event
+            if tail:
+                lineno += 1
+                self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno, expected_seq)
+                if stop_at_first_problem:
+                    return
+            events_hash = digest.hexdigest()
         self._check_totals(events_hash, lineno)
         if not stop_at_first_problem:
             self._check_manifest_blobs()
@@ -227,43 +223,6 @@ class CaptureReader:
         problem = Problem(kind, message, line, seq)
         self.problems.append(problem)
         return problem
-
-
-class FileDigest:
-    """The sha256 of an open file being read in chunks. A big file is hashed on a second thread over a memory
-    map while the reading thread parses (hashlib releases the GIL), so reading it costs the parse, not the
-    parse plus the hash; a small one is hashed chunk by chunk as it is read."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self._digest = hashlib.sha256()
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-        if os.fstat(handle.fileno()).st_size >= PARALLEL_HASH_BYTES:
-            self._thread = threading.Thread(target=self._hash_map, name="wop-sha256", daemon=True,
-                                            args=(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ),))
-            self._thread.start()
-
-    def update(self, chunk: bytes) -> None:
-        """Hash the next chunk read (nothing to do when the second thread hashes the map)."""
-        if self._thread is None:
-            self._digest.update(chunk)
-
-    def hexdigest(self) -> str:
-        """The sha256 of everything read."""
-        if self._thread is not None:
-            self._thread.join()
-        return self._digest.hexdigest()
-
-    def stop(self) -> None:
-        """The reading stopped early: stop hashing too."""
-        self._stopped = True
-
-    def _hash_map(self, mapped: mmap.mmap) -> None:
-        with mapped, memoryview(mapped) as view:
-            for start in range(0, len(view), HASH_BLOCK_BYTES):
-                if self._stopped:
-                    return
-                self._digest.update(view[start:start + HASH_BLOCK_BYTES])
 
 
 def read_events(capture_dir: Path, *, resolve_blobs: bool = True) -> Iterator[dict[str, Any]]:

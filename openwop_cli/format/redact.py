@@ -13,8 +13,8 @@
 The hot path is `suspicious(serialized)`: one regular-expression pass over serialized JSON (a line or
 a whole buffer of lines) for secret-looking keys and values, and the known secret values. Only what
 it flags pays for the structural `redact`. The prefilter patterns are looser than the ones `redact`
-applies (they only need to never miss), and every engine compiles the same list: Hyperscan (the
-optional `fast` extra, SIMD, ~5x RE2 here), RE2 (the `google-re2` dependency, linear time), else `re`.
+applies (they only need to never miss), and every engine compiles the same list: Hyperscan (a dependency
+on Linux x86_64, SIMD, ~5x RE2 here), RE2 (the `google-re2` dependency, linear time), else `re`.
 """
 
 import hashlib
@@ -187,7 +187,7 @@ def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
     for name in (engine,) if engine else PREFILTER_ENGINES:
         try:
             if name == "hyperscan":
-                return _HyperscanPrefilter(parts)
+                return HyperscanMatcher(parts)
             if name == "re2":
                 import re2
 
@@ -199,8 +199,9 @@ def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
     return re.compile("|".join(parts).encode())
 
 
-class _HyperscanPrefilter:
-    """The prefilter's patterns in one Hyperscan database; each thread scans with its own scratch space."""
+class HyperscanMatcher:
+    """Patterns in one Hyperscan database (the prefilter's, or any other bytes scan that must be fast); each
+    thread scans with its own scratch space. ImportError where Hyperscan is not installed."""
 
     def __init__(self, parts: list[str]) -> None:
         import threading

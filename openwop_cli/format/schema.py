@@ -11,6 +11,7 @@ outputs wrap around an event: every event and manifest wop accepts can be re-ser
 output, and no recursion over it meets Python's limit.
 """
 
+import functools
 import re
 from operator import itemgetter
 from typing import Any, Callable
@@ -81,6 +82,8 @@ def _compiled(fields: Fields) -> Callable[[Callable[[str], Any]], bool]:
     return eval(f"lambda get: {' and '.join(terms) or 'True'}", {"type": type, **names})  # noqa: S307 (our own table)
 
 
+_ORIGIN_OK = _compiled(ORIGIN)
+_SITE_OK = _compiled(SITE)
 _ENVELOPE = itemgetter("version", "seq", "ts", "type", "data", "captureId", "runId")
 _DATA_OK = {event_type: _compiled(EVENT_DATA.get(event_type, ())) for event_type in EVENT_TYPES}
 _RUN_LOG_DATA_OK = {**_DATA_OK, **{event_type: _compiled(fields) for event_type, fields in OPENWOP_DATA.items()}}
@@ -99,24 +102,24 @@ class EventChecker:
         self._holder: list[Any] = []
         self._probe = _wrapped(self._holder, MARGIN - 1)
 
-    def problem(self, event: Any, size: int = SHALLOW_BYTES) -> str | None:
+    def problem(self, event: Any, line: bytes | None = None) -> str | None:
         """What is wrong with one event, naming the field, or None when wop can use it.
 
-        size: the length of the event's line, when known (a short line cannot nest too deep)."""
+        line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
+        enough brackets to nest too deep)."""
         try:
             version, seq, ts, event_type, data, capture_id, run_id = _ENVELOPE(event)
+            data_ok = self._data_ok.get(event_type, self._other_type)  # TypeError: not a string (unhashable)
         except (KeyError, TypeError):
             return self._explain(event)
         if (type(version) is int and type(seq) is int and type(ts) is int and type(data) is dict
-                and type(event_type) is str and 0 <= version <= EVENT_VERSION and 0 <= seq <= MAX_INT
-                and 0 <= ts <= MAX_INT
+                and 0 <= version <= EVENT_VERSION and 0 <= seq <= MAX_INT and 0 <= ts <= MAX_INT
                 and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
                      else type(capture_id) is str and type(run_id) is str)
-                and self._data_ok.get(event_type, self._other_type)(data.get)
-                and (len(event) == 7 or _optional_envelope(event.get) is None)
+                and data_ok(data.get) and (len(event) == 7 or _extras_ok(event.get))
                 and (event_type != RUN_START or type(data.get("argv")) is not list
                      or strings_problem(data["argv"], "data.argv") is None)
-                and (size < SHALLOW_BYTES or not self.too_deep(event))):
+                and (line is not None and not may_nest_too_deep(line) or not self.too_deep(event))):
             return None
         return self._explain(event)
 
@@ -157,6 +160,25 @@ class EventChecker:
         if problem is None and type(data.get("argv")) is list:
             problem = strings_problem(data["argv"], "data.argv")
         return problem or f"the event nests deeper than the {MAX_DEPTH} levels wop reads"
+
+
+def may_nest_too_deep(line: bytes) -> bool:
+    """A necessary condition, cheap to test (two memchr passes), for a JSON line nesting deeper than MAX_DEPTH:
+    it has more opening brackets than that."""
+    return len(line) >= SHALLOW_BYTES and len(line) - len(line.replace(b"{", b"").replace(b"[", b"")) > MAX_DEPTH
+
+
+@functools.cache
+def chunk_nesting_gate() -> Any:
+    """may_nest_too_deep for every line of a chunk in one Hyperscan pass: an object whose `search(chunk)` is
+    False when no line has more than MAX_DEPTH opening brackets; None where Hyperscan is not installed.
+    Compiling it takes tens of milliseconds, so readers use it for big files only."""
+    from openwop_cli.format.redact import HyperscanMatcher
+
+    try:
+        return HyperscanMatcher([rf"(?:[^\n{{\[]*[{{\[]){{{MAX_DEPTH + 1}}}"])
+    except ImportError:
+        return None
 
 
 def _refuse(_get: Any) -> bool:
@@ -202,6 +224,14 @@ def _wrapped(value: Any, levels: int) -> Any:
     for _ in range(levels):
         value = [value]
     return value
+
+
+def _extras_ok(get: Any) -> bool:
+    """The optional envelope fields (origin, sourceSeq), fast: True when they are right."""
+    origin, source_seq = get("origin"), get("sourceSeq")
+    return ((origin is None or type(origin) is dict and _ORIGIN_OK(origin.get)
+             and (origin.get("site") is None or type(origin["site"]) is dict and _SITE_OK(origin["site"].get)))
+            and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT))
 
 
 def _optional_envelope(get: Any) -> str | None:

@@ -151,7 +151,7 @@ class ReplaySource:
                 event = orjson.loads(line)
             except orjson.JSONDecodeError:
                 raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} is not JSON") from None
-            problem = check(event, len(line))
+            problem = check(event, line)
             if problem is not None:
                 raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} seq {seq}: {problem}")
             if event["seq"] != seq:

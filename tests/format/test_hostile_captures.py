@@ -179,3 +179,16 @@ def test_a_huge_line_is_refused_before_it_is_held_in_memory(capture, tmp_path):
     done = subprocess.run([sys.executable, "-m", "openwop_cli", "verify", str(capture)], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
     assert done.returncode == 3 and "longer than" in done.stdout
+
+
+@pytest.mark.parametrize("depth", [0, 247, 1000])
+def test_big_files_clear_nesting_a_chunk_at_a_time_and_still_find_a_deep_line(capture, monkeypatch, depth):
+    from openwop_cli.format import reader
+    from openwop_cli.format.verify import verify_capture
+
+    monkeypatch.setattr(reader, "GATED_BYTES", 0)  # the path files of 32 MiB and more take
+    lines = lines_of(capture)
+    lines[1] = lines[1].replace(b'"args":{', b'"args":{"deep":' + b"[0," * depth + b"1" + b"]" * depth + b",", 1)
+    forge(capture, lines)
+    problems = [(problem.kind, problem.seq) for problem in verify_capture(capture).problems]
+    assert problems == ([("bad_event", 1)] if depth else [])
