@@ -22,7 +22,7 @@ from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.format.schema import EventChecker, chunk_nesting_gate
+from openwop_cli.format.schema import EventChecker, chunk_nesting_gate, too_deep
 from openwop_cli.format.sink import checksums_from_bytes
 
 CHUNK_BYTES = 1 << 20
@@ -87,8 +87,7 @@ class CaptureReader:
         expected_seq = 0
         lineno = 0
         loads = orjson.loads
-        checker = self._checker = EventChecker(self.manifest["captureId"], self.manifest["runId"])
-        check = checker.problem
+        check = EventChecker(self.manifest["captureId"], self.manifest["runId"]).problem
         handle = self._open_events()
         if handle is None:
             return
@@ -168,7 +167,7 @@ class CaptureReader:
             except CorruptCapture as exc:
                 self._problem("blob", exc.message, lineno, event["seq"])
                 return event
-            if self._checker.too_deep(resolved):
+            if too_deep(resolved["data"]):
                 self._problem("blob", "the event nests too deep once its blobs are put back", lineno, event["seq"])
                 return event
             return resolved

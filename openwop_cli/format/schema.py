@@ -6,9 +6,9 @@ naming the seq and the field — never met later as a crash. Checks are plain ty
 jsonschema in the hot path): an event's envelope, then the data fields of its type. Fields wop does
 not read are left alone, so newer writers can add fields freely.
 
-Nesting is bounded (MAX_DEPTH) below what orjson can write back, with room for the levels wop's
-outputs wrap around an event: every event and manifest wop accepts can be re-serialized in every
-output, and no recursion over it meets Python's limit.
+Nesting is bounded by what orjson writes (MAX_DEPTH levels in an event's data, or a manifest): what
+the sink can write is exactly what a reader accepts, no recursion over it meets Python's limit, and
+`dumps_wrapping` writes it inside any output (a diff, a report, a state) whatever levels that adds.
 """
 
 import functools
@@ -32,9 +32,9 @@ from openwop_cli.format.events import (
     TOOL_RESULT,
 )
 
-ORJSON_DEPTH = 254  # the deepest value orjson writes
-MARGIN = 8  # the levels wop's own outputs wrap around an event (report, diff and replay JSON)
-MAX_DEPTH = ORJSON_DEPTH - MARGIN
+MAX_DEPTH = 254  # container levels orjson writes: the deepest an event's data or a manifest may nest
+WRAPPING_LEVELS = 8  # the most levels a wop output puts around a recorded value
+TOO_DEEP = f"(nested deeper than {MAX_DEPTH} levels: not recorded)"
 MAX_INT = 2**53  # seqs, times and counts stay exact in any JSON reader and never overflow what orjson writes
 SHALLOW_BYTES = 2 * (MAX_DEPTH + 1)  # a line shorter than this cannot nest deeper than MAX_DEPTH
 _NONE = type(None)
@@ -93,14 +93,11 @@ class EventChecker:
     """Checks events of one capture: envelope, data fields of the event's type, nesting.
 
     capture_id/run_id: the manifest's, which every event of a capture carries (None: only their type
-    is checked). run_log: events of an OpenWOP run log, whose other event types are accepted as they are.
-    One checker per reader and thread: it keeps a probe it fills for the nesting check."""
+    is checked). run_log: events of an OpenWOP run log, whose other event types are accepted as they are."""
 
     def __init__(self, capture_id: str | None = None, run_id: str | None = None, *, run_log: bool = False) -> None:
         self.capture_id, self.run_id = capture_id, run_id
         self._data_ok, self._other_type = (_RUN_LOG_DATA_OK, _accept) if run_log else (_DATA_OK, _refuse)
-        self._holder: list[Any] = []
-        self._probe = _wrapped(self._holder, MARGIN - 1)
 
     def problem(self, event: Any, line: bytes | None = None) -> str | None:
         """What is wrong with one event, naming the field, or None when wop can use it.
@@ -119,20 +116,9 @@ class EventChecker:
                 and data_ok(data.get) and (len(event) == 7 or _extras_ok(event.get))
                 and (event_type != RUN_START or type(data.get("argv")) is not list
                      or strings_problem(data["argv"], "data.argv") is None)
-                and (line is not None and not may_nest_too_deep(line) or not self.too_deep(event))):
+                and (line is not None and (not line or not may_nest_too_deep(line)) or not too_deep(data))):
             return None
         return self._explain(event)
-
-    def too_deep(self, value: Any) -> bool:
-        """True when value nests deeper than MAX_DEPTH levels (too_deep() without building a probe)."""
-        self._holder.append(value)
-        try:
-            orjson.dumps(self._probe, default=_as_null)
-        except orjson.JSONEncodeError:
-            return True
-        finally:
-            self._holder.clear()
-        return False
 
     def _explain(self, event: Any) -> str:
         """The message for an event the fast check refused: the first field that is wrong."""
@@ -159,7 +145,7 @@ class EventChecker:
         problem = _optional_envelope(get) or fields_problem(data, fields, "data")
         if problem is None and type(data.get("argv")) is list:
             problem = strings_problem(data["argv"], "data.argv")
-        return problem or f"the event nests deeper than the {MAX_DEPTH} levels wop reads"
+        return problem or f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
 
 
 def may_nest_too_deep(line: bytes) -> bool:
@@ -207,23 +193,47 @@ def strings_problem(values: list[Any], where: str) -> str | None:
 
 
 def too_deep(value: Any) -> bool:
-    """True when value nests deeper than MAX_DEPTH levels."""
+    """True when value nests deeper than MAX_DEPTH levels (orjson, which counts them in C, would refuse it)."""
     try:
-        orjson.dumps(_wrapped(value, MARGIN), default=_as_null)
+        orjson.dumps(value, default=_as_null)
     except orjson.JSONEncodeError:
         return True
     return False
 
 
+def cut_nesting(value: Any, levels: int) -> Any:
+    """value with whatever nests deeper than levels replaced by a note: how a program's too-deep value is recorded."""
+    if levels <= 0 and type(value) in (dict, list, tuple):
+        return TOO_DEEP
+    if type(value) is dict:
+        return {key: cut_nesting(item, levels - 1) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return [cut_nesting(item, levels - 1) for item in value]
+    return value
+
+
+def dumps_wrapping(value: Any, option: int = 0, default: Any = None) -> bytes:
+    """orjson.dumps for an output that wraps recorded values (a diff, a report, a state): a value a reader
+    accepts may already nest MAX_DEPTH levels, so the output's own levels would take it past what orjson
+    writes; then the few outer levels are written here and every value below them by orjson on its own."""
+    try:
+        return orjson.dumps(value, option=option, default=default)
+    except orjson.JSONEncodeError:
+        return _spliced(value, WRAPPING_LEVELS, default) + (b"\n" if option & orjson.OPT_APPEND_NEWLINE else b"")
+
+
+def _spliced(value: Any, levels: int, default: Any) -> bytes:
+    if levels and type(value) is dict:
+        return b"{" + b",".join(orjson.dumps(str(key)) + b":" + _spliced(item, levels - 1, default)
+                                for key, item in value.items()) + b"}"
+    if levels and type(value) in (list, tuple):
+        return b"[" + b",".join(_spliced(item, levels - 1, default) for item in value) + b"]"
+    return orjson.dumps(value, default=default)
+
+
 def _as_null(_value: Any) -> None:
     """Bytes (resolved binary blobs) count as one level, like any scalar."""
     return None
-
-
-def _wrapped(value: Any, levels: int) -> Any:
-    for _ in range(levels):
-        value = [value]
-    return value
 
 
 def _extras_ok(get: Any) -> bool:

@@ -44,12 +44,11 @@ from openwop_cli.format.manifest import (
 )
 from openwop_cli.format.flusher import flush_later
 from openwop_cli.format.redact import Redactor
-from openwop_cli.format.schema import MAX_DEPTH
+from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
 
 DEFAULT_BUFFER_BYTES = 64 * 1024
 RESERVE_NAME = ".wop-reserve"
 RESERVE_BYTES = 256 * 1024  # room for the final manifest and checksums when the disk fills up
-TOO_DEEP = f"(nested deeper than {MAX_DEPTH} levels: not recorded)"
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
 
 
@@ -259,7 +258,7 @@ class CaptureSink:
         """The line of an event that cannot wait for the buffer scan: redacted, big values in blobs."""
         line = _dumps_or_none(event)
         if line is None:
-            data = event["data"] = _cut_nesting(data, MAX_DEPTH - 1)
+            data = event["data"] = cut_nesting(data, MAX_DEPTH - 1)
             line = _dumps_or_none(event)
         if line is None or self.redactor.suspicious(line):
             data = event["data"] = self.redactor.redact(data)
@@ -402,17 +401,6 @@ def _reserve(path: Path, size: int) -> None:
             os.close(fd)
     except OSError:
         path.unlink(missing_ok=True)
-
-
-def _cut_nesting(value: Any, levels: int) -> Any:
-    """value with whatever nests deeper than levels replaced by a note (what cannot be recorded)."""
-    if levels <= 0 and type(value) in (dict, list, tuple):
-        return TOO_DEEP
-    if type(value) is dict:
-        return {key: _cut_nesting(item, levels - 1) for key, item in value.items()}
-    if type(value) in (list, tuple):
-        return [_cut_nesting(item, levels - 1) for item in value]
-    return value
 
 
 def _dumps_or_none(event: dict[str, Any]) -> bytes | None:

@@ -8,6 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.report.console import clean
 
 MAX_PANELS = 20
@@ -105,7 +106,7 @@ def _text(value: Any) -> str:
         return "(absent)"
     if isinstance(value, str):
         return value
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps_wrapping(value, orjson.OPT_SORT_KEYS).decode()
 
 
 def _first_difference(a: str, b: str) -> int:

@@ -205,7 +205,7 @@ def test_retyped_fields(copy_of, originals, edits, reforge, command):
 @SETTINGS
 @given(blob=st.sampled_from(["link to /dev/zero", "fifo", "directory", "edited", "missing", "other json", "none"]),
        checksums=st.sampled_from(["fifo", "missing", "short", "link to /dev/zero", "kept"]),
-       depth=st.sampled_from([0, 120, 246, 247, 300, 1000]), line=st.integers(0, len(EVENTS) - 1),
+       depth=st.sampled_from([0, 120, 251, 252, 253, 300, 1000]), line=st.integers(0, len(EVENTS) - 1),
        reforge=st.booleans(), command=COMMANDS)
 def test_swapped_files_and_deep_values(copy_of, originals, blob, checksums, depth, line, reforge, command):
     capture = copy_of()
