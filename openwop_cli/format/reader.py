@@ -22,7 +22,7 @@ from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.format.schema import EventChecker, chunk_nesting_gate, too_deep
+from openwop_cli.format.schema import MAX_INT, EventChecker, chunk_nesting_gate, too_deep
 from openwop_cli.format.sink import checksums_from_bytes
 
 CHUNK_BYTES = 1 << 20
@@ -91,56 +91,67 @@ class CaptureReader:
         handle = self._open_events()
         if handle is None:
             return
-        with handle:
-            digest = hashlib.sha256()
-            gate = chunk_nesting_gate() if os.fstat(handle.fileno()).st_size >= GATED_BYTES else None
-            tail = b""
-            while chunk := handle.read(CHUNK_BYTES):
-                digest.update(chunk)
-                data = tail + chunk if tail else chunk
-                may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
-                may_nest = gate is None or gate.search(data)  # else no line here can nest too deep
-                lines = data.split(b"\n")
-                tail = lines.pop()
-                if len(tail) > MAX_LINE_BYTES:
-                    self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
-                                  lineno + len(lines) + 1, expected_seq + len(lines))
-                    return
-                for line in lines:
+        events_read = 0
+        try:
+            with handle:
+                digest = hashlib.sha256()
+                gate = chunk_nesting_gate() if os.fstat(handle.fileno()).st_size >= GATED_BYTES else None
+                tail = b""
+                while chunk := handle.read(CHUNK_BYTES):
+                    digest.update(chunk)
+                    data = tail + chunk if tail else chunk
+                    may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
+                    cleared = gate is not None and not gate.search(data)  # no line here can nest too deep
+                    lines = data.split(b"\n")
+                    tail = lines.pop()
+                    if len(tail) > MAX_LINE_BYTES:
+                        self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
+                                      lineno + len(lines) + 1, expected_seq + len(lines))
+                        return
+                    for lineno, line in enumerate(lines, lineno + 1):
+                        try:
+                            event = loads(line)
+                        except orjson.JSONDecodeError:
+                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno,
+                                          expected_seq)
+                            if stop_at_first_problem:
+                                return
+                            expected_seq += 1
+                            continue
+                        problem = check(event, b"" if cleared else line)
+                        if problem is not None:
+                            self._problem("bad_event", problem, lineno, expected_seq)
+                            if stop_at_first_problem:
+                                return
+                            expected_seq += 1
+                            continue
+                        if event["seq"] != expected_seq:
+                            if not 0 <= event["seq"] <= MAX_INT:
+                                self._problem("bad_event", "field seq must be a non-negative integer", lineno,
+                                              expected_seq)
+                                if stop_at_first_problem:
+                                    return
+                                expected_seq += 1
+                                continue
+                            self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
+                                          f"(expected {expected_seq})", lineno, event["seq"])
+                            if stop_at_first_problem:
+                                return
+                            expected_seq = event["seq"]
+                        expected_seq += 1
+                        if may_hold_blobs and BLOB_MARKER in line:
+                            event = self._with_blobs(event, lineno)
+                        events_read += 1
+                        yield event
+                if tail:
                     lineno += 1
-                    try:
-                        event = loads(line)
-                    except orjson.JSONDecodeError:
-                        self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno,
-                                      expected_seq)
-                        if stop_at_first_problem:
-                            return
-                        expected_seq += 1
-                        continue
-                    problem = check(event, line if may_nest else b"")
-                    if problem is not None:
-                        self._problem("bad_event", problem, lineno, expected_seq)
-                        if stop_at_first_problem:
-                            return
-                        expected_seq += 1
-                        continue
-                    if event["seq"] != expected_seq:
-                        self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
-                                      f"(expected {expected_seq})", lineno, event["seq"])
-                        if stop_at_first_problem:
-                            return
-                        expected_seq = event["seq"]
-                    expected_seq += 1
-                    if may_hold_blobs and BLOB_MARKER in line:
-                        event = self._with_blobs(event, lineno)
-                    self.events_read += 1
-                    yield event
-            if tail:
-                lineno += 1
-                self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno, expected_seq)
-                if stop_at_first_problem:
-                    return
-            events_hash = digest.hexdigest()
+                    self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno,
+                                  expected_seq)
+                    if stop_at_first_problem:
+                        return
+                events_hash = digest.hexdigest()
+        finally:
+            self.events_read = events_read
         self._check_totals(events_hash, lineno)
         if not stop_at_first_problem:
             self._check_manifest_blobs()

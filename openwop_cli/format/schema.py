@@ -109,8 +109,8 @@ class EventChecker:
             data_ok = self._data_ok.get(event_type, self._other_type)  # TypeError: not a string (unhashable)
         except (KeyError, TypeError):
             return self._explain(event)
-        if (type(version) is int and type(seq) is int and type(ts) is int and type(data) is dict
-                and 0 <= version <= EVENT_VERSION and 0 <= seq <= MAX_INT and 0 <= ts <= MAX_INT
+        if (type(seq) is int and type(ts) is int and type(data) is dict and type(version) is int
+                and 0 <= ts <= MAX_INT and 0 <= version <= EVENT_VERSION  # seq: its range is the reader's (in order)
                 and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
                      else type(capture_id) is str and type(run_id) is str)
                 and data_ok(data.get) and (len(event) == 7 or _extras_ok(event.get))
