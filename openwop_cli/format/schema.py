@@ -74,19 +74,25 @@ ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("site", OPT
 SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
 
 
+@functools.cache
 def _compiled(fields: Fields) -> Callable[[Callable[[str], Any]], bool]:
     """fields as one expression over a dict's get: the table above as straight-line code, so checking an
-    event costs no loop (this is the hot path of every read)."""
+    event costs no loop (this is the hot path of every read). Made when first needed, not at import."""
     terms = [f"type(get({name!r})) in a{index}" for index, (name, _) in enumerate(fields)]
     names = {f"a{index}": allowed for index, (_, allowed) in enumerate(fields)}
     return eval(f"lambda get: {' and '.join(terms) or 'True'}", {"type": type, **names})  # noqa: S307 (our own table)
 
 
-_ORIGIN_OK = _compiled(ORIGIN)
-_SITE_OK = _compiled(SITE)
 _ENVELOPE = itemgetter("version", "seq", "ts", "type", "data", "captureId", "runId")
-_DATA_OK = {event_type: _compiled(EVENT_DATA.get(event_type, ())) for event_type in EVENT_TYPES}
-_RUN_LOG_DATA_OK = {**_DATA_OK, **{event_type: _compiled(fields) for event_type, fields in OPENWOP_DATA.items()}}
+
+
+@functools.cache
+def _data_checks(run_log: bool) -> dict[str, Callable[[Callable[[str], Any]], bool]]:
+    """The data check of every event type (and, in a run log, of OpenWOP's types)."""
+    checks = {event_type: _compiled(EVENT_DATA.get(event_type, ())) for event_type in EVENT_TYPES}
+    if run_log:
+        checks.update({event_type: _compiled(fields) for event_type, fields in OPENWOP_DATA.items()})
+    return checks
 
 
 class EventChecker:
@@ -97,7 +103,7 @@ class EventChecker:
 
     def __init__(self, capture_id: str | None = None, run_id: str | None = None, *, run_log: bool = False) -> None:
         self.capture_id, self.run_id = capture_id, run_id
-        self._data_ok, self._other_type = (_RUN_LOG_DATA_OK, _accept) if run_log else (_DATA_OK, _refuse)
+        self._data_ok, self._other_type = _data_checks(run_log), _accept if run_log else _refuse
 
     def problem(self, event: Any, line: bytes | None = None) -> str | None:
         """What is wrong with one event, naming the field, or None when wop can use it.
@@ -239,8 +245,8 @@ def _as_null(_value: Any) -> None:
 def _extras_ok(get: Any) -> bool:
     """The optional envelope fields (origin, sourceSeq), fast: True when they are right."""
     origin, source_seq = get("origin"), get("sourceSeq")
-    return ((origin is None or type(origin) is dict and _ORIGIN_OK(origin.get)
-             and (origin.get("site") is None or type(origin["site"]) is dict and _SITE_OK(origin["site"].get)))
+    return ((origin is None or type(origin) is dict and _compiled(ORIGIN)(origin.get)
+             and (origin.get("site") is None or type(origin["site"]) is dict and _compiled(SITE)(origin["site"].get)))
             and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT))
 
 
