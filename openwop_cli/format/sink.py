@@ -42,7 +42,7 @@ from openwop_cli.format.manifest import (
     manifest_path,
     write_manifest_atomic,
 )
-from openwop_cli.format.flusher import flush_later
+from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
 
@@ -92,6 +92,8 @@ class CaptureSink:
         self._failure: str | None = None
         self._lost_from_seq: int | None = None
         self._torn = False
+        self._buffer_started = 0.0
+        self._flush_scheduled = False
         self._model: dict[str, Any] | None = None
         self._capture_id = ""
         self._run_id = ""
@@ -213,9 +215,23 @@ class CaptureSink:
         with self._lock:
             self._write_buffer()
 
+    def flush_due(self) -> float | None:
+        """(The flusher thread's call.) Write the buffer if its oldest event has waited FLUSH_SECONDS; else
+        return when it will have."""
+        with self._lock:
+            due = self._buffer_started + FLUSH_SECONDS
+            if self._buffer and time.monotonic() < due:
+                return due
+            self._write_buffer()
+            self._flush_scheduled = False
+            return None
+
     def _buffer_line(self, line: bytes) -> None:
         if not self._buffer:
-            flush_later(self)
+            self._buffer_started = time.monotonic()
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                flush_later(self, self._buffer_started + FLUSH_SECONDS)
         self._buffer.append(line)
         self._buffered += len(line)
         if self._buffered >= self.buffer_bytes:

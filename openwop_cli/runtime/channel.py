@@ -50,7 +50,9 @@ class ChannelSender:
         self._broken = False
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
-        self._flush_later: Any = None  # format.flusher.flush_later, loaded with orjson on the first event
+        self._flusher: Any = None  # format.flusher, loaded with orjson on the first event
+        self._buffer_started = 0.0
+        self._flush_scheduled = False
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
@@ -58,16 +60,19 @@ class ChannelSender:
         """Queue one event; sent when the batch is full, on flush, or by the flusher thread soon after."""
         dumps = self._dumps
         if dumps is None:
-            from openwop_cli.format.flusher import flush_later
+            from openwop_cli.format import flusher
             from openwop_cli.runtime.jsonable import dumps as orjson_dumps
 
             dumps = self._dumps = orjson_dumps
-            self._flush_later = flush_later
+            self._flusher = flusher
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
             if not self._buffer:
-                self._flush_later(self)
+                self._buffer_started = time.monotonic()
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self._flusher.flush_later(self, self._buffer_started + self._flusher.FLUSH_SECONDS)
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= SEND_BATCH_BYTES:
@@ -101,6 +106,17 @@ class ChannelSender:
         with self._lock:
             self._send_buffer()
 
+    def flush_due(self) -> float | None:
+        """(The flusher thread's call.) Send the queue if its oldest event has waited FLUSH_SECONDS; else
+        return when it will have."""
+        with self._lock:
+            due = self._buffer_started + self._flusher.FLUSH_SECONDS
+            if self._buffer and time.monotonic() < due:
+                return due
+            self._send_buffer()
+            self._flush_scheduled = False
+            return None
+
     def close(self) -> None:
         """Send what is queued and close the connection."""
         with self._lock:
@@ -113,6 +129,7 @@ class ChannelSender:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
         self._lock = threading.Lock()
         self._buffer, self._buffered = [], 0
+        self._flush_scheduled = False
         self._sock = None
 
     def _send_buffer(self) -> None:
