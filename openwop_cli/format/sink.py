@@ -183,7 +183,12 @@ class CaptureSink:
                     if self._failure is None:
                         self._fail(seq, exc)
                     return seq
-            self._buffer_line(line)
+            if not self._buffer:
+                self._start_batch()
+            self._buffer.append(line)
+            self._buffered += len(line)
+            if self._buffered >= self.buffer_bytes:
+                self._write_buffer()
             return seq
 
     def append_raw(self, event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
@@ -204,10 +209,16 @@ class CaptureSink:
             self._next_seq = seq + 1
             if self._failure is not None:
                 return seq
-            self._buffer_line(b'%s%d,"ts":%d,"type":"%s","data":%s%s%s}\n' % (
+            line = b'%s%d,"ts":%d,"type":"%s","data":%s%s%s}\n' % (
                 self._line_prefix, seq, ts, event_type.encode(), data_json,
                 b',"origin":' + origin_json if origin_json else b"",
-                b',"sourceSeq":%d' % source_seq if source_seq is not None else b""))
+                b',"sourceSeq":%d' % source_seq if source_seq is not None else b"")
+            if not self._buffer:
+                self._start_batch()
+            self._buffer.append(line)
+            self._buffered += len(line)
+            if self._buffered >= self.buffer_bytes:
+                self._write_buffer()
             return seq
 
     def flush(self) -> None:
@@ -226,16 +237,12 @@ class CaptureSink:
             self._flush_scheduled = False
             return None
 
-    def _buffer_line(self, line: bytes) -> None:
-        if not self._buffer:
-            self._buffer_started = time.monotonic()
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                flush_later(self, self._buffer_started + FLUSH_SECONDS)
-        self._buffer.append(line)
-        self._buffered += len(line)
-        if self._buffered >= self.buffer_bytes:
-            self._write_buffer()
+    def _start_batch(self) -> None:
+        """The first line of a new buffer: note when, and have the flusher write it FLUSH_SECONDS later."""
+        self._buffer_started = time.monotonic()
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            flush_later(self, self._buffer_started + FLUSH_SECONDS)
 
     def finalize(self, status: str = "ok", error: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write everything, then replace the manifest with the final one (status, counts, integrity)."""
