@@ -53,7 +53,7 @@ def main() -> None:
     from openwop_cli.format.redact import compile_prefilter
 
     prefilter = compile_prefilter([])
-    engine = {"_HyperscanPrefilter": "hyperscan"}.get(type(prefilter).__name__, type(prefilter).__module__.split(".")[0])
+    engine = {"HyperscanMatcher": "hyperscan"}.get(type(prefilter).__name__, type(prefilter).__module__.split(".")[0])
     print(f"ratio sink/bare: {sink / bare:.2f} (target <= 1.5), secret prefilter on {engine}")
 
 

@@ -35,11 +35,14 @@ class Settings:
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
     """A JSON file a user pointed wop at (label: the option, e.g. --workflow): its bytes and its value.
 
-    An unreadable or non-JSON file is a UsageError naming the option and the file."""
+    Only a regular file of at most MAX_INPUT_BYTES is read (never a FIFO or a device); anything else, or
+    an unreadable or non-JSON file, is a UsageError naming the option and the file."""
     import orjson
 
+    from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
+
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular(Path(path), MAX_INPUT_BYTES, UsageError, f"{label} {path}", follow=True)
     except OSError as exc:
         raise UsageError(f"cannot read {label} {path}: {exc.strerror or exc}") from None
     try:

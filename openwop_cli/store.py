@@ -6,12 +6,17 @@ and are addressed by path.
 """
 
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
-from openwop_cli.format.manifest import MANIFEST_NAME, read_manifest
+from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
+from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 
 LAST = "last"
 
@@ -117,26 +122,106 @@ def is_inside_store(path: Path, root: Path | None = None) -> bool:
     return resolved != root and resolved.is_relative_to(root)
 
 
-CAPTURE_FILES = ("manifest.json", "events.jsonl", "events.crc32")
+CAPTURE_FILES = ("manifest.json", "events.jsonl", "events.crc32", ".wop-reserve")
+_TEMP_FILE = re.compile(r"\.manifest\..*\.tmp")  # a manifest written by write_manifest_atomic, cut short
+_BLOB_DIR = re.compile(r"[0-9a-f]{2}")
+_BLOB_FILE = re.compile(r"[0-9a-f]{64}|\.[0-9a-f]{64}\..*\.tmp")
 
 
-def delete_capture(path: Path) -> bool:
-    """Delete a capture's own files (manifest, events, checksums, blobs); True if the directory went too.
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """What deleting a capture did: the directory is gone, or these entries (not wop's) were kept."""
 
-    Files that are not part of the capture are left in place, so pointing this at the wrong
-    directory can never take a user's other files with it.
-    """
-    import shutil
+    path: Path
+    kept: tuple[str, ...]
 
-    blobs = path / "blobs"
-    if blobs.is_dir() and not blobs.is_symlink():
-        shutil.rmtree(blobs)
-    for name in CAPTURE_FILES:
-        (path / name).unlink(missing_ok=True)
-    for leftover in path.glob(".manifest.*.tmp"):
-        leftover.unlink(missing_ok=True)
+    @property
+    def removed(self) -> bool:
+        return not self.kept
+
+
+def deletable_problem(path: Path) -> str | None:
+    """Why wop must not delete the directory at path, or None for a valid wop capture: a real directory
+    (not a link) whose manifest is a valid wop manifest (its `tool` says wop) and whose events carry its
+    captureId. A web app with a manifest.json and a blobs/ folder is not one."""
+    if path.is_symlink():
+        return "it is a symbolic link"
+    if not path.is_dir():
+        return "it is not a directory"
     try:
-        path.rmdir()
+        manifest = read_manifest(path)
+    except (CaptureError, NotACapture) as exc:
+        return f"its manifest is not a valid wop manifest ({exc.message})"
+    if (manifest.get("tool") or {}).get("name") != "wop":
+        return "its manifest was not written by wop"
+    try:
+        with open_regular(path / EVENTS_NAME) as handle:
+            first = handle.readline(MAX_LINE_BYTES)
+    except (FileNotFoundError, CaptureError):
+        return f"it has no {EVENTS_NAME} that wop wrote"
+    if first and _capture_id_of(first) != manifest["captureId"]:
+        return f"its {EVENTS_NAME} belongs to another capture than its manifest names"
+    return None
+
+
+def delete_capture(path: Path) -> Deletion:
+    """Delete the files wop writes in a capture (manifest, events, checksums, blobs, its temp files), never
+    following a link; whatever else is there stays, and is listed. Check deletable_problem first."""
+    kept: list[str] = []
+    for entry in sorted(os.listdir(path)):
+        target = path / entry
+        if entry == "blobs" and _is_real_dir(target):
+            kept.extend(f"blobs/{name}" for name in _delete_blobs(target))
+        elif (entry in CAPTURE_FILES or _TEMP_FILE.fullmatch(entry)) and _is_regular(target):
+            target.unlink()
+        else:
+            kept.append(entry + ("/" if _is_real_dir(target) else ""))
+    _remove_if_empty(path)
+    return Deletion(path, tuple(kept))
+
+
+def _delete_blobs(blobs: Path) -> list[str]:
+    """Delete blobs/sha256/<ab>/<hex> files and the directories left empty; the names of anything else."""
+    kept: list[str] = []
+    root = blobs / "sha256"
+    for entry in sorted(os.listdir(blobs)):
+        if entry != "sha256" or not _is_real_dir(root):
+            kept.append(entry)
+    if _is_real_dir(root):
+        for prefix in sorted(os.listdir(root)):
+            folder = root / prefix
+            if not (_BLOB_DIR.fullmatch(prefix) and _is_real_dir(folder)):
+                kept.append(f"sha256/{prefix}")
+                continue
+            for name in sorted(os.listdir(folder)):
+                if _BLOB_FILE.fullmatch(name) and _is_regular(folder / name):
+                    (folder / name).unlink()
+                else:
+                    kept.append(f"sha256/{prefix}/{name}")
+            _remove_if_empty(folder)
+        _remove_if_empty(root)
+    _remove_if_empty(blobs)
+    return kept
+
+
+def _capture_id_of(line: bytes) -> Any:
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return event.get("captureId") if type(event) is dict else None
+
+
+def _is_real_dir(path: Path) -> bool:
+    return stat.S_ISDIR(path.lstat().st_mode) if os.path.lexists(path) else False
+
+
+def _is_regular(path: Path) -> bool:
+    return stat.S_ISREG(path.lstat().st_mode) if os.path.lexists(path) else False
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
     except OSError:
-        return False
-    return True
+        pass

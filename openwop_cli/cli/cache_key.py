@@ -47,14 +47,17 @@ def command(
 def _read_source(source: str) -> bytes:
     from openwop_cli.errors import UsageError
 
+    from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
+
     if source == "-":
-        return sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise UsageError(f"standard input holds more than the {MAX_INPUT_BYTES:,} bytes wop reads as a request")
+        return data
     try:
-        return Path(source).read_bytes()
+        return read_regular(Path(source), MAX_INPUT_BYTES, UsageError, follow=True)
     except FileNotFoundError:
         raise UsageError(f"no such file: {source}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{source} is a directory, not a JSON file") from None
 
 
 def _name(source: str) -> str:

@@ -100,16 +100,16 @@ def _print_summary(outcome, json_output: bool) -> None:
         return
     from rich.text import Text
 
-    from openwop_cli.report.console import make_console, status_style
+    from openwop_cli.report.console import clean, make_console, status_style
 
     line = Text.assemble(
-        ("captured ", "muted"), (outcome.capture_id, "bold"), "  ", (str(outcome.path), "path"),
+        ("captured ", "muted"), (outcome.capture_id, "bold"), "  ", (clean(outcome.path), "path"),
         f"  {summary['events']} events  ", (str(summary["status"]), status_style(str(summary["status"]))),
     )
     if summary.get("error"):
-        line.append(f"  ({summary['error']})", "muted")
+        line.append(f"  ({clean(summary['error'])})", "muted")
     if outcome.unrecorded:
         from openwop_cli.runtime.connections import describe
 
-        line.append(f"  {describe(outcome.unrecorded)}", "warning")
+        line.append(f"  {clean(describe(outcome.unrecorded))}", "warning")
     make_console(stderr=True).print(line, soft_wrap=True)

@@ -5,16 +5,18 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.format.schema import dumps_wrapping
+
 
 def print_json(value: Any) -> None:
-    """Write value as indented JSON to stdout."""
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE, default=_default))
+    """Write value as indented JSON to stdout (recorded values in it however deep a capture may hold them)."""
+    sys.stdout.buffer.write(dumps_wrapping(value, orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE, _default))
     sys.stdout.flush()
 
 
 def json_line(value: Any) -> bytes:
     """Compact JSON bytes of a value (bytes values become a size placeholder)."""
-    return orjson.dumps(value, default=_default)
+    return dumps_wrapping(value, default=_default)
 
 
 def _default(value: Any) -> Any:

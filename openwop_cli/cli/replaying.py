@@ -195,8 +195,9 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
         return
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    from openwop_cli.report.console import make_console, status_style
+    from openwop_cli.report.console import clean, make_console, status_style
     from openwop_cli.report.replay import render_replay
 
     console = make_console()
@@ -209,13 +210,13 @@ def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> N
     for source, result, _ in results:
         name, capture_id = _name_and_id(source, result)
         if isinstance(result, Exception):
-            table.add_row(name, capture_id, str(source), f"[{status_style('error')}]error[/]", "", "",
-                          escape(result.message))
+            table.add_row(clean(name), clean(capture_id), clean(str(source)), Text("error", status_style("error")), "",
+                          "", clean(result.message))
             continue
         verdict = "diverged" if result.diverged else "ok"
         first = result.score.get("firstDivergenceSeq")
-        table.add_row(escape(name), escape(capture_id), escape(str(source)),
-                      f"[{status_style('error' if result.diverged else 'ok')}]{verdict}[/]",
+        table.add_row(clean(name), clean(capture_id), clean(str(source)),
+                      Text(verdict, status_style("error" if result.diverged else "ok")),
                       f"{result.score.get('score', 1.0):.2f}", str(len(result.divergences)),
                       "" if first is None else f"seq {first}")
     console.print(table)

@@ -43,7 +43,16 @@ def command(
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: give a file name such as {output / 'report.html'}")
     try:
-        output.write_text(page, encoding="utf-8")
+        _write_private(output, page)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output} ({human_size(len(page.encode()))})", err=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write text to path; a new file is readable by its owner only (0600), like the capture it shows."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)

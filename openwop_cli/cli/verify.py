@@ -7,9 +7,11 @@ def command(
     capture: str = typer.Argument(..., help="A capture: path, id or unique prefix, name, or `last`."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Check a capture: manifest, every event envelope, seq contiguity, sha256, blobs, completeness.
+    """Check a capture: every field of the manifest and of every event, seq contiguity, sha256 and per-line
+    checksums, every blob (the sources the manifest pins too), completeness.
 
-    Exits 0 when the capture is intact and 3 when anything is wrong, naming the line and seq.
+    Exits 0 when the capture is intact and 3 when anything is wrong, naming the line, seq and field. A
+    matching sha256 proves nothing about a line (anyone can recompute it): every line is checked.
 
     \b
     Examples:

@@ -2,18 +2,22 @@
 
 A payload over the threshold becomes `{"$blob": "sha256:<hex>", "size": n, "encoding": e}` in the
 event. A blob name is validated as 64 lowercase hex digits before any path is built from it, so a
-reference like `sha256:../../etc/passwd` never reaches the filesystem.
+reference like `sha256:../../etc/passwd` never reaches the filesystem; a blob is read only if it is a
+regular file (not a link, FIFO or device) of bounded size, and only its owner may read it.
 """
 
 import hashlib
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from openwop_cli.errors import CorruptCapture, UnsafeBlobReference
+from openwop_cli.format.files import MAX_BLOB_BYTES, read_regular
+from openwop_cli.format.schema import MAX_DEPTH
 
 BLOB_KEY = "$blob"
 BLOB_MARKER = b'"$blob"'
@@ -52,17 +56,22 @@ class BlobStore:
         ref = f"sha256:{digest}"
         path = self.root / digest[:2] / digest
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temp = path.with_name(f".{digest}.{os.getpid()}.tmp")
-            temp.write_bytes(data)
-            os.replace(temp, path)
+            for directory in (self.root.parent, self.root, path.parent):
+                directory.mkdir(mode=0o700, exist_ok=True)
+            temp = path.with_name(f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp")
+            try:
+                write_private(temp, data)
+                os.replace(temp, path)
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
         return ref
 
     def get(self, ref: str) -> bytes:
         """The bytes of a blob, checked against their name."""
         path = self.path_for(ref)
         try:
-            data = path.read_bytes()
+            data = read_regular(path, MAX_BLOB_BYTES, what=f"blob {ref}")
         except FileNotFoundError:
             raise CorruptCapture(f"blob {ref} is referenced but missing from {self.root}") from None
         if hashlib.sha256(data).hexdigest() != path.name:
@@ -95,28 +104,41 @@ class BlobStore:
         encoded = orjson.dumps(mapped)
         return self.put_ref(encoded, "json") if len(encoded) > threshold else mapped
 
-    def resolve(self, value: Any) -> Any:
-        """Replace blob references by the values they stand for, recursively."""
+    def resolve(self, value: Any, depth: int = 0) -> Any:
+        """Replace blob references by the values they stand for, recursively (CorruptCapture when the
+        result would nest deeper than wop reads: blobs can hold references to more blobs)."""
+        if depth > MAX_DEPTH:
+            raise CorruptCapture(f"a value nests deeper than the {MAX_DEPTH} levels wop reads once its blobs are put back")
         if type(value) is dict:
             if is_blob_ref(value):
-                return self._load(value)
-            return {key: self.resolve(item) for key, item in value.items()}
+                return self._load(value, depth)
+            return {key: self.resolve(item, depth + 1) for key, item in value.items()}
         if type(value) is list:
-            return [self.resolve(item) for item in value]
+            return [self.resolve(item, depth + 1) for item in value]
         return value
 
     def put_ref(self, data: bytes, encoding: str) -> dict[str, Any]:
         """Store bytes and return the reference an event or manifest holds: {$blob, size, encoding}."""
         return {BLOB_KEY: self.put(data), "size": len(data), "encoding": encoding}
 
-    def _load(self, ref: dict[str, Any]) -> Any:
+    def _load(self, ref: dict[str, Any], depth: int) -> Any:
         data = self.get(ref[BLOB_KEY])
         encoding = ref.get("encoding", "json")
-        if encoding == "binary":
-            return data
-        if encoding == "utf-8":
-            return data.decode()
-        return self.resolve(orjson.loads(data))
+        try:
+            if encoding == "binary":
+                return data
+            if encoding == "utf-8":
+                return data.decode()
+            return self.resolve(orjson.loads(data), depth)
+        except (UnicodeDecodeError, orjson.JSONDecodeError):
+            raise CorruptCapture(f"blob {ref[BLOB_KEY]} does not hold {encoding} data as its reference says") from None
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Create path readable and writable by its owner only (0600) and write data to it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def find_blob_refs(value: Any) -> list[Any]:

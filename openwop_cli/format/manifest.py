@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 
 from openwop_cli.errors import CorruptCapture, IncompatibleCapture, NotACapture
+from openwop_cli.format.files import MAX_MANIFEST_BYTES, read_regular
+from openwop_cli.format.schema import manifest_problem
 
 MANIFEST_NAME = "manifest.json"
 EVENTS_NAME = "events.jsonl"
@@ -55,14 +57,13 @@ def check_compatible(manifest: dict[str, Any], where: Path) -> None:
 
 
 def read_manifest(capture_dir: Path) -> dict[str, Any]:
-    """Load and check a capture's manifest; a missing or unreadable one is a clear error."""
+    """Load and check a capture's manifest: a regular file of bounded size whose every field wop reads has its
+    type (format/schema.py); a missing one is NotACapture, anything else wrong is CorruptCapture (exit 3)."""
     path = manifest_path(capture_dir)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise NotACapture(f"{capture_dir} is not a capture: it has no {MANIFEST_NAME}") from None
-    except IsADirectoryError:
-        raise NotACapture(f"{path} is a directory, not a manifest") from None
     try:
         manifest = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -70,9 +71,9 @@ def read_manifest(capture_dir: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise CorruptCapture(f"{path} must hold a JSON object")
     check_compatible(manifest, capture_dir)
-    for field in ("captureId", "runId", "status"):
-        if not isinstance(manifest.get(field), str):
-            raise CorruptCapture(f"{path}: field {field!r} is missing or not a string")
+    problem = manifest_problem(manifest, STATUSES, EVENTS_NAME, LINE_CHECKSUMS_NAME)
+    if problem is not None:
+        raise CorruptCapture(f"{path}: {problem}")
     return manifest
 
 

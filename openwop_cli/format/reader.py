@@ -1,27 +1,33 @@
 """Streaming reader of a capture: events in seq order without loading the file, with integrity checks.
 
-It reads events.jsonl in 1 MiB chunks, hashing each chunk as it goes, and stops at the first line
-that is torn (no newline: cut mid-write), not JSON, not an event, or out of seq order. What it
-found is kept in `problems`; the events before the first problem are the intact prefix. A
-changed line is found through the manifest's whole-file sha256 and named through the per-line
-crc32 checksums the sink wrote.
+It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each
+chunk as it goes, and stops at the first line that is torn (no newline: cut mid-write), longer than
+wop reads, not JSON, or not an event of this capture by format/schema.py — every field wop reads has
+its type — or out of seq order. What it found is kept in `problems`; the events before the first
+problem are the intact prefix. A changed line is found through the manifest's whole-file sha256 and
+named through the per-line crc32 checksums the sink wrote. A matching hash proves nothing about a
+line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
 import hashlib
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import orjson
 
 from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
-from openwop_cli.format.events import envelope_problem
+from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
+from openwop_cli.format.schema import MAX_INT, EventChecker, chunk_nesting_gate, too_deep
 from openwop_cli.format.sink import checksums_from_bytes
 
 CHUNK_BYTES = 1 << 20
+GATED_BYTES = 32 << 20  # from this size on, a chunk's lines are cleared for nesting in one Hyperscan pass
+MAX_LISTED_CHANGES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +69,8 @@ class CaptureReader:
         return self._events(stop_at_first_problem=True)
 
     def scan_all(self) -> Iterator[dict[str, Any]]:
-        """Every readable event, continuing past problems so all of them are listed (for verify)."""
+        """Every readable event, continuing past problems so all of them are listed (for verify),
+        and the blobs the manifest pins checked too."""
         return self._events(stop_at_first_problem=False)
 
     def raise_for_problems(self) -> None:
@@ -77,85 +84,116 @@ class CaptureReader:
         self.problems = []
         self.events_read = 0
         self.complete = False
-        digest = hashlib.sha256()
         expected_seq = 0
         lineno = 0
         loads = orjson.loads
-        check_envelopes = not stop_at_first_problem and not self._hash_vouches_for_envelopes()
-        path = self.capture_dir / EVENTS_NAME
-        try:
-            handle = open(path, "rb")
-        except FileNotFoundError:
-            self._problem("missing", f"{EVENTS_NAME} is missing from {self.capture_dir}")
+        check = EventChecker(self.manifest["captureId"], self.manifest["runId"]).problem
+        handle = self._open_events()
+        if handle is None:
             return
-        with handle:
-            tail = b""
-            while chunk := handle.read(CHUNK_BYTES):
-                digest.update(chunk)
-                data = tail + chunk if tail else chunk
-                may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
-                lines = data.split(b"\n")
-                tail = lines.pop()
-                for line in lines:
-                    lineno += 1
-                    try:
-                        event = loads(line)
-                    except orjson.JSONDecodeError:
-                        self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno)
-                        if stop_at_first_problem:
-                            return
-                        expected_seq += 1
-                        continue
-                    if check_envelopes or type(event) is not dict or event.get("seq") != expected_seq:
-                        problem = self._event_problem(event, expected_seq, lineno)
-                        if problem is not None:
+        events_read = 0
+        try:
+            with handle:
+                digest = hashlib.sha256()
+                gate = chunk_nesting_gate() if os.fstat(handle.fileno()).st_size >= GATED_BYTES else None
+                tail = b""
+                while chunk := handle.read(CHUNK_BYTES):
+                    digest.update(chunk)
+                    data = tail + chunk if tail else chunk
+                    may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
+                    cleared = gate is not None and not gate.search(data)  # no line here can nest too deep
+                    lines = data.split(b"\n")
+                    tail = lines.pop()
+                    if len(tail) > MAX_LINE_BYTES:
+                        self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
+                                      lineno + len(lines) + 1, expected_seq + len(lines))
+                        return
+                    for lineno, line in enumerate(lines, lineno + 1):
+                        try:
+                            event = loads(line)
+                        except orjson.JSONDecodeError:
+                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno,
+                                          expected_seq)
                             if stop_at_first_problem:
                                 return
-                            if problem.kind == "seq_gap" and type(event.get("seq")) is int:
-                                expected_seq = event["seq"]
-                    expected_seq += 1
-                    if may_hold_blobs and BLOB_MARKER in line:
-                        event = self._with_blobs(event, lineno)
-                    self.events_read += 1
-                    yield event
-            if tail:
-                lineno += 1
-                self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno, expected_seq)
-                if stop_at_first_problem:
-                    return
-        self._check_totals(digest.hexdigest(), lineno)
+                            expected_seq += 1
+                            continue
+                        problem = check(event, b"" if cleared else line)
+                        if problem is not None:
+                            self._problem("bad_event", problem, lineno, expected_seq)
+                            if stop_at_first_problem:
+                                return
+                            expected_seq += 1
+                            continue
+                        if event["seq"] != expected_seq:
+                            if not 0 <= event["seq"] <= MAX_INT:
+                                self._problem("bad_event", "field seq must be a non-negative integer", lineno,
+                                              expected_seq)
+                                if stop_at_first_problem:
+                                    return
+                                expected_seq += 1
+                                continue
+                            self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
+                                          f"(expected {expected_seq})", lineno, event["seq"])
+                            if stop_at_first_problem:
+                                return
+                            expected_seq = event["seq"]
+                        expected_seq += 1
+                        if may_hold_blobs and BLOB_MARKER in line:
+                            event = self._with_blobs(event, lineno)
+                        events_read += 1
+                        yield event
+                if tail:
+                    lineno += 1
+                    self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno,
+                                  expected_seq)
+                    if stop_at_first_problem:
+                        return
+                events_hash = digest.hexdigest()
+        finally:
+            self.events_read = events_read
+        self._check_totals(events_hash, lineno)
+        if not stop_at_first_problem:
+            self._check_manifest_blobs()
         self.complete = not self.problems
 
-    def _hash_vouches_for_envelopes(self) -> bool:
-        """True when a finished wop capture carries its sha256: if the bytes match it, wop's sink wrote every
-        envelope (and it writes only valid ones), so envelopes need checking only on lines that changed."""
-        manifest = self.manifest
-        return (manifest.get("status") != STATUS_INCOMPLETE and (manifest.get("tool") or {}).get("name") == "wop"
-                and bool((manifest.get("integrity") or {}).get("eventsHash")))
-
-    def _event_problem(self, event: Any, expected_seq: int, lineno: int) -> Problem | None:
-        shape = envelope_problem(event)
-        if shape is not None:
-            return self._problem("bad_event", shape, lineno, expected_seq)
-        if event["seq"] != expected_seq:
-            return self._problem(
-                "seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} (expected {expected_seq})", lineno, event["seq"]
-            )
+    def _open_events(self) -> BinaryIO | None:
+        try:
+            return open_regular(self.capture_dir / EVENTS_NAME)
+        except FileNotFoundError:
+            self._problem("missing", f"{EVENTS_NAME} is missing from {self.capture_dir}")
+        except CorruptCapture as exc:
+            self._problem("unreadable", exc.message)
         return None
 
     def _with_blobs(self, event: dict[str, Any], lineno: int) -> dict[str, Any]:
-        for ref in find_blob_refs(event.get("data")):
+        for ref in find_blob_refs(event["data"]):
             problem = self.blobs.problem(ref)
             if problem is not None:
-                self._problem("blob", problem, lineno, event.get("seq"))
+                self._problem("blob", problem, lineno, event["seq"])
                 return event
         if self.resolve_blobs:
-            event["data"] = self.blobs.resolve(event["data"])
+            try:
+                resolved = {**event, "data": self.blobs.resolve(event["data"])}
+            except CorruptCapture as exc:
+                self._problem("blob", exc.message, lineno, event["seq"])
+                return event
+            if too_deep(resolved["data"]):
+                self._problem("blob", "the event nests too deep once its blobs are put back", lineno, event["seq"])
+                return event
+            return resolved
         return event
+
+    def _check_manifest_blobs(self) -> None:
+        """The blobs the manifest pins (program sources, workflow): present and matching their sha256."""
+        for ref in find_blob_refs(self.manifest):
+            problem = self.blobs.problem(ref)
+            if problem is not None:
+                self._problem("blob", f"pinned in the manifest: {problem}")
 
     def _check_totals(self, events_hash: str, lines: int) -> None:
         manifest = self.manifest
-        if manifest.get("status") == STATUS_INCOMPLETE:
+        if manifest["status"] == STATUS_INCOMPLETE:
             self._problem(
                 "incomplete",
                 "the run never finalized (killed or crashed); "
@@ -165,44 +203,31 @@ class CaptureReader:
         integrity = manifest.get("integrity") or {}
         recorded = integrity.get("eventsHash")
         if recorded and recorded != events_hash:
-            self._locate_changed_lines(integrity)
+            self._locate_changed_lines(lines)
         count = manifest.get("eventCount")
-        if isinstance(count, int) and count != lines and not manifest.get("lost"):
+        if count is not None and count != lines and not manifest.get("lost"):
             self._problem("count_mismatch", f"the manifest says {count} events but {EVENTS_NAME} has {lines} lines")
 
-    def _locate_changed_lines(self, integrity: dict[str, Any]) -> None:
+    def _locate_changed_lines(self, lines: int) -> None:
         """Second pass, only after a hash mismatch: name the lines whose crc32 changed."""
-        checksums_path = self.capture_dir / (integrity.get("lineChecksums") or {}).get("path", LINE_CHECKSUMS_NAME)
         try:
-            checksums = checksums_from_bytes(checksums_path.read_bytes())
-        except OSError:
-            checksums = None
+            checksums = checksums_from_bytes(read_regular(self.capture_dir / LINE_CHECKSUMS_NAME, 4 * lines + 4))
+        except (OSError, CorruptCapture):
             self._problem("hash_mismatch", f"{EVENTS_NAME} does not match the sha256 in the manifest: it was changed")
+            return
         changed = 0
-        with open(self.capture_dir / EVENTS_NAME, "rb") as handle:
-            for index, line in enumerate(handle):
-                if checksums is not None and index < len(checksums) and zlib.crc32(line) == checksums[index]:
+        handle = self._open_events()
+        if handle is None:
+            return
+        with handle:
+            for index, line in enumerate(bounded_lines(handle)):
+                if index < len(checksums) and zlib.crc32(line) == checksums[index]:
                     continue
                 changed += 1
-                if checksums is not None and changed <= 20:
+                if changed <= MAX_LISTED_CHANGES:
                     self._problem("changed_line", "changed after capture (its checksum does not match)", index + 1, index)
-                self._check_changed_envelope(line, index)
-        if checksums is None:
-            return
         if changed == 0:
             self._problem("hash_mismatch", f"{EVENTS_NAME} does not match the sha256 in the manifest: it was changed")
-
-    def _check_changed_envelope(self, line: bytes, index: int) -> None:
-        """A line the hash no longer vouches for: its envelope is checked too (the main pass skipped it)."""
-        if not self._hash_vouches_for_envelopes():
-            return
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return  # the main pass already named it
-        shape = envelope_problem(event)
-        if shape is not None:
-            self._problem("bad_event", shape, index + 1, index)
 
     def _problem(self, kind: str, message: str, line: int | None = None, seq: int | None = None) -> Problem:
         problem = Problem(kind, message, line, seq)

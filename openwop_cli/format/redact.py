@@ -2,18 +2,23 @@
 
 - none: nothing is changed.
 - default: values under secret-looking keys (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, passwords,
-  `authorization`, `x-api-key`, `cookie`, …), strings that look like provider keys or bearer tokens,
-  and the values of secret environment variables become "***REDACTED***".
+  `authorization`, `x-api-key`, `cookie`, …), and anywhere in any string: provider keys and bearer
+  tokens, JWTs, PEM/SSH private key blocks (a GCP service account's key among them), AWS access keys,
+  secret keys and session tokens, the password of a URL or DSN (`scheme://user:PASS@host`), the value
+  after a secret-named label (`password=…`, `"client_secret": "…"` in JSON held in a string) or
+  command-line flag (`--token X`, `--api-key=X`; in an argv list too), and the values of secret
+  environment variables — all become "***REDACTED***".
 - strict: default, and message contents (content, text, prompt, …) are replaced by their hash.
 
 The hot path is `suspicious(serialized)`: one regular-expression pass over serialized JSON (a line or
-a whole buffer of lines) for secret-looking keys, provider-key and bearer values, and the known
-secret values. Only what it flags pays for the structural `redact`. The same patterns run on the
-fastest engine installed: Hyperscan (the optional `fast` extra, SIMD, ~5x RE2 here), RE2 (the
-`google-re2` dependency, linear time, ~4x `re` on these alternations), else `re`.
+a whole buffer of lines) for secret-looking keys and values, and the known secret values. Only what
+it flags pays for the structural `redact`. The prefilter patterns are looser than the ones `redact`
+applies (they only need to never miss), and every engine compiles the same list: Hyperscan (a dependency
+on Linux x86_64, SIMD, ~5x RE2 here), RE2 (the `google-re2` dependency, linear time), else `re`.
 """
 
 import hashlib
+import math
 import os
 import re
 from typing import Any, Iterable, Mapping
@@ -30,14 +35,37 @@ SECRET_KEY = re.compile(
     r"|token$|credentials?$|^(proxy-)?authorization$|^auth$|^x-api-key$",
     re.IGNORECASE,
 )
-SECRET_VALUE = re.compile(
-    r"sk-[A-Za-z0-9_\-]{16,}"
-    r"|(?P<scheme>[Bb]earer\s+)[A-Za-z0-9._~+/=\-]{8,}"
-    r"|AIza[0-9A-Za-z_\-]{30,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|xox[abprs]-[A-Za-z0-9\-]{10,}"
-    r"|AKIA[0-9A-Z]{16}"
+# The words a label or a flag ends with when what follows it is a secret (`max_tokens=` is not one).
+_SECRET_WORD = (r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key"
+                r"|private[_-]?key|credentials?|auth)")
+_PASSWORD_WORD = re.compile(r"(?:passw(?:or)?d|passphrase|pwd)\W*$", re.IGNORECASE)
+SECRET_FLAG = re.compile(rf"--?[A-Za-z0-9_-]*{_SECRET_WORD}", re.IGNORECASE)
+# Secret-looking values anywhere in a string. Each is (what redact replaces, with the part to keep in
+# group `keep`; what the prefilter looks for in serialized JSON — portable: no lookaround, no backreference —
+# or None when another entry's prefilter already finds it).
+_VALUES = (
+    (r"sk-[A-Za-z0-9_\-]{16,}", r"sk-[A-Za-z0-9_\-]{16}"),
+    (r"(?P<keep>[Bb]earer\s+)[A-Za-z0-9._~+/=\-]{8,}", r"[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8}"),
+    (r"AIza[0-9A-Za-z_\-]{30,}", r"AIza[0-9A-Za-z_\-]{30}"),
+    (r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}", r"gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20}"),
+    (r"xox[abprs]-[A-Za-z0-9\-]{10,}", r"xox[abprs]-[A-Za-z0-9\-]{10}"),
+    (r"(?:AKIA|ASIA)[0-9A-Z]{16}", r"(?:AKIA|ASIA)[0-9A-Z]{16}"),
+    (r"(?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9/+=]{20,}", r"FwoGZXIvYXdz|IQoJb3JpZ2lu"),
+    (r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", r"eyJ[A-Za-z0-9_-]{4,}\.eyJ"),
+    (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
+    (r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@:]*:)[^\s/@]+(?=@)", r"://[^\s/@]*:[^\s/@]*@"),
+    # a labelled value (`password=…`, `"client_secret": "…"`) and a flag's (`--token X`): one prefilter for both
+    (rf"(?P<keep>(?i:{_SECRET_WORD})[\\\"']*[ \t]*[:=][ \t]*[\\\"']*)(?P<value>[^\s\\\"',;&<>(){{}}\[\]]{{4,}})"
+     r"(?=[\s\\\"',;&<>]|\Z)",
+     rf"(?i:{_SECRET_WORD})(?:[\\\"']{{0,3}}[ \t]*[:=]|[ \t])"),
+    (rf"(?P<keep>(?:^|\s){SECRET_FLAG.pattern}(?:=|[ \t]+(?!-)))(?P<value>[^\s\"']+)", None),
 )
+SECRET_VALUES = [re.compile(found) for found, _ in _VALUES]
+_ANY_SECRET_VALUE = re.compile("|".join(f"(?:{found})" for found, _ in _VALUES).replace("?P<keep>", "").replace("?P<value>", ""))
+_AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}")
+_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # beside an access key id
+_NOT_SECRETS = frozenset({"null", "none", "true", "false", "undefined", "required", "optional"})
 # SECRET_KEY as it appears in serialized JSON: the key's quoted text followed by `":`. Over-matching
 # (the same text inside a string value) only costs a structural check, never a leak.
 SERIALIZED_SECRET_KEY = (
@@ -45,6 +73,9 @@ SERIALIZED_SECRET_KEY = (
     r'|"[^"]*(?i:token|credentials?)":'
     r'|"(?i:(?:proxy-)?authorization|auth)":'
 )
+# An argv item that is a secret flag (`--token`), whose value is the next item.
+_SERIALIZED_FLAG = rf'"-{{1,2}}[A-Za-z0-9_-]*(?i:{_SECRET_WORD})"'
+PREFILTER_PATTERNS = (SERIALIZED_SECRET_KEY, _SERIALIZED_FLAG, *(looked_for for _, looked_for in _VALUES if looked_for))
 CONTENT_KEYS = frozenset(
     {"content", "text", "prompt", "completion", "input", "output", "instructions", "system", "arguments"}
 )
@@ -87,13 +118,16 @@ class Redactor:
         return self._redact(value, False)
 
     def scrub_text(self, text: str) -> str:
-        """A string with secret-looking tokens and known secret values replaced."""
+        """A string with secret-looking values (see the module docstring) and known secret values replaced."""
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        if SECRET_VALUE.search(text) is None:
+        if _ANY_SECRET_VALUE.search(text) is None:
             return text
-        return SECRET_VALUE.sub(_replace_secret, text)
+        aws_key_id = _AWS_KEY_ID.search(text) is not None
+        for pattern in SECRET_VALUES:
+            text = pattern.sub(_replace_secret, text)
+        return _AWS_SECRET_KEY.sub(REDACTED, text) if aws_key_id else text
 
     def is_secret_key(self, key: str) -> bool:
         """True when the profile redacts the whole value stored under this key."""
@@ -115,12 +149,21 @@ class Redactor:
                     out[safe_key] = self._redact(child, content or (self.strict and key in CONTENT_KEYS))
             return out
         if kind is list or kind is tuple:
-            return [self._redact(child, content) for child in value]
+            return self._redact_items(value, content)
         if kind is bytes:
             text = value.decode("latin-1")
             scrubbed = self.scrub_text(text)
             return value if scrubbed is text else scrubbed.encode("latin-1")
         return value
+
+
+    def _redact_items(self, items: Any, content: bool) -> list[Any]:
+        """A list's items redacted; an item after a secret flag (`["--token", "X"]`, an argv) is a secret."""
+        out, after_flag = [], False
+        for child in items:
+            out.append(REDACTED if after_flag and type(child) is str else self._redact(child, content))
+            after_flag = type(child) is str and SECRET_FLAG.fullmatch(child) is not None
+        return out
 
 
 def hashed_content(text: str) -> str:
@@ -140,11 +183,11 @@ def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
     """The hot-path matcher over serialized bytes (secret keys, secret-looking values, known secrets):
     an object whose `search(data)` is truthy on a possible secret, on `engine` or the fastest installed."""
     literals = [re.escape(orjson.dumps(secret)[1:-1].decode()) for secret in secrets]
-    parts = [SERIALIZED_SECRET_KEY, SECRET_VALUE.pattern.replace("(?P<scheme>", "(?:"), *literals]
+    parts = [*PREFILTER_PATTERNS, *literals]
     for name in (engine,) if engine else PREFILTER_ENGINES:
         try:
             if name == "hyperscan":
-                return _HyperscanPrefilter(parts)
+                return HyperscanMatcher(parts)
             if name == "re2":
                 import re2
 
@@ -156,8 +199,9 @@ def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
     return re.compile("|".join(parts).encode())
 
 
-class _HyperscanPrefilter:
-    """The prefilter's patterns in one Hyperscan database; each thread scans with its own scratch space."""
+class HyperscanMatcher:
+    """Patterns in one Hyperscan database (the prefilter's, or any other bytes scan that must be fast); each
+    thread scans with its own scratch space. ImportError where Hyperscan is not installed."""
 
     def __init__(self, parts: list[str]) -> None:
         import threading
@@ -187,5 +231,26 @@ def _stop(*_match: Any) -> bool:
 
 
 def _replace_secret(match: re.Match[str]) -> str:
-    scheme = match.group("scheme")
-    return f"{scheme}{REDACTED}" if scheme else REDACTED
+    groups = match.groupdict()
+    keep, value = groups.get("keep") or "", groups.get("value")
+    if value is not None and not _hides_a_secret(keep, value):
+        return match.group(0)
+    return keep + REDACTED
+
+
+def _hides_a_secret(label: str, value: str) -> bool:
+    """Whether the value after a secret-named label is worth hiding: anything after a password label or a flag,
+    else a value that is neither a plain word nor a number and has the variety of a generated secret."""
+    if value.lower() in _NOT_SECRETS:
+        return False
+    if label.lstrip().startswith("-") or _PASSWORD_WORD.search(label):
+        return True
+    return len(value) >= 8 and not value.isalpha() and not value.isdigit() and _entropy(value) >= 3.0
+
+
+def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    return -sum(count / len(text) * math.log2(count / len(text)) for count in counts.values())

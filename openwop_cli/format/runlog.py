@@ -2,7 +2,8 @@
 
 A log is JSON Lines (one RunEventDoc per line) or a JSON array of them. Each record's `sequence`,
 `type`, `payload`, `eventId` and `timestamp` (ISO 8601 or epoch ms) become an event's seq, type,
-data, eventId and ts; the run's id comes from the records' `runId` (else the file name).
+data, eventId and ts; the run's id comes from the records' `runId` (else the file name). The log is
+read like a capture: a regular file of bounded size, every event checked by format/schema.py.
 """
 
 from datetime import datetime
@@ -12,8 +13,11 @@ from typing import Any, Iterator
 import orjson
 
 from openwop_cli.errors import CorruptCapture
+from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular
+from openwop_cli.format.schema import EventChecker
 
 LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
+MAX_ARRAY_BYTES = MAX_LINE_BYTES
 
 
 def is_run_log(path: Path) -> bool:
@@ -35,22 +39,27 @@ class RunLogReader:
         self.blobs = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        check = EventChecker(run_log=True).problem
         for index, record in enumerate(self._records()):
             if not isinstance(record, dict):
                 raise CorruptCapture(f"{self.path}: record {index + 1} is not an object")
+            event = to_event(record, index, self.manifest["runId"])
+            problem = check(event)
+            if problem is not None:
+                raise CorruptCapture(f"{self.path}: record {index + 1}: {problem}")
             self.events_read += 1
-            yield to_event(record, index, self.manifest["runId"])
+            yield event
 
     def _records(self) -> Iterator[Any]:
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path, follow=True) as handle:
             head = handle.read(1)
             while head.isspace():
                 head = handle.read(1)
             handle.seek(0)
             if head == b"[":
-                yield from _parsed(handle.read(), self.path)
+                yield from _parsed(handle.read(MAX_ARRAY_BYTES + 1), self.path)
                 return
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(bounded_lines(handle), start=1):
                 if line.strip():
                     try:
                         yield orjson.loads(line)
@@ -75,6 +84,9 @@ def to_event(record: dict[str, Any], index: int, run_id: str) -> dict[str, Any]:
 
 
 def _parsed(content: bytes, path: Path) -> list[Any]:
+    if len(content) > MAX_ARRAY_BYTES:
+        raise CorruptCapture(f"{path} is more than the {MAX_ARRAY_BYTES:,} bytes wop reads as one JSON array; "
+                             "write the log as JSON Lines")
     try:
         records = orjson.loads(content)
     except orjson.JSONDecodeError as exc:
@@ -90,6 +102,6 @@ def _epoch_ms(value: Any) -> int:
     if isinstance(value, str):
         try:
             return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
+        except (ValueError, OverflowError, OSError):
             return 0
     return 0

@@ -3,13 +3,16 @@
 - start writes manifest.json atomically with status "incomplete" and creates events.jsonl; it
   refuses a directory that already holds a capture.
 - append assigns the next seq under one lock and buffers the serialized line; big or binary values
-  are redacted at once and moved to blobs. A full buffer is scanned for secrets in one pass (only
+  are redacted at once and moved to blobs. The buffer is written when it is full, on flush, and at
+  the latest FLUSH_SECONDS after its first line (format/flusher.py: one thread, one write per
+  batch), so a kill loses at most that window. It is first scanned for secrets in one pass (only
   the flagged lines are redacted), then written, hashed (sha256 of the whole file) and checksummed
   per line (crc32, so `wop verify` can name an edited line). Secrets live only in memory until then.
 - finalize writes the per-line checksums and replaces the manifest with the final one.
 A crash at any point leaves a readable capture whose manifest says "incomplete". An I/O failure
-(disk full, read-only) never stops the program: it is reported once and the manifest says what
-was lost.
+(disk full, read-only) never stops the program: it is reported once, a line cut off by it is
+trimmed, and the manifest — written into space reserved at start — says from which seq events
+were lost. Everything is created readable by its owner only (0700 directory, 0600 files).
 """
 
 import hashlib
@@ -27,7 +30,7 @@ import orjson
 
 from openwop_cli._version import __version__
 from openwop_cli.errors import UsageError
-from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore
+from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore, write_private
 from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST
 from openwop_cli.format.manifest import (
     EVENTS_NAME,
@@ -39,9 +42,13 @@ from openwop_cli.format.manifest import (
     manifest_path,
     write_manifest_atomic,
 )
+from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
 from openwop_cli.format.redact import Redactor
+from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
 
 DEFAULT_BUFFER_BYTES = 64 * 1024
+RESERVE_NAME = ".wop-reserve"
+RESERVE_BYTES = 256 * 1024  # room for the final manifest and checksums when the disk fills up
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
 
 
@@ -84,6 +91,9 @@ class CaptureSink:
         self._file: Any = None
         self._failure: str | None = None
         self._lost_from_seq: int | None = None
+        self._torn = False
+        self._buffer_started = 0.0
+        self._flush_scheduled = False
         self._model: dict[str, Any] | None = None
         self._capture_id = ""
         self._run_id = ""
@@ -94,8 +104,11 @@ class CaptureSink:
         return self._next_seq
 
     def start(self, seed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Create the capture: directory, incomplete manifest, empty events.jsonl."""
-        self.capture_dir.mkdir(parents=True, exist_ok=True)
+        """Create the capture: directory, incomplete manifest, empty events.jsonl, the space finalize needs."""
+        try:
+            self.capture_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the capture directory {self.capture_dir}: {exc.strerror or exc}") from None
         if manifest_path(self.capture_dir).exists() or (self.capture_dir / EVENTS_NAME).exists():
             raise UsageError(f"{self.capture_dir} already holds a capture; choose another --out directory")
         fields = dict(seed or {})
@@ -117,8 +130,12 @@ class CaptureSink:
         }
         self._line_prefix = (b'{"version":%d,"captureId":%s,"runId":%s,"seq":' % (
             EVENT_VERSION, orjson.dumps(self._capture_id), orjson.dumps(self._run_id)))
-        self._file = open(self.capture_dir / EVENTS_NAME, "xb", buffering=0)
-        write_manifest_atomic(self.capture_dir, self.manifest)
+        try:
+            self._file = _create_private(self.capture_dir / EVENTS_NAME)
+            write_manifest_atomic(self.capture_dir, self.manifest)
+        except OSError as exc:
+            raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
+        _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
         return self.manifest
 
     def append(
@@ -159,7 +176,15 @@ class CaptureSink:
                 event["sourceSeq"] = source_seq
             line = _dumps_or_none(event)
             if line is None or len(line) > self.blob_threshold or self.redactor.strict:
-                line = self._serialize_now(event, data)
+                try:
+                    line = self._serialize_now(event, data)
+                except OSError as exc:  # a blob could not be stored: what came before still goes to disk
+                    self._write_buffer()
+                    if self._failure is None:
+                        self._fail(seq, exc)
+                    return seq
+            if not self._buffer:
+                self._start_batch()
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= self.buffer_bytes:
@@ -188,6 +213,8 @@ class CaptureSink:
                 self._line_prefix, seq, ts, event_type.encode(), data_json,
                 b',"origin":' + origin_json if origin_json else b"",
                 b',"sourceSeq":%d' % source_seq if source_seq is not None else b"")
+            if not self._buffer:
+                self._start_batch()
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= self.buffer_bytes:
@@ -198,6 +225,24 @@ class CaptureSink:
         """Write buffered events to the file now (the runtime calls this before slow external calls)."""
         with self._lock:
             self._write_buffer()
+
+    def flush_due(self) -> float | None:
+        """(The flusher thread's call.) Write the buffer if its oldest event has waited FLUSH_SECONDS; else
+        return when it will have."""
+        with self._lock:
+            due = self._buffer_started + FLUSH_SECONDS
+            if self._buffer and time.monotonic() < due:
+                return due
+            self._write_buffer()
+            self._flush_scheduled = False
+            return None
+
+    def _start_batch(self) -> None:
+        """The first line of a new buffer: note when, and have the flusher write it FLUSH_SECONDS later."""
+        self._buffer_started = time.monotonic()
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            flush_later(self, self._buffer_started + FLUSH_SECONDS)
 
     def finalize(self, status: str = "ok", error: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write everything, then replace the manifest with the final one (status, counts, integrity)."""
@@ -218,12 +263,14 @@ class CaptureSink:
             )
             if error is not None:
                 manifest["error"] = self.redactor.scrub_text(error)
+            (self.capture_dir / RESERVE_NAME).unlink(missing_ok=True)
+            if not self._write_line_checksums():
+                manifest["integrity"].pop("lineChecksums", None)
             if self._failure is not None:
                 manifest["status"] = STATUS_ERROR
                 manifest["lost"] = self._lost_report()
                 manifest["error"] = manifest["lost"]["reason"]
             try:
-                self._write_line_checksums()
                 write_manifest_atomic(self.capture_dir, manifest)
             except OSError as exc:
                 self._warn(f"wop: could not finalize the capture manifest in {self.capture_dir}: {exc}")
@@ -233,6 +280,9 @@ class CaptureSink:
     def _serialize_now(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
         """The line of an event that cannot wait for the buffer scan: redacted, big values in blobs."""
         line = _dumps_or_none(event)
+        if line is None:
+            data = event["data"] = cut_nesting(data, MAX_DEPTH - 1)
+            line = _dumps_or_none(event)
         if line is None or self.redactor.suspicious(line):
             data = event["data"] = self.redactor.redact(data)
             line = _dumps_or_none(event)
@@ -255,26 +305,39 @@ class CaptureSink:
         return orjson.dumps(event, option=_NEWLINE)
 
     def _write_buffer(self) -> None:
-        if not self._buffer or self._failure is not None:
+        if not self._buffer or self._failure is not None or self._file is None or self._file.closed:
             return
         lines = self._redacted_buffer()
         chunk = b"".join(lines)
         first_seq = self._next_seq - len(self._buffer)
-        try:
-            _write_all(self._file, chunk)
-        except OSError as exc:
-            self._fail(first_seq, exc)
-            return
+        written, error = _write_all(self._file, chunk)
+        if error is not None:
+            written = self._keep_whole_lines(chunk, written)
+            lines = lines[:chunk.count(b"\n", 0, written)]
+            chunk = chunk[:written]
         self._hash.update(chunk)
         self._line_checksums.extend(map(zlib.crc32, lines))
         self._written += len(chunk)
         self._buffer.clear()
         self._buffered = 0
+        if error is not None:
+            self._fail(first_seq + len(lines), error)
+
+    def _keep_whole_lines(self, chunk: bytes, written: int) -> int:
+        """After a failed write: cut the file back to the last whole line (a torn line would read as damage)."""
+        whole = chunk.rfind(b"\n", 0, written) + 1
+        if whole != written:
+            try:
+                os.ftruncate(self._file.fileno(), self._written + whole)
+            except OSError:
+                self._torn = True
+        return whole
 
     def _fail(self, first_lost_seq: int, exc: OSError) -> None:
         self._failure = f"{exc.strerror or exc} ({type(exc).__name__})"
         self._lost_from_seq = first_lost_seq
         self._buffer.clear()
+        self._buffered = 0
         self._warn(
             f"wop: capture writes to {self.capture_dir} failed at seq {first_lost_seq}: {self._failure}; "
             "the program keeps running and later events are not recorded"
@@ -282,23 +345,33 @@ class CaptureSink:
 
     def _lost_report(self) -> dict[str, Any]:
         lost = self._next_seq - (self._lost_from_seq or 0)
+        torn = "; the last line written is cut off" if self._torn else ""
         return {
             "fromSeq": self._lost_from_seq,
             "events": lost,
-            "reason": f"capture sink failed at seq {self._lost_from_seq}: {self._failure}; {lost} events were not written",
+            "reason": f"capture sink failed at seq {self._lost_from_seq}: {self._failure}; "
+                      f"{lost} events were not written{torn}",
         }
 
     def _integrity(self) -> dict[str, Any]:
         integrity: dict[str, Any] = {"algorithm": "sha256", "eventsHash": None, "eventsBytes": self._written}
-        if self._failure is None:
+        if not self._torn:
             integrity["eventsHash"] = self._hash.hexdigest()
             integrity["lineChecksums"] = {"algorithm": "crc32", "path": LINE_CHECKSUMS_NAME}
         return integrity
 
-    def _write_line_checksums(self) -> None:
-        if self._failure is not None:
-            return
-        (self.capture_dir / LINE_CHECKSUMS_NAME).write_bytes(checksums_to_bytes(self._line_checksums))
+    def _write_line_checksums(self) -> bool:
+        """events.crc32 for the lines written; False when it could not be written (the hash still vouches)."""
+        if self._torn:
+            return False
+        path = self.capture_dir / LINE_CHECKSUMS_NAME
+        try:
+            write_private(path, checksums_to_bytes(self._line_checksums))
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            self._warn(f"wop: could not write {path}: {exc.strerror or exc}; `wop verify` can still check the sha256")
+            return False
+        return True
 
     def _close_events(self) -> None:
         if self._file is None or self._file.closed:
@@ -315,14 +388,42 @@ class CaptureSink:
             self.on_warning(message)
 
 
-def _write_all(file: Any, data: bytes) -> None:
-    """Write every byte: an unbuffered file may take fewer than asked (a signal, a nearly full disk)."""
+def _write_all(file: Any, data: bytes) -> tuple[int, OSError | None]:
+    """Write every byte (an unbuffered file may take fewer than asked: a signal, a nearly full disk);
+    returns how many were written and the error that stopped it, if one did."""
     view = memoryview(data)
-    while view:
-        written = file.write(view)
-        if not written:
-            raise OSError(28, "no bytes could be written")
-        view = view[written:]
+    done = 0
+    try:
+        while done < len(data):
+            written = file.write(view[done:])
+            if not written:
+                raise OSError(28, "No space left on device")
+            done += written
+    except OSError as exc:
+        return done, exc
+    return done, None
+
+
+def _create_private(path: Path) -> Any:
+    """A new file only its owner can read (0600), opened for unbuffered appends; an existing one is refused."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o600)
+    return os.fdopen(fd, "wb", buffering=0)
+
+
+def _reserve(path: Path, size: int) -> None:
+    """Hold size bytes of disk in a file finalize deletes, so the final manifest still fits on a full disk
+    (best effort: without the room, the capture goes on and finalize tries anyway)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, size)
+            else:
+                os.write(fd, bytes(size))
+        finally:
+            os.close(fd)
+    except OSError:
+        path.unlink(missing_ok=True)
 
 
 def _dumps_or_none(event: dict[str, Any]) -> bytes | None:

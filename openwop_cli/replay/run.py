@@ -371,8 +371,14 @@ def recorded_through_proxy(source: ReplaySource) -> bool:
 
 
 def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
-    """Pinned program files whose sha256 today differs from the capture's (or that are gone)."""
+    """Pinned program files whose sha256 today differs from the capture's (or that are gone).
+
+    The paths come from the capture: only a regular file of bounded size is read (never a FIFO or a
+    device), and a relative path never climbs out of the working directory."""
     import hashlib
+
+    from openwop_cli.errors import WopError
+    from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
 
     program = manifest.get("program") or {}
     pins = {pin["path"]: pin for pin in [*(program.get("script") or []), *(program.get("modules") or [])]
@@ -382,10 +388,12 @@ def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
         pins[workflow["path"]] = workflow
     changed = []
     for path, pin in sorted(pins.items()):
+        if not os.path.isabs(path) and ".." in Path(path).parts:
+            continue
         where = Path(path) if os.path.isabs(path) else cwd / path
         try:
-            today = hashlib.sha256(where.read_bytes()).hexdigest()
-        except OSError:
+            today = hashlib.sha256(read_regular(where, MAX_INPUT_BYTES, UsageError, follow=True)).hexdigest()
+        except (OSError, WopError):
             today = None
         if today != pin.get("sha256"):
             changed.append({"path": path, "recorded": pin.get("sha256"), "today": today})

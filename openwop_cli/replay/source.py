@@ -25,6 +25,7 @@ import orjson
 
 from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore
+from openwop_cli.format.files import open_regular
 from openwop_cli.format.events import (
     LLM_REQUEST,
     LLM_RESPONSE,
@@ -36,6 +37,7 @@ from openwop_cli.format.events import (
 )
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key
+from openwop_cli.format.schema import EventChecker
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 
 _CALL_TYPES = {TOOL_CALL: KIND_TOOL, LLM_REQUEST: KIND_LLM}
@@ -133,7 +135,7 @@ class ReplaySource:
     def _open_events(self) -> Any:
         path = self.capture_dir / EVENTS_NAME
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 size = handle.seek(0, 2)
                 mapped: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         except OSError as exc:
@@ -156,6 +158,7 @@ class ReplaySource:
         open_calls = 0
         group = 0
         position, seq, size = 0, 0, len(mapped)
+        check = EventChecker(self.manifest["captureId"], self.manifest["runId"]).problem
         while position < size:
             end = mapped.find(b"\n", position)
             if end < 0:
@@ -167,8 +170,11 @@ class ReplaySource:
                 event = orjson.loads(line)
             except orjson.JSONDecodeError:
                 raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} is not JSON") from None
-            if event.get("seq") != seq:
-                raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} holds seq {event.get('seq')}")
+            problem = check(event, line)
+            if problem is not None:
+                raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} seq {seq}: {problem}")
+            if event["seq"] != seq:
+                raise CorruptCapture(f"cannot replay {self.capture_dir}: line {seq + 1} holds seq {event['seq']}")
             seq += 1
             event_type, data = event["type"], event["data"]
             if event_type == RUN_END:

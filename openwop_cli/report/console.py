@@ -1,10 +1,14 @@
-"""Every colour decision in one place: a theme of semantic names and the consoles that use it.
+"""Every colour decision in one place: a theme of semantic names and the consoles that use it, and the one
+function that makes text from a capture safe to print.
 
 Rich already honours NO_COLOR and drops styling when output is not a terminal; nothing else in wop
-writes an escape code.
+writes an escape code. A capture is data from a stranger: its strings reach the terminal only through
+`clean` (control characters shown as escapes, never sent), and the consoles read no markup or emoji
+codes in what they print, so `[/]` or `:smile:` in a recorded value is shown as it is.
 """
 
 import os
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -37,9 +41,25 @@ THEME = Theme(
 )
 
 
+# C0 controls but tab and newline, DEL, C1 controls (CSI among them), zero-width and bidirectional overrides
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def clean(text: object) -> str:
+    """Text from a capture made safe for a terminal: ESC, BEL, CR, C1 and bidirectional controls become
+    visible escapes such as \\x1b (newline and tab stay), so recorded data can never move the cursor, clear
+    the screen, set the window title or reorder what is shown."""
+    text = str(text)
+    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return ascii(match.group())[1:-1]
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console on stdout (or stderr) with wop's theme; plain when piped or NO_COLOR is set."""
-    return Console(theme=THEME, stderr=stderr, highlight=False)
+    return Console(theme=THEME, stderr=stderr, highlight=False, markup=False, emoji=False)
 
 
 def type_style(event_type: str) -> str:
@@ -64,12 +84,12 @@ def status_style(status: str) -> str:
 
 def print_error(message: str) -> None:
     """One red line on stderr: how every wop error reaches the user."""
-    make_console(stderr=True).print(Text.assemble(("wop: error: ", "error"), message), soft_wrap=True)
+    make_console(stderr=True).print(Text.assemble(("wop: error: ", "error"), clean(message)), soft_wrap=True)
 
 
 def print_warning(message: str) -> None:
     """One yellow line on stderr."""
-    make_console(stderr=True).print(Text.assemble(("wop: warning: ", "warning"), message), soft_wrap=True)
+    make_console(stderr=True).print(Text.assemble(("wop: warning: ", "warning"), clean(message)), soft_wrap=True)
 
 
 @contextmanager
@@ -89,7 +109,7 @@ def paged_console(enabled: bool = True) -> Iterator[Console]:
         yield make_console()
         return
     console = Console(theme=THEME, file=pager.stdin, force_terminal=True, width=shutil.get_terminal_size().columns,
-                      highlight=False)
+                      highlight=False, markup=False, emoji=False)
     try:
         yield console
     except BrokenPipeError:

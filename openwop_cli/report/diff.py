@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.report.console import clean
 from openwop_cli.report.replay import side_by_side
 from openwop_cli.report.summary import summarize
 from openwop_cli.report.tree import json_tree
@@ -20,7 +21,7 @@ def render_diff(console: Console, result: dict[str, Any], manifest_a: dict[str, 
     if diffs:
         first = diffs[0]
         console.print(Text.assemble(("first divergence  ", "bold"), ("seq ", "muted"), (str(first["seq"]), "seq"),
-                                    "  ", (first["op"], "error"), "  ", ", ".join(first.get("paths", []))))
+                                    "  ", (first["op"], "error"), "  ", clean(", ".join(first.get("paths", [])))))
         console.print(side_by_side(_brief(first.get("aEvent")), _brief(first.get("bEvent")), ("A", "B")))
     if len(diffs) > 1:
         table = Table(show_edge=False, pad_edge=False, expand=True)
@@ -29,7 +30,7 @@ def render_diff(console: Console, result: dict[str, Any], manifest_a: dict[str, 
         for column in ("A", "B"):
             table.add_column(column, overflow="ellipsis", no_wrap=True, ratio=1)
         for item in diffs[1:MAX_ROWS]:
-            table.add_row(str(item["seq"]), item["op"], _row(item.get("aEvent")), _row(item.get("bEvent")))
+            table.add_row(str(item["seq"]), item["op"], clean(_row(item.get("aEvent"))), clean(_row(item.get("bEvent"))))
         console.print(table)
     hidden = max(len(diffs) - MAX_ROWS, 0) + result.get("omittedEventDiffs", 0)
     if hidden:
@@ -40,7 +41,7 @@ def render_diff(console: Console, result: dict[str, Any], manifest_a: dict[str, 
 
 
 def _summary(result: dict[str, Any], manifest_a: dict[str, Any], manifest_b: dict[str, Any]) -> Text:
-    names = Text.assemble((str(manifest_a.get("captureId")), "bold"), " vs ", (str(manifest_b.get("captureId")), "bold"))
+    names = Text.assemble((clean(manifest_a.get("captureId")), "bold"), " vs ", (clean(manifest_b.get("captureId")), "bold"))
     align = f"  (aligned by {result['align']})"
     if result["divergedAtSeq"] is None and not result["stateDiff"]["status"]["changed"]:
         return Text.assemble(names, ("  identical", "ok"), (align, "muted"))

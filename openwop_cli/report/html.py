@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.report.summary import summarize
 from openwop_cli.report.timeline import paired_rows, row_text
 
@@ -52,7 +53,7 @@ def build_report(manifest: dict[str, Any], events: Iterable[dict[str, Any]], *, 
         "final": fold.snapshot(), "diff": _diff_view(diff) if diff else None, "against": against,
         "pageSize": PAGE_SIZE,
     }
-    blob = base64.b64encode(gzip.compress(orjson.dumps(payload, default=repr), compresslevel=6)).decode("ascii")
+    blob = base64.b64encode(gzip.compress(dumps_wrapping(payload, default=repr), compresslevel=6)).decode("ascii")
     title = html.escape(f"wop report · {manifest.get('name') or manifest.get('captureId')}")
     return TEMPLATE.replace("__TITLE__", title).replace("__DATA__", blob)
 

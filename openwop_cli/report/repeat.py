@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.replay.nondeterminism import site_text
+from openwop_cli.report.console import clean
 from openwop_cli.report.replay import render_replay, replay_json, trimmed
 
 MAX_PANELS = 20
@@ -39,29 +40,29 @@ def repeat_json(outcome: Any) -> dict[str, Any]:
 
 def _summary(outcome: Any) -> Text:
     source = outcome.replays[0].source_manifest
-    text = Text.assemble((f"{len(outcome.replays)} replays", "bold"), " of ", (str(source.get("captureId")), "bold"),
-                         f" {source.get('name') or ''}".rstrip())
+    text = Text.assemble((f"{len(outcome.replays)} replays", "bold"), " of ", (clean(source.get("captureId")), "bold"),
+                         clean(f" {source.get('name') or ''}".rstrip()))
     for number, replay in enumerate(outcome.replays, start=1):
         score = replay.score.get("score", 1.0)
         state = "diverged" if replay.diverged else "exact"
         text.append(f"\n  replay {number}: score {score:.2f}, {state}  ")
-        text.append(str(replay.capture.path), "path")
+        text.append(clean(replay.capture.path), "path")
     return text
 
 
 def _panel(found: Any) -> Panel:
-    title = Text.assemble((f"{found.event_type} #{found.ordinal}", "bold"), "  ",
+    title = Text.assemble((clean(f"{found.event_type} #{found.ordinal}"), "bold"), "  ",
                           ("uncaptured nondeterminism", "error"), "  ", (f"looks like: {found.kind}", "warning"))
-    parts: list[Any] = [Text.assemble(("at ", "muted"), (found.json_path, "path"), ("  made at ", "muted"),
-                                      (site_text(found.site), "path"))]
+    parts: list[Any] = [Text.assemble(("at ", "muted"), (clean(found.json_path), "path"), ("  made at ", "muted"),
+                                      (clean(site_text(found.site)), "path"))]
     table = Table(show_edge=False, expand=True, pad_edge=False, show_header=False)
     table.add_column("replay", style="muted", no_wrap=True)
     table.add_column("value", style="observed", ratio=1, overflow="fold")
     shown = trimmed([value if present else "(not made)" for value, present in zip(found.values, found.present)])
     for number, value in enumerate(shown, start=1):
-        table.add_row(f"replay {number}", value)
+        table.add_row(f"replay {number}", clean(value))
     parts.append(table)
-    parts.append(Text.assemble(("fix: ", "muted"), found.fix))
+    parts.append(Text.assemble(("fix: ", "muted"), clean(found.fix)))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 

@@ -13,6 +13,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.format.schema import dumps_wrapping
+from openwop_cli.report.console import clean
 from openwop_cli.replay.divergence import EVENT_MISSING
 from openwop_cli.replay.nondeterminism import divergence_hint, site_text
 from openwop_cli.report.summary import plural, summarize
@@ -49,15 +51,15 @@ def render_replay(console: Console, outcome: Any) -> None:
         console.print(Text("program files changed since the capture:", style="warning"))
         for changed in outcome.changed_files:
             state = "deleted" if changed["today"] is None else "changed"
-            console.print(Text.assemble("  ", (changed["path"], "path"), f"  {state}"))
+            console.print(Text.assemble("  ", (clean(changed["path"]), "path"), f"  {state}"))
     live = outcome.live_values
     if live:
         reads = sum(note["count"] for note in live)
         console.print(Text(f"{reads} clock/uuid/random read{'s' if reads != 1 else ''} got a live value: the capture "
                            "has no (more) values recorded at these call sites (new or moved code):", style="warning"))
         for note in live[:MAX_PANELS]:
-            console.print(Text.assemble("  ", (site_text(note.get("site")), "path"),
-                                        f"  {note.get('source')} {note.get('key')} ×{note.get('count')}"))
+            console.print(Text.assemble("  ", (clean(site_text(note.get("site"))), "path"),
+                                        clean(f"  {note.get('source')} {note.get('key')} ×{note.get('count')}")))
     console.print(_verdict(outcome))
 
 
@@ -109,7 +111,7 @@ def _edited_fork_verdict(outcome: Any, exit_code: int) -> Text:
     where = f"seq {first.event_seq}" if first.event_seq is not None else "a call the recording does not have"
     if outcome.offline:
         return Text(f"--offline: stopped at {where}, the first call the capture cannot answer", style="error")
-    ended = "exited 0" if exit_code == 0 else f"failed: {outcome.capture.manifest.get('error') or exit_code}"
+    ended = "exited 0" if exit_code == 0 else f"failed: {clean(outcome.capture.manifest.get('error') or exit_code)}"
     return Text(f"the edit changed the run from {where} on; the live run after it {ended}",
                 style="ok" if exit_code == 0 else "error")
 
@@ -129,15 +131,15 @@ def _early_exit(outcome: Any) -> Group:
                              f"{early['recordedExitCode']})", style="error")]
     error = outcome.capture.manifest.get("error")
     if error:
-        lines.append(Text.assemble(("  ", ""), (str(error), "observed")))
+        lines.append(Text.assemble(("  ", ""), (clean(error), "observed")))
     if outcome.capture.stderr_tail:
         lines.append(Text("  its last lines on stderr:", style="muted"))
-        lines.extend(Text(f"    {line}", style="muted") for line in outcome.capture.stderr_tail)
+        lines.extend(Text(f"    {clean(line)}", style="muted") for line in outcome.capture.stderr_tail)
     missing = [divergence for divergence in outcome.divergences if divergence.code == EVENT_MISSING]
     if missing:
         first = missing[0]
         lines.append(Text(f"{plural(len(missing), 'recorded call')} never made "
-                          f"(event_missing), the first at seq {first.event_seq}: {_text(first.sides()[0])}",
+                          f"(event_missing), the first at seq {first.event_seq}: {clean(_text(first.sides()[0]))}",
                           style="warning"))
     return Group(*lines)
 
@@ -147,7 +149,7 @@ def _edits(outcome: Any) -> Group:
     lines: list[Any] = []
     for edit in outcome.edits:
         lines.append(Text.assemble(("edited ", "warning"), ("seq ", "muted"), (str(edit["seq"]), "seq"), "  ",
-                                   (edit["path"], "path")))
+                                   (clean(edit["path"]), "path")))
         lines.append(side_by_side(edit["recorded"], edit["edited"], ("recorded", "edited")))
     changed = [divergence for divergence in outcome.divergences if divergence.code != EVENT_MISSING]
     if changed:
@@ -166,21 +168,21 @@ def _consequences(outcome: Any) -> Group:
         for divergence in missing[:MAX_PANELS]:
             what = summarize(divergence.expected) if isinstance(divergence.expected, dict) else ""
             lines.append(Text.assemble("  ", ("seq ", "muted"), (str(divergence.event_seq), "seq"), "  ",
-                                       divergence.event_type or "", "  ", what))
+                                       clean(divergence.event_type or ""), "  ", clean(what)))
     diff = outcome.diff
     if diff is not None:
         counts = diff.get("counts") or {}
         where = "identical" if diff["divergedAtSeq"] is None else f"diverges at seq {diff['divergedAtSeq']}"
         lines.append(Text(f"the fork against the original (RFC 0054): {where}; {counts.get('changed', 0)} changed, "
                           f"{counts.get('added', 0)} added, {counts.get('removed', 0)} removed "
-                          f"(`wop diff {outcome.source_dir} {outcome.capture.path}`)", style="muted"))
+                          f"(`wop diff {clean(outcome.source_dir)} {clean(outcome.capture.path)}`)", style="muted"))
     return Group(*lines)
 
 
 def _note(note: dict[str, Any]) -> Group:
     seq = note.get("eventSeq")
     parts: list[Any] = [Text.assemble(("note ", "muted"), (f"seq {seq}  " if seq is not None else "", "seq"),
-                                      (str(note.get("code")), "warning"), "  ", str(note.get("detail")))]
+                                      (clean(note.get("code")), "warning"), "  ", clean(note.get("detail")))]
     if note.get("recorded") is not None or note.get("observed") is not None:
         parts.append(side_by_side(note.get("recorded"), note.get("observed"), ("recorded", "today")))
     return Group(*parts)
@@ -203,8 +205,8 @@ def _header(outcome: Any) -> Text:
     score = outcome.score
     source = outcome.source_manifest
     label = "fork" if outcome.branch else f"replay ({outcome.policy})"
-    text = Text.assemble((label, "bold"), " of ", (str(source.get("captureId")), "bold"),
-                         f" {source.get('name') or ''}".rstrip())
+    text = Text.assemble((label, "bold"), " of ", (clean(source.get("captureId")), "bold"),
+                         clean(f" {source.get('name') or ''}".rstrip()))
     if outcome.edits:
         text.append(f"  with {plural(len(outcome.edits), 'edit')}" + (", offline" if outcome.offline else ""))
     else:
@@ -214,23 +216,23 @@ def _header(outcome: Any) -> Text:
         if outcome.from_seq:
             text.append(f"  from seq {outcome.from_seq}")
     text.append("\n")
-    text.append_text(Text.assemble(("new capture ", "muted"), outcome.capture.capture_id, "  ",
-                                   (str(outcome.capture.path), "path")))
+    text.append_text(Text.assemble(("new capture ", "muted"), clean(outcome.capture.capture_id), "  ",
+                                   (clean(outcome.capture.path), "path")))
     return text
 
 
 def _source_panel(change: dict[str, Any]) -> Panel:
     """The unified diff of the changed program file the divergent call was made in, nearest hunk first."""
     title = Text.assemble(("source changed since the capture  ", "warning"),
-                          (f"{change['file']}:{change['line']}", "path"), f"  in {change['function']}()")
+                          (clean(f"{change['file']}:{change['line']}"), "path"), clean(f"  in {change['function']}()"))
     lines: list[Any] = []
     for hunk in change["hunks"]:
-        lines.append(Text(hunk["header"], style="muted"))
+        lines.append(Text(clean(hunk["header"]), style="muted"))
         for line in hunk["lines"]:
             style = "observed" if line.startswith("+") else "expected" if line.startswith("-") else ""
-            lines.append(Text(line, style=style))
+            lines.append(Text(clean(line), style=style))
     if not lines:
-        lines.append(Text(f"sha256 {change['pinnedSha256'][:12]}… then, {change['currentSha256'][:12]}… now "
+        lines.append(Text(f"sha256 {clean(change['pinnedSha256'])[:12]}… then, {change['currentSha256'][:12]}… now "
                           "(the capture holds no copy of the file to diff against)", style="muted"))
     return Panel(Group(*lines), title=title, title_align="left", border_style="warning")
 
@@ -240,21 +242,21 @@ def _panel(divergence: Any, found: dict[str, Any] | None = None) -> Panel:
              else ("before seq ", str(divergence.point)) if divergence.point is not None else ("seq ", "-"))
     title = Text.assemble(
         (where[0], "muted"), (where[1], "seq"),
-        "  ", (divergence.code, "error"), "  ", divergence.event_type or "",
+        "  ", (clean(divergence.code), "error"), "  ", clean(divergence.event_type or ""),
     )
-    parts: list[Any] = [Text(divergence.detail)]
+    parts: list[Any] = [Text(clean(divergence.detail))]
     if divergence.site:
         site = divergence.site
-        parts.append(Text.assemble(("called from ", "muted"), (f"{site.get('file')}:{site.get('line')}", "path"),
-                                   f" in {site.get('function')}()"))
+        parts.append(Text.assemble(("called from ", "muted"), (clean(f"{site.get('file')}:{site.get('line')}"), "path"),
+                                   clean(f" in {site.get('function')}()")))
     if divergence.json_path:
-        parts.append(Text.assemble(("at ", "muted"), (divergence.json_path, "path")))
+        parts.append(Text.assemble(("at ", "muted"), (clean(divergence.json_path), "path")))
     expected, observed = divergence.sides()
     if expected is not None or observed is not None:
         parts.append(side_by_side(expected, observed))
     if found is not None:
-        parts.append(Text(found["message"], style="warning"))
-        parts.append(Text.assemble(("fix: ", "muted"), found["fix"]))
+        parts.append(Text(clean(found["message"]), style="warning"))
+        parts.append(Text.assemble(("fix: ", "muted"), clean(found["fix"])))
     return Panel(Group(*parts), title=title, title_align="left", border_style="observed")
 
 
@@ -265,7 +267,7 @@ def side_by_side(expected: Any, observed: Any, titles: tuple[str, str] = ("expec
     table = Table(show_edge=False, expand=True, pad_edge=False)
     table.add_column(titles[0], style="expected", ratio=1, overflow="fold")
     table.add_column(titles[1], style="observed", ratio=1, overflow="fold")
-    table.add_row(_around(was, start), _around(now, start))
+    table.add_row(clean(_around(was, start)), clean(_around(now, start)))
     return table
 
 
@@ -281,7 +283,7 @@ def _text(value: Any) -> str:
         return "(absent)"
     if isinstance(value, str):
         return value
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps_wrapping(value, orjson.OPT_SORT_KEYS).decode()
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -329,7 +331,7 @@ def _fork_verdict(outcome: Any, exit_code: int) -> Text:
         count = len(outcome.divergences)
         return Text(f"{plural(count, 'divergence')} before the branch point", style="error")
     if exit_code != 0:
-        error = outcome.capture.manifest.get("error") or f"exited with code {exit_code}"
+        error = clean(outcome.capture.manifest.get("error") or f"exited with code {exit_code}")
         return Text(f"the history before seq {outcome.from_seq} replayed exactly; the live run after it failed: "
                     f"{error}", style="error")
     return Text("the history before the branch point replayed exactly; the live run after it exited 0", style="ok")

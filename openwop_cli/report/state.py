@@ -5,14 +5,15 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from openwop_cli.report.console import clean
 from openwop_cli.report.tree import json_tree
 
 
 def render_state(console: Console, manifest: dict[str, Any], snapshot: dict[str, Any], findings: list[Any],
                  meta: dict[str, dict[str, Any]]) -> None:
     """Print the state at snapshot['atSeq'] for people."""
-    console.print(Text.assemble(("state", "bold"), " of ", (str(manifest.get("captureId")), "bold"),
-                                f" {manifest.get('name') or ''}".rstrip(), "  at seq ",
+    console.print(Text.assemble(("state", "bold"), " of ", (clean(manifest.get("captureId")), "bold"),
+                                clean(f" {manifest.get('name') or ''}".rstrip()), "  at seq ",
                                 (str(snapshot["atSeq"]), "seq")))
     for part in ("channels", "variables"):
         values = snapshot.get(part)
@@ -24,8 +25,8 @@ def render_state(console: Console, manifest: dict[str, Any], snapshot: dict[str,
         labelled = {_label(name, meta.get(name)) if part == "channels" else name: value for name, value in values.items()}
         console.print(json_tree(labelled, part))
     for finding in findings:
-        console.print(Text.assemble(("  ! ", "warning"), (f"seq {finding.seq} ", "seq"), (finding.code, "warning"),
-                                    f"  {finding.message}"))
+        console.print(Text.assemble(("  ! ", "warning"), (f"seq {finding.seq} ", "seq"), (clean(finding.code), "warning"),
+                                    f"  {clean(finding.message)}"))
 
 
 def _label(name: str, info: dict[str, Any] | None) -> str:

@@ -5,8 +5,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from openwop_cli.report.console import status_style
+from openwop_cli.report.console import clean, status_style
 
 
 def render_store_table(console: Console, rows: list[dict[str, Any]], root: str) -> None:
@@ -21,13 +22,13 @@ def render_store_table(console: Console, rows: list[dict[str, Any]], root: str) 
     for row in rows:
         status = row["status"]
         table.add_row(
-            row["captureId"][:12],
-            row.get("name") or "",
+            clean(row["captureId"][:12]),
+            clean(row.get("name") or ""),
             _local_time(row.get("createdAt")),
-            f"[{status_style(status)}]{status}[/]",
+            Text(clean(status), style=status_style(status)),
             "" if row.get("eventCount") is None else str(row["eventCount"]),
             _duration(row.get("durationMs")),
-            row.get("command") or row.get("problem") or "",
+            clean(row.get("command") or row.get("problem") or ""),
         )
     console.print(table)
 

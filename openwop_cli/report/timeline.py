@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.console import status_style, type_style
+from openwop_cli.report.console import clean, status_style, type_style
 from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9
@@ -42,19 +42,19 @@ class Row:
 
 def render_header(console: Console, manifest: dict[str, Any], path: str) -> None:
     """The capture's identity line above the timeline."""
-    status = manifest.get("status", "?")
+    status = clean(manifest.get("status", "?"))
     title = Text.assemble(
         ("capture ", "muted"),
-        (manifest.get("captureId", "?"), "bold"),
-        (f"  {manifest.get('name')}" if manifest.get("name") else "", "bold"),
+        (clean(manifest.get("captureId", "?")), "bold"),
+        (f"  {clean(manifest.get('name'))}" if manifest.get("name") else "", "bold"),
         ("  status ", "muted"),
         (status, status_style(status)),
-        (f"  {manifest.get('eventCount', '?')} events  ", "muted"),
-        (path, "path"),
+        (f"  {clean(manifest.get('eventCount', '?'))} events  ", "muted"),
+        (clean(path), "path"),
     )
     if manifest.get("source"):
         source = manifest["source"]
-        title.append(f"  {source.get('mode')} of {source.get('captureId')}", "muted")
+        title.append(clean(f"  {source.get('mode')} of {source.get('captureId')}"), "muted")
     console.print(title, soft_wrap=True)
 
 
@@ -185,7 +185,7 @@ def _line(row: Row, start: int) -> Text:
 
 
 def _result_styled(row: Row) -> Text:
-    text = Text(row_text(row))
+    text = Text(clean(row_text(row)))
     if row.result is not None and (row.result.get("data") or {}).get("ok") is False:
         text.stylize("error")
     if row.event.get("type") == "replay_diverged":

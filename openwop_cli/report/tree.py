@@ -7,6 +7,8 @@ from rich.tree import Tree
 
 import orjson
 
+from openwop_cli.report.console import clean
+
 
 def json_tree(value: Any, label: str = "event") -> Tree:
     """A tree of a JSON value; scalars are shown as JSON on their key's line."""
@@ -18,7 +20,7 @@ def json_tree(value: Any, label: str = "event") -> Tree:
 def _add(branch: Tree, value: Any) -> None:
     items = value.items() if isinstance(value, dict) else enumerate(value)
     for key, child in items:
-        name = f"[{key}]" if isinstance(key, int) else str(key)
+        name = f"[{key}]" if isinstance(key, int) else clean(key)
         if isinstance(child, (dict, list)) and child:
             kind = "{…}" if isinstance(child, dict) else f"[{len(child)}]"
             _add(branch.add(Text.assemble((name, "path"), " ", (kind, "muted"))), child)
@@ -29,4 +31,4 @@ def _add(branch: Tree, value: Any) -> None:
 def _scalar(value: Any) -> str:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
-    return orjson.dumps(value).decode()
+    return clean(orjson.dumps(value).decode())

@@ -4,26 +4,30 @@ from rich.console import Console
 from rich.text import Text
 
 from openwop_cli.format.verify import VerifyReport
+from openwop_cli.report.console import clean
 
 MAX_LISTED = 20
 
 
 def render_verify(console: Console, report: VerifyReport) -> None:
     """One line when intact; otherwise one line per problem with its line and seq."""
-    capture_id = report.manifest.get("captureId", "?")
+    capture_id = clean(report.manifest.get("captureId", "?"))
     if report.ok:
         console.print(
-            Text.assemble(("ok ", "ok"), f"capture {capture_id}: {report.events} events, sha256 and blobs intact, "
-                          f"status {report.manifest.get('status')}  ", (str(report.path), "path")),
+            Text.assemble(("ok ", "ok"), f"capture {capture_id}: {report.events} events, every field, sha256 and "
+                          f"blobs intact, status {clean(report.manifest.get('status'))}  ", (clean(report.path), "path")),
             soft_wrap=True,
         )
+        lost = report.manifest.get("lost")
+        if lost:
+            console.print(Text.assemble(("  lost ", "warning"), clean(lost.get("reason") or lost)), soft_wrap=True)
         return
     console.print(
         Text.assemble(("damaged ", "error"), f"capture {capture_id}: {len(report.problems)} problem(s), "
-                      f"{report.events} readable events  ", (str(report.path), "path")),
+                      f"{report.events} readable events  ", (clean(report.path), "path")),
         soft_wrap=True,
     )
     for problem in report.problems[:MAX_LISTED]:
-        console.print(Text.assemble("  - ", (problem.kind, "warning"), f": {problem}"), soft_wrap=True)
+        console.print(Text.assemble("  - ", (problem.kind, "warning"), f": {clean(problem)}"), soft_wrap=True)
     if len(report.problems) > MAX_LISTED:
         console.print(f"  … and {len(report.problems) - MAX_LISTED} more (use --json for all)", style="muted")

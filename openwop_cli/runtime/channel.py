@@ -8,9 +8,11 @@ them again. The parent alone assigns seq and
 writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 redaction and disk I/O happen outside the recorded program.
 
-Senders buffer and send in batches (after every LLM call, before starting a process, at exit),
-so a small tool call costs a serialization and a list append. They connect on their first message
-and load orjson on their first event, so a process that records nothing starts as fast as without wop.
+Senders buffer and send in batches (after every LLM call, before starting a process, at exit, and
+from a background thread at the latest FLUSH_SECONDS after the first queued event — format/flusher.py),
+so a small tool call costs a serialization and a list append on the program's thread, and a kill of
+`wop capture` loses at most that window. They connect on their first message and load orjson on
+their first event, so a process that records nothing starts as fast as without wop.
 """
 
 import os
@@ -55,19 +57,29 @@ class ChannelSender:
         self._broken = False
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
+        self._flusher: Any = None  # format.flusher, loaded with orjson on the first event
+        self._buffer_started = 0.0
+        self._flush_scheduled = False
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
     ) -> None:
-        """Queue one event; sent when the batch is full or on flush."""
+        """Queue one event; sent when the batch is full, on flush, or by the flusher thread soon after."""
         dumps = self._dumps
         if dumps is None:
+            from openwop_cli.format import flusher
             from openwop_cli.runtime.jsonable import dumps as orjson_dumps
 
             dumps = self._dumps = orjson_dumps
+            self._flusher = flusher
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
+            if not self._buffer:
+                self._buffer_started = time.monotonic()
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self._flusher.flush_later(self, self._buffer_started + self._flusher.FLUSH_SECONDS)
             self._buffer.append(line)
             self._buffered += len(line)
             if self._buffered >= SEND_BATCH_BYTES:
@@ -101,6 +113,17 @@ class ChannelSender:
         with self._lock:
             self._send_buffer()
 
+    def flush_due(self) -> float | None:
+        """(The flusher thread's call.) Send the queue if its oldest event has waited FLUSH_SECONDS; else
+        return when it will have."""
+        with self._lock:
+            due = self._buffer_started + self._flusher.FLUSH_SECONDS
+            if self._buffer and time.monotonic() < due:
+                return due
+            self._send_buffer()
+            self._flush_scheduled = False
+            return None
+
     def close(self) -> None:
         """Send what is queued and close the connection."""
         with self._lock:
@@ -113,6 +136,7 @@ class ChannelSender:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
         self._lock = threading.Lock()
         self._buffer, self._buffered = [], 0
+        self._flush_scheduled = False
         self._sock = None
 
     def _send_buffer(self) -> None:

@@ -36,8 +36,14 @@ def json_default(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """JSON bytes of any value; bytes travel as {"$bytes": base64} until `revive_bytes` restores them."""
-    return orjson.dumps(value, default=json_default, option=_OPTIONS)
+    """JSON bytes of any value; bytes travel as {"$bytes": base64} until `revive_bytes` restores them
+    (a value nested deeper than a capture holds is recorded cut at that depth, never failing the call)."""
+    try:
+        return orjson.dumps(value, default=json_default, option=_OPTIONS)
+    except orjson.JSONEncodeError:
+        from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
+
+        return orjson.dumps(cut_nesting(value, MAX_DEPTH), default=json_default, option=_OPTIONS)
 
 
 def to_json(value: Any) -> Any:

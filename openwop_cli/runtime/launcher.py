@@ -33,6 +33,7 @@ from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PI
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
 LATE_PROCESS_GRACE_SECONDS = 2.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -113,7 +114,10 @@ def run_captured(
     hooks.started(sink)
     program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
     if workflow_file is not None:
-        program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
+        try:
+            program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
+        except OSError as exc:
+            warn(f"wop: could not store --workflow {workflow} in the capture: {exc.strerror or exc}")
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
     if workflow_file is not None:
         processes.workflow_text = workflow_file[0].decode("utf-8")
@@ -180,13 +184,15 @@ def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "
 
     With tail, the child's stderr still reaches ours as it is written, and its last lines are kept; when its
     stdout goes to our stderr too (stdout given), both travel one pipe so their lines keep their order."""
+    ends_with_parent = _ends_with_this_process()
     if tail is None:
-        child = subprocess.Popen(argv, env=env, stdout=stdout)
+        child = subprocess.Popen(argv, env=env, stdout=stdout, preexec_fn=ends_with_parent)
     elif stdout is not None:
-        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 preexec_fn=ends_with_parent)
         tail.follow(child.stdout)
     else:
-        child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
+        child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, preexec_fn=ends_with_parent)
         tail.follow(child.stderr)
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
 
@@ -250,6 +256,27 @@ class _StderrTail:
         """The last non-empty lines the child wrote to stderr, decoded."""
         lines = [line.decode("utf-8", errors="replace").rstrip() for line in self._last]
         return [line for line in lines if line.strip()][-self.MAX_LINES:]
+
+
+def _ends_with_this_process() -> Callable[[], None] | None:
+    """On Linux, what the child runs before exec so the kernel sends it SIGTERM when `wop capture` dies, even of
+    SIGKILL: a recorded program never runs on as an orphan whose events nobody receives."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def terminate_with_parent() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # wop was gone before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return terminate_with_parent
 
 
 def _terminal_already_told_child() -> bool:

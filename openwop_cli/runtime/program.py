@@ -66,6 +66,9 @@ def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[di
     import hashlib
     from pathlib import Path
 
+    from openwop_cli.errors import UsageError
+    from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
+
     pins, seen = [], set()
     for path in paths:
         real = os.path.realpath(path)
@@ -73,15 +76,11 @@ def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[di
             continue
         seen.add(real)
         try:
-            content = Path(real).read_bytes()
-        except OSError:
+            content = read_regular(Path(real), MAX_INPUT_BYTES, UsageError, follow=True)
+            blob = store.put_ref(scrub(content.decode("utf-8", errors="replace")).encode("utf-8"), "utf-8")
+        except (OSError, UsageError):  # gone, not a plain file, too big, or no room to store it: not pinned
             continue
-        text = scrub(content.decode("utf-8", errors="replace"))
-        pins.append({
-            "path": _relative(real, cwd),
-            "sha256": hashlib.sha256(content).hexdigest(),
-            "blob": store.put_ref(text.encode("utf-8"), "utf-8"),
-        })
+        pins.append({"path": _relative(real, cwd), "sha256": hashlib.sha256(content).hexdigest(), "blob": blob})
     return pins
 
 

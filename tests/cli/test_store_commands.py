@@ -159,3 +159,61 @@ def test_gc_deletes_only_old_captures_inside_the_store(wop_home, tmp_path):
     done = run_wop("gc", "--older-than", "30", "--yes")
     assert done.returncode == 0
     assert not old.exists() and new.exists() and (outside / "events.jsonl").exists()
+
+
+def test_rm_refuses_a_web_app_that_merely_has_a_manifest_and_blobs(tmp_path):
+    app = tmp_path / "webapp"
+    (app / "blobs").mkdir(parents=True)
+    (app / "manifest.json").write_text('{"name": "My App", "start_url": "/", "icons": []}')
+    (app / "blobs" / "logo.png").write_bytes(b"\x89PNG")
+    (app / "index.html").write_text("<html></html>")
+    done = run_wop("rm", str(app), "--yes")
+    assert done.returncode == 2 and "not deleting" in done.stderr and "nothing was deleted" in done.stderr
+    assert sorted(p.name for p in app.rglob("*")) == ["blobs", "index.html", "logo.png", "manifest.json"]
+
+
+def test_rm_refuses_a_wop_manifest_whose_events_belong_to_another_capture(tmp_path):
+    capture = shutil.copytree(FIXTURES / "support-agent", tmp_path / "c")
+    other = shutil.copytree(FIXTURES / "support-agent-changed", tmp_path / "other")
+    shutil.copy(other / "events.jsonl", capture / "events.jsonl")
+    done = run_wop("rm", str(capture), "--yes")
+    assert done.returncode == 2 and "belongs to another capture" in done.stderr
+    assert (capture / "manifest.json").exists() and (capture / "events.jsonl").exists()
+
+
+def test_rm_of_a_link_in_the_store_removes_the_link_and_keeps_the_capture_it_points_to(wop_home, tmp_path):
+    outside = shutil.copytree(FIXTURES / "support-agent", tmp_path / "outside")
+    (wop_home / "captures").mkdir(parents=True)
+    link = wop_home / "captures" / "link"
+    link.symlink_to(outside)
+    done = run_wop("rm", str(link), "--yes")
+    assert done.returncode == 0 and "removed the link" in done.stdout
+    assert not link.is_symlink() and not link.exists()
+    assert sorted(p.name for p in outside.iterdir()) == sorted(p.name for p in (FIXTURES / "support-agent").iterdir())
+
+
+def test_rm_never_follows_links_inside_a_capture_and_lists_what_it_kept(tmp_path):
+    capture = shutil.copytree(FIXTURES / "support-agent", tmp_path / "c")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data.txt").write_text("keep")
+    blob_dir = next(path for path in (capture / "blobs" / "sha256").iterdir())
+    (blob_dir / ("f" * 64)).symlink_to(precious / "data.txt")
+    (capture / "events.crc32").unlink()
+    (capture / "events.crc32").symlink_to(precious / "data.txt")
+    done = run_wop("rm", str(capture), "--yes")
+    assert done.returncode == 0 and "kept what wop did not write" in done.stdout
+    assert "events.crc32" in done.stdout and "f" * 64 in done.stdout
+    assert (precious / "data.txt").read_text() == "keep"
+    assert not (capture / "manifest.json").exists() and not (capture / "events.jsonl").exists()
+
+
+def test_gc_keeps_store_directories_that_are_not_wop_captures_and_says_so(wop_home):
+    day = 86_400_000
+    old = store_capture(wop_home, "0000aaaa0000aaaa", created=int(time.time() * 1000) - 40 * day)
+    (old / "events.jsonl").write_bytes(b'{"captureId":"someone-else"}\n')
+    done = run_wop("gc", "--older-than", "30", "--yes", "--json")
+    assert done.returncode == 0
+    report = orjson.loads(done.stdout)
+    assert report["captures"] == [] and "belongs to another capture" in report["skipped"][str(old)]
+    assert (old / "manifest.json").exists()

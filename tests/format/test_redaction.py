@@ -95,3 +95,103 @@ def test_every_prefilter_engine_flags_the_same_things(engine):
     assert [bool(prefilter.search(line)) for line in flagged] == [True] * len(flagged)
     assert [bool(prefilter.search(line)) for line in clean] == [False] * len(clean)
     assert bool(prefilter.search(b"\n".join(clean + flagged[:1])))
+
+
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM_BODY = "MIIEowIBAAKCAQEAx7PrivateKeyBodyQWERTY"
+SSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUSshBody"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+AWS_SECRET_2 = "Zk9pQm/XyT2+ab8CdEfGhIjKlMnOpQrStUvWxYz1"
+AWS_SESSION = "FwoGZXIvYXdzEJr//////////wEaDHVzZWFzdDEtc2Vzc2lvbgSessionX"
+GCP_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCGcpServiceAccount"
+DSN_PASSWORD = "S3cr3t-DSN-pass"
+ARGV_TOKEN = "argv-token-1234"
+NESTED_SECRET = "9f8e7d6c5b4a3210ffee"
+EXCEPTION_PASSWORD = "exc-url-pass-987"
+LEAKY_PROGRAM = f'''
+import json, sys
+import openwop_cli as wop
+
+@wop.tool
+def fetch(what, dsn=None):
+    return {{
+        "jwt": "session {JWT} ok",
+        "pem": "key:\\n-----BEGIN RSA PRIVATE KEY-----\\n{PEM_BODY}\\n-----END RSA PRIVATE KEY-----\\n",
+        "ssh": "-----BEGIN OPENSSH PRIVATE KEY-----\\n{SSH_BODY}\\n-----END OPENSSH PRIVATE KEY-----",
+        "aws": "aws_secret_access_key = {AWS_SECRET}",
+        "aws_free_text": "use AKIAIOSFODNN7EXAMPLE / {AWS_SECRET_2} for the bucket",
+        "session": "export AWS_SESSION_TOKEN={AWS_SESSION}",
+        "gcp": json.dumps({{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n{GCP_BODY}\\n-----END PRIVATE KEY-----\\n"}}),
+        "nested": json.dumps({{"client_secret": "{NESTED_SECRET}", "region": "eu"}}),
+        "echo": dsn,
+    }}
+
+fetch("everything", dsn="postgresql://app:{DSN_PASSWORD}@db.internal:5432/orders")
+raise RuntimeError("cannot reach redis://:{EXCEPTION_PASSWORD}@cache:6379/0")
+'''
+LEAKED = (JWT, PEM_BODY, SSH_BODY, AWS_SECRET, AWS_SECRET_2, AWS_SESSION, GCP_BODY, DSN_PASSWORD, ARGV_TOKEN,
+          NESTED_SECRET, EXCEPTION_PASSWORD)
+
+
+def test_no_secret_format_reaches_the_capture_or_the_report(tmp_path):
+    import base64
+    import gzip
+    import re
+    import sys
+
+    from tests.conftest import run_wop
+
+    program = tmp_path / "leaky.py"
+    program.write_text(LEAKY_PROGRAM)
+    out = tmp_path / "capture"
+    done = run_wop("capture", "--out", str(out), "--", sys.executable, str(program), "--token", ARGV_TOKEN,
+                   cwd=tmp_path)
+    assert done.returncode == 1 and "RuntimeError" in done.stderr
+    page = tmp_path / "report.html"
+    assert run_wop("report", str(out), "-o", str(page)).returncode == 0
+    html = page.read_text()
+    data = base64.b64decode(re.search(r'<script id="wop-data" type="application/octet-stream">([^<]*)</script>',
+                                      html).group(1))
+    for where, content in (("capture", every_byte_under(out)), ("report", html.encode()),
+                           ("report data", gzip.decompress(data)), ("summary", done.stderr.splitlines()[-1].encode())):
+        for secret in LEAKED:
+            assert secret.encode() not in content, (where, secret)
+    manifest = (out / "manifest.json").read_text()
+    assert "redis://:***REDACTED***@cache" in manifest and '"--token","***REDACTED***"' in manifest.replace(" ", "").replace("\n", "")
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re2", "re"])
+def test_every_prefilter_engine_flags_every_secret_format(engine):
+    import orjson
+
+    from openwop_cli.format.redact import compile_prefilter
+
+    try:
+        prefilter = compile_prefilter([], engine)
+    except ImportError:
+        pytest.skip(f"{engine} is not installed here")
+    samples = [f"session {JWT} ok", f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}", f"aws_secret_access_key = {AWS_SECRET}",
+               f"AKIAIOSFODNN7EXAMPLE {AWS_SECRET_2}", AWS_SESSION, f"postgresql://app:{DSN_PASSWORD}@db/x",
+               f"deploy --token {ARGV_TOKEN}", '{"client_secret": "' + NESTED_SECRET + '"}', "password=hunter22"]
+    for sample in samples:
+        assert prefilter.search(orjson.dumps({"text": sample})), sample
+    assert prefilter.search(orjson.dumps({"argv": ["agent.py", "--api-key", "x"]}))
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("max_tokens=4096 and prompt_tokens: 12", "max_tokens=4096 and prompt_tokens: 12"),
+    ("token_count: 5, author: Jane", "token_count: 5, author: Jane"),
+    ('password = input("Password: ")', 'password = input("Password: ")'),
+    ("token = os.environ['TOKEN']", "token = os.environ['TOKEN']"),
+    ("the cacheKey is " + "ab" * 32, "the cacheKey is " + "ab" * 32),
+    ("https://user@example.com/path:8080@x", "https://user@example.com/path:8080@x"),
+])
+def test_plain_text_that_only_mentions_secrets_is_left_alone(text, kept):
+    assert Redactor("default", ()).scrub_text(text) == kept
+
+
+def test_an_argv_flag_value_is_redacted_as_a_list_item_and_in_a_command_string():
+    redactor = Redactor("default", ())
+    assert redactor.redact({"argv": ["a.py", "--api-key", "k1", "--password=p2", "--name", "n"]}) == {
+        "argv": ["a.py", "--api-key", REDACTED, "--password=" + REDACTED, "--name", "n"]}
+    assert redactor.scrub_text("deploy --secret-key abc --verbose") == f"deploy --secret-key {REDACTED} --verbose"

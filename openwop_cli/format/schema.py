@@ -1,0 +1,394 @@
+"""The one validator every reader applies: manifest and event fields checked for type and range as they are read.
+
+A capture is data from a stranger. Whatever reads one (the reader, the replay source, run logs)
+checks here the fields wop goes on to use, so a wrong type is reported once, as a damaged capture
+naming the seq and the field — never met later as a crash. Checks are plain type tests (no
+jsonschema in the hot path): an event's envelope, then the data fields of its type. Fields wop does
+not read are left alone, so newer writers can add fields freely.
+
+Nesting is bounded by what orjson writes (MAX_DEPTH levels in an event's data, or a manifest): what
+the sink can write is exactly what a reader accepts, no recursion over it meets Python's limit, and
+`dumps_wrapping` writes it inside any output (a diff, a report, a state) whatever levels that adds.
+"""
+
+import functools
+import re
+from operator import itemgetter
+from typing import Any, Callable
+
+import orjson
+
+from openwop_cli.format.events import (
+    EVENT_TYPES,
+    EVENT_VERSION,
+    LLM_REQUEST,
+    LLM_RESPONSE,
+    NONDETERMINISTIC,
+    REPLAY_DIVERGED,
+    RUN_END,
+    RUN_START,
+    STATE_MUTATION,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+
+MAX_DEPTH = 254  # container levels orjson writes: the deepest an event's data or a manifest may nest
+WRAPPING_LEVELS = 8  # the most levels a wop output puts around a recorded value
+TOO_DEEP = f"(nested deeper than {MAX_DEPTH} levels: not recorded)"
+MAX_INT = 2**53  # seqs, times and counts stay exact in any JSON reader and never overflow what orjson writes
+SHALLOW_BYTES = 2 * (MAX_DEPTH + 1)  # a line shorter than this cannot nest deeper than MAX_DEPTH
+_NONE = type(None)
+STR = (str,)
+OPT_STR = (str, _NONE)
+OPT_INT = (int, _NONE)
+OPT_NUMBER = (int, float, _NONE)
+OPT_BOOL = (bool, _NONE)
+OPT_DICT = (dict, _NONE)
+OPT_LIST = (list, _NONE)
+KEY = (str, int, _NONE)  # ids and names used as dictionary keys: never a list or an object
+SCALAR = (str, int, float, bool, _NONE)
+ERROR = (dict, str, _NONE)
+Fields = tuple[tuple[str, tuple[type, ...]], ...]
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
+               list: "an array", _NONE: "null"}
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+EVENT_DATA: dict[str, Fields] = {
+    RUN_START: (("argv", OPT_LIST), ("cwd", OPT_STR), ("python", OPT_STR), ("platform", OPT_STR),
+                ("env", OPT_LIST), ("channels", OPT_DICT)),
+    RUN_END: (("exitCode", OPT_INT), ("status", OPT_STR), ("durationMs", OPT_NUMBER), ("error", ERROR)),
+    LLM_REQUEST: (("provider", OPT_STR), ("model", OPT_STR), ("callId", KEY), ("cacheKey", OPT_STR)),
+    LLM_RESPONSE: (("provider", OPT_STR), ("model", OPT_STR), ("callId", KEY), ("ok", OPT_BOOL),
+                   ("error", ERROR), ("usage", OPT_DICT), ("stopReason", SCALAR)),
+    TOOL_CALL: (("callId", KEY), ("name", OPT_STR)),
+    TOOL_RESULT: (("callId", KEY), ("ok", OPT_BOOL), ("error", ERROR)),
+    STATE_MUTATION: (("kind", OPT_STR), ("channel", KEY), ("key", KEY), ("reducer", OPT_STR),
+                     ("nodeId", KEY), ("typeId", KEY), ("sourceEngineId", KEY), ("schemaVersion", OPT_INT),
+                     ("declaration", OPT_DICT)),
+    NONDETERMINISTIC: (("source", OPT_STR), ("key", SCALAR), ("min", OPT_INT), ("max", OPT_INT)),
+    REPLAY_DIVERGED: (("code", OPT_STR), ("divergencePoint", OPT_INT), ("jsonPath", OPT_STR), ("detail", OPT_STR)),
+}
+OPENWOP_DATA: dict[str, Fields] = {"channel.written": EVENT_DATA[STATE_MUTATION]}  # run logs of OpenWOP hosts
+ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("site", OPT_DICT))
+SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
+
+
+@functools.cache
+def _compiled(fields: Fields) -> Callable[[Callable[[str], Any]], bool]:
+    """fields as one expression over a dict's get: the table above as straight-line code, so checking an
+    event costs no loop (this is the hot path of every read). Made when first needed, not at import."""
+    terms = [f"type(get({name!r})) in a{index}" for index, (name, _) in enumerate(fields)]
+    names = {f"a{index}": allowed for index, (_, allowed) in enumerate(fields)}
+    return eval(f"lambda get: {' and '.join(terms) or 'True'}", {"type": type, **names})  # noqa: S307 (our own table)
+
+
+_ENVELOPE = itemgetter("version", "seq", "ts", "type", "data", "captureId", "runId")
+
+
+@functools.cache
+def _data_checks(run_log: bool) -> dict[str, Callable[[Callable[[str], Any]], bool]]:
+    """The data check of every event type (and, in a run log, of OpenWOP's types)."""
+    checks = {event_type: _compiled(EVENT_DATA.get(event_type, ())) for event_type in EVENT_TYPES}
+    if run_log:
+        checks.update({event_type: _compiled(fields) for event_type, fields in OPENWOP_DATA.items()})
+    return checks
+
+
+class EventChecker:
+    """Checks events of one capture: envelope, data fields of the event's type, nesting.
+
+    capture_id/run_id: the manifest's, which every event of a capture carries (None: only their type
+    is checked). run_log: events of an OpenWOP run log, whose other event types are accepted as they are."""
+
+    def __init__(self, capture_id: str | None = None, run_id: str | None = None, *, run_log: bool = False) -> None:
+        self.capture_id, self.run_id = capture_id, run_id
+        self._data_ok, self._other_type = _data_checks(run_log), _accept if run_log else _refuse
+
+    def problem(self, event: Any, line: bytes | None = None) -> str | None:
+        """What is wrong with one event, naming the field, or None when wop can use it.
+
+        line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
+        enough brackets to nest too deep)."""
+        try:
+            version, seq, ts, event_type, data, capture_id, run_id = _ENVELOPE(event)
+            data_ok = self._data_ok.get(event_type, self._other_type)  # TypeError: not a string (unhashable)
+        except (KeyError, TypeError):
+            return self._explain(event)
+        if (type(seq) is int and type(ts) is int and type(data) is dict and type(version) is int
+                and 0 <= ts <= MAX_INT and 0 <= version <= EVENT_VERSION  # seq: its range is the reader's (in order)
+                and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
+                     else type(capture_id) is str and type(run_id) is str)
+                and data_ok(data.get) and (len(event) == 7 or _extras_ok(event.get))
+                and (event_type != RUN_START or type(data.get("argv")) is not list
+                     or strings_problem(data["argv"], "data.argv") is None)
+                and (line is not None and (not line or not may_nest_too_deep(line)) or not too_deep(data))):
+            return None
+        return self._explain(event)
+
+    def _explain(self, event: Any) -> str:
+        """The message for an event the fast check refused: the first field that is wrong."""
+        if type(event) is not dict:
+            return "an event must be a JSON object"
+        get = event.get
+        version, seq, event_type, data = get("version"), get("seq"), get("type"), get("data")
+        if type(version) is not int or not 0 <= version <= EVENT_VERSION:
+            return _newer(version) if type(version) is int and version > EVENT_VERSION else "field version must be 1"
+        if type(seq) is not int or not 0 <= seq <= MAX_INT:
+            return "field seq must be a non-negative integer"
+        if type(get("ts")) is not int or not 0 <= get("ts") <= MAX_INT:
+            return "field ts must be integer epoch milliseconds"
+        if type(event_type) is not str or (event_type not in self._data_ok and self._other_type is _refuse):
+            return f"field type is not an event type: {_show(event_type)}"
+        if type(data) is not dict:
+            return f"field data must be an object, not {_type_name(data)}"
+        capture_id, run_id = get("captureId"), get("runId")
+        if type(capture_id) is not str or type(run_id) is not str:
+            return "fields captureId and runId must be strings"
+        if self.capture_id is not None and (capture_id != self.capture_id or run_id != self.run_id):
+            return f"the event belongs to capture {_show(capture_id)}, not to this capture {self.capture_id}"
+        fields = EVENT_DATA.get(event_type) or OPENWOP_DATA.get(event_type, ())
+        problem = _optional_envelope(get) or fields_problem(data, fields, "data")
+        if problem is None and type(data.get("argv")) is list:
+            problem = strings_problem(data["argv"], "data.argv")
+        return problem or f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
+
+
+def may_nest_too_deep(line: bytes) -> bool:
+    """A necessary condition, cheap to test (two memchr passes), for a JSON line nesting deeper than MAX_DEPTH:
+    it has more opening brackets than that."""
+    return len(line) >= SHALLOW_BYTES and len(line) - len(line.replace(b"{", b"").replace(b"[", b"")) > MAX_DEPTH
+
+
+@functools.cache
+def chunk_nesting_gate() -> Any:
+    """may_nest_too_deep for every line of a chunk in one Hyperscan pass: an object whose `search(chunk)` is
+    False when no line has more than MAX_DEPTH opening brackets; None where Hyperscan is not installed.
+    Compiling it takes tens of milliseconds, so readers use it for big files only."""
+    from openwop_cli.format.redact import HyperscanMatcher
+
+    try:
+        return HyperscanMatcher([rf"(?:[^\n{{\[]*[{{\[]){{{MAX_DEPTH + 1}}}"])
+    except ImportError:
+        return None
+
+
+def _refuse(_get: Any) -> bool:
+    return False
+
+
+def _accept(_get: Any) -> bool:
+    return True
+
+
+def fields_problem(value: dict[str, Any], fields: Fields, where: str) -> str | None:
+    """The first of fields (name, allowed types) whose value in `value` has a type not allowed, or None."""
+    get = value.get
+    for name, allowed in fields:
+        if type(get(name)) not in allowed:
+            return f"field {where}.{name} must be {_allowed(allowed)}, not {_type_name(get(name))}"
+    return None
+
+
+def strings_problem(values: list[Any], where: str) -> str | None:
+    """None when every item of a list is a string, else which one is not."""
+    for index, item in enumerate(values):
+        if type(item) is not str:
+            return f"field {where}[{index}] must be a string, not {_type_name(item)}"
+    return None
+
+
+def too_deep(value: Any) -> bool:
+    """True when value nests deeper than MAX_DEPTH levels (orjson, which counts them in C, would refuse it)."""
+    try:
+        orjson.dumps(value, default=_as_null)
+    except orjson.JSONEncodeError:
+        return True
+    return False
+
+
+def cut_nesting(value: Any, levels: int) -> Any:
+    """value with whatever nests deeper than levels replaced by a note: how a program's too-deep value is recorded."""
+    if levels <= 0 and type(value) in (dict, list, tuple):
+        return TOO_DEEP
+    if type(value) is dict:
+        return {key: cut_nesting(item, levels - 1) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return [cut_nesting(item, levels - 1) for item in value]
+    return value
+
+
+def dumps_wrapping(value: Any, option: int = 0, default: Any = None) -> bytes:
+    """orjson.dumps for an output that wraps recorded values (a diff, a report, a state): a value a reader
+    accepts may already nest MAX_DEPTH levels, so the output's own levels would take it past what orjson
+    writes; then the few outer levels are written here and every value below them by orjson on its own."""
+    try:
+        return orjson.dumps(value, option=option, default=default)
+    except orjson.JSONEncodeError:
+        return _spliced(value, WRAPPING_LEVELS, default) + (b"\n" if option & orjson.OPT_APPEND_NEWLINE else b"")
+
+
+def _spliced(value: Any, levels: int, default: Any) -> bytes:
+    if levels and type(value) is dict:
+        return b"{" + b",".join(orjson.dumps(str(key)) + b":" + _spliced(item, levels - 1, default)
+                                for key, item in value.items()) + b"}"
+    if levels and type(value) in (list, tuple):
+        return b"[" + b",".join(_spliced(item, levels - 1, default) for item in value) + b"]"
+    return orjson.dumps(value, default=default)
+
+
+def _as_null(_value: Any) -> None:
+    """Bytes (resolved binary blobs) count as one level, like any scalar."""
+    return None
+
+
+def _extras_ok(get: Any) -> bool:
+    """The optional envelope fields (origin, sourceSeq), fast: True when they are right."""
+    origin, source_seq = get("origin"), get("sourceSeq")
+    return ((origin is None or type(origin) is dict and _compiled(ORIGIN)(origin.get)
+             and (origin.get("site") is None or type(origin["site"]) is dict and _compiled(SITE)(origin["site"].get)))
+            and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT))
+
+
+def _optional_envelope(get: Any) -> str | None:
+    origin = get("origin")
+    if origin is not None:
+        if type(origin) is not dict:
+            return f"field origin must be an object, not {_type_name(origin)}"
+        problem = fields_problem(origin, ORIGIN, "origin")
+        if problem is None and origin.get("site") is not None:
+            problem = fields_problem(origin["site"], SITE, "origin.site")
+        if problem is not None:
+            return problem
+    source_seq = get("sourceSeq")
+    if source_seq is not None and (type(source_seq) is not int or not 0 <= source_seq <= MAX_INT):
+        return "field sourceSeq must be a non-negative integer"
+    return None
+
+
+# ---- manifest ------------------------------------------------------------------------------------
+
+BLOB_REF: Fields = (("$blob", STR), ("size", OPT_INT), ("encoding", OPT_STR))
+PIN: Fields = (("path", STR), ("sha256", STR), ("blob", (dict,)))
+MANIFEST = (
+    ("captureId", STR), ("runId", STR), ("status", STR), ("name", OPT_STR), ("createdAt", OPT_INT),
+    ("completedAt", OPT_INT), ("mode", OPT_STR), ("eventCount", OPT_INT), ("eventLogPath", OPT_STR),
+    ("redaction", OPT_DICT), ("tool", OPT_DICT), ("program", OPT_DICT), ("integrity", OPT_DICT), ("lost", OPT_DICT),
+    ("error", OPT_STR), ("source", OPT_DICT), ("score", OPT_DICT), ("model", OPT_DICT),
+)
+PROGRAM = (("argv", OPT_LIST), ("cwd", OPT_STR), ("python", OPT_STR), ("script", OPT_LIST), ("modules", OPT_LIST),
+           ("processes", OPT_LIST), ("workflow", OPT_DICT), ("pytest", OPT_STR))
+INTEGRITY = (("algorithm", OPT_STR), ("eventsHash", OPT_STR), ("eventsBytes", OPT_INT), ("lineChecksums", OPT_DICT))
+SUB_FIELDS = {
+    "redaction": (("enabled", OPT_BOOL), ("profile", OPT_STR)),
+    "tool": (("name", OPT_STR), ("version", OPT_STR)),
+    "lost": (("fromSeq", OPT_INT), ("events", OPT_INT), ("reason", OPT_STR)),
+    "source": (("captureId", OPT_STR), ("runId", OPT_STR), ("fromSeq", OPT_INT), ("mode", OPT_STR),
+               ("policy", OPT_STR), ("path", OPT_STR)),
+    "score": (("sourceRunId", OPT_STR), ("replayRunId", OPT_STR), ("fromSeq", OPT_INT), ("matchedEvents", OPT_INT),
+              ("comparedEvents", OPT_INT), ("firstDivergenceSeq", OPT_INT), ("score", OPT_NUMBER)),
+    "model": (("provider", OPT_STR), ("model", OPT_STR)),
+    "program": PROGRAM,
+    "integrity": INTEGRITY,
+}
+LINE_CHECKSUMS = (("algorithm", OPT_STR), ("path", OPT_STR))
+PROCESS = (("pid", OPT_INT), ("ppid", OPT_INT), ("python", OPT_STR), ("executable", OPT_STR), ("argv", OPT_LIST))
+
+
+def manifest_problem(manifest: Any, statuses: tuple[str, ...], events_name: str, checksums_name: str) -> str | None:
+    """What is wrong with a manifest's fields (which field, what it must be), or None.
+
+    The names of the capture's own files are fixed: a manifest that points its events or checksums
+    anywhere else (another directory, a device) is damaged, never followed."""
+    if type(manifest) is not dict:
+        return "the manifest must be a JSON object"
+    problem = fields_problem(manifest, MANIFEST, "manifest")
+    if problem is not None:
+        return problem
+    if manifest["status"] not in statuses:
+        return f"field manifest.status must be one of {', '.join(statuses)}, not {_show(manifest['status'])}"
+    for name, fields in SUB_FIELDS.items():
+        if manifest.get(name) is not None:
+            problem = fields_problem(manifest[name], fields, f"manifest.{name}")
+            if problem is not None:
+                return problem
+    if not manifest["captureId"] or not manifest["runId"]:
+        return "fields captureId and runId must not be empty"
+    for name in ("eventCount", "createdAt", "completedAt"):
+        if not 0 <= (manifest.get(name) or 0) <= MAX_INT:
+            return f"field manifest.{name} must be between 0 and {MAX_INT}"
+    if manifest.get("eventLogPath") not in (None, events_name):
+        return f"field manifest.eventLogPath must be {events_name!r}, not {_show(manifest['eventLogPath'])}"
+    return (_integrity_problem(manifest.get("integrity"), checksums_name) or _program_problem(manifest.get("program"))
+            or (f"the manifest nests deeper than the {MAX_DEPTH} levels wop reads" if too_deep(manifest) else None))
+
+
+def _integrity_problem(integrity: dict[str, Any] | None, checksums_name: str) -> str | None:
+    if integrity is None:
+        return None
+    events_hash = integrity.get("eventsHash")
+    if events_hash is not None and _HEX64.fullmatch(events_hash) is None:
+        return "field manifest.integrity.eventsHash must be 64 lowercase hex digits"
+    checksums = integrity.get("lineChecksums")
+    if checksums is None:
+        return None
+    problem = fields_problem(checksums, LINE_CHECKSUMS, "manifest.integrity.lineChecksums")
+    if problem is None and checksums.get("path") not in (None, checksums_name):
+        problem = (f"field manifest.integrity.lineChecksums.path must be {checksums_name!r}, "
+                   f"not {_show(checksums['path'])}: a capture's files stay in its directory")
+    return problem
+
+
+def _program_problem(program: dict[str, Any] | None) -> str | None:
+    if program is None:
+        return None
+    if program.get("argv") is not None:
+        problem = strings_problem(program["argv"], "manifest.program.argv")
+        if problem is not None:
+            return problem
+    for part in ("script", "modules"):
+        for index, pin in enumerate(program.get(part) or ()):
+            problem = _pin_problem(pin, f"manifest.program.{part}[{index}]")
+            if problem is not None:
+                return problem
+    for index, process in enumerate(program.get("processes") or ()):
+        where = f"manifest.program.processes[{index}]"
+        if type(process) is not dict:
+            return f"field {where} must be an object"
+        problem = fields_problem(process, PROCESS, where)
+        if problem is None and process.get("argv") is not None:
+            problem = strings_problem(process["argv"], f"{where}.argv")
+        if problem is not None:
+            return problem
+    workflow = program.get("workflow")
+    if workflow is not None:
+        return _pin_problem(workflow, "manifest.program.workflow")
+    return None
+
+
+def _pin_problem(pin: Any, where: str) -> str | None:
+    if type(pin) is not dict:
+        return f"field {where} must be an object"
+    problem = fields_problem(pin, PIN, where) or fields_problem(pin["blob"], BLOB_REF, f"{where}.blob")
+    if problem is None and _HEX64.fullmatch(pin["sha256"]) is None:
+        problem = f"field {where}.sha256 must be 64 lowercase hex digits"
+    return problem
+
+
+def _newer(version: int) -> str:
+    return f"event version {version} is newer than this wop reads ({EVENT_VERSION})"
+
+
+def _allowed(allowed: tuple[type, ...]) -> str:
+    names = [_TYPE_NAMES[kind] for kind in (str, int, float, bool, dict, list, _NONE) if kind in allowed]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    """A short, printable rendering of a bad value for a message."""
+    text = repr(value) if not isinstance(value, (dict, list)) else _type_name(value)
+    return text if len(text) <= 40 else text[:39] + "…"
