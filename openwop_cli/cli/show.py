@@ -28,6 +28,8 @@ def command(
     to_seq: int = typer.Option(None, "--to", metavar="N", help="Only events up to seq N."),
     seq: int = typer.Option(None, "--seq", metavar="N", help="Show only the event with this seq, as a JSON tree, with the state after it."),
     with_state: bool = typer.Option(False, "--state", help="With --seq --json: include the folded state after that event."),
+    sites: bool = typer.Option(False, "--sites", help="Show where in the program each call was made "
+                               "(file:line and function, from origin.site)."),
     no_pager: bool = typer.Option(False, "--no-pager", help="Do not page long output through $PAGER on a terminal."),
     json_output: bool = typer.Option(False, "--json", help="Print the events (or the one event) as JSON."),
 ) -> None:
@@ -40,6 +42,7 @@ def command(
     Examples:
       wop show last
       wop show last --type llm --type tool
+      wop show last --sites
       wop show last --grep refund --from 100 --to 200
       wop show 3f2a --seq 4
       wop show 3f2a --seq 4 --state --json
@@ -63,7 +66,7 @@ def command(
 
         with paged_console(not no_pager) as console:
             render_header(console, reader.manifest, str(path))
-            render_rows(console, reader, keep.row)
+            render_rows(console, reader, keep.row, sites=sites)
     warn_problems(reader)
 
 

@@ -168,6 +168,8 @@ function select(row, tr) {
   if (tr) tr.classList.add("selected");
   const detail = $("detail"); detail.replaceChildren();
   detail.append(el("h2", "", "event" + (row.end !== null ? "s " + row.seq + "–" + row.end : " " + row.seq)));
+  const site = ((eventAt(row.seq) || {}).origin || {}).site;
+  if (site) detail.append(el("div", "meta site", "called from " + site.file + ":" + site.line + " in " + site.function + "()"));
   detail.append(tree(eventAt(row.seq), "seq " + row.seq));
   if (row.end !== null) detail.append(tree(eventAt(row.end), "seq " + row.end));
   const diff = DATA.diff && DATA.diff.items.find((d) => d.aSeq !== null && (d.aSeq === row.seq || d.aSeq === row.end));

@@ -16,6 +16,7 @@ from openwop_cli.report.summary import short_json, summarize
 SEQ_WIDTH = 9
 OFFSET_WIDTH = 10
 DURATION_WIDTH = 8
+SITE_WIDTH = 30
 TYPE_WIDTH = 16
 MAX_WAITING_ROWS = 500
 _CALLS = {"tool_call": "tool_result", "llm_request": "llm_response"}
@@ -58,16 +59,21 @@ def render_header(console: Console, manifest: dict[str, Any], path: str) -> None
     console.print(title, soft_wrap=True)
 
 
-def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callable[[Row], bool] = lambda row: True) -> int:
-    """Print the column header and one row per call or event that `keep` accepts; returns how many."""
+def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callable[[Row], bool] = lambda row: True,
+                sites: bool = False) -> int:
+    """Print the column header and one row per call or event that `keep` accepts; returns how many.
+
+    sites: end each row with where in the program the call was made (origin.site)."""
+    site_column = f"{'site':<{SITE_WIDTH}}  " if sites else ""
     console.print(Text(f"{'seq':>{SEQ_WIDTH}}  {'offset':>{OFFSET_WIDTH}}  {'took':>{DURATION_WIDTH}}  "
-                       f"{'type':<{TYPE_WIDTH}}  summary", style="muted"), no_wrap=True, overflow="ellipsis")
+                       f"{'type':<{TYPE_WIDTH}}  {site_column}summary", style="muted"), no_wrap=True,
+                  overflow="ellipsis")
     start = None
     printed = 0
     for row in ambient_grouped(paired_rows(events)):
         start = row.event.get("ts", 0) if start is None else start
         if keep(row):
-            console.print(_line(row, start), no_wrap=True, overflow="ellipsis")
+            console.print(_line(row, start, sites), no_wrap=True, overflow="ellipsis")
             printed += 1
     return printed
 
@@ -160,7 +166,17 @@ def row_text(row: Row) -> str:
     return text
 
 
-def _line(row: Row, start: int) -> Text:
+def site_cell(event: dict[str, Any]) -> str:
+    """`support_agent.py:61`, padded to the site column: where the program made this call ("" if not recorded);
+    a long path keeps its end."""
+    site = (event.get("origin") or {}).get("site")
+    text = clean(f"{site.get('file')}:{site.get('line')}") if isinstance(site, dict) else ""
+    if len(text) > SITE_WIDTH:
+        text = "…" + text[-(SITE_WIDTH - 1):]
+    return f"{text:<{SITE_WIDTH}}"
+
+
+def _line(row: Row, start: int, sites: bool = False) -> Text:
     event = row.event
     ts = event.get("ts", 0)
     seq = str(event.get("seq", "?"))
@@ -180,6 +196,7 @@ def _line(row: Row, start: int) -> Text:
         (f"{format_offset(ts - start):>{OFFSET_WIDTH}}", "muted"), "  ",
         (f"{took:>{DURATION_WIDTH}}", "muted"), "  ",
         (f"{label:<{TYPE_WIDTH}}", type_style(event_type)), "  ",
+        (site_cell(event) + "  " if sites else "", "path"),
         "  " * row.depth, (marker, "error"), _result_styled(row),
     )
 

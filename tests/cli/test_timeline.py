@@ -88,3 +88,19 @@ def test_seq_shows_the_event_and_the_state_after_it(tmp_path):
     capture = captured(tmp_path)
     done = run_wop("show", str(capture), "--seq", "4")
     assert "state after seq 4" in done.stdout and "notes" in done.stdout
+
+
+def test_sites_show_where_in_the_program_each_call_was_made(tmp_path):
+    out = captured(tmp_path)
+    lines = (tmp_path / "program.py").read_text().splitlines()
+    call_line = next(number for number, line in enumerate(lines, 1) if 'summary = research("refund policy")' in line)
+    llm_line = next(number for number, line in enumerate(lines, 1) if "notes = wop.llm_call(" in line)
+    plain = run_wop("show", str(out), "--no-pager", cwd=tmp_path)
+    assert "program.py:" not in plain.stdout
+    done = run_wop("show", str(out), "--sites", "--no-pager", cwd=tmp_path)
+    shown = rows(done)
+    assert " site " in done.stdout.splitlines()[1]
+    assert f"program.py:{call_line}" in next(row for row in shown if "research(" in row)
+    assert f"program.py:{llm_line}" in next(row for row in shown if " llm " in row)
+    tree = run_wop("show", str(out), "--seq", "1", "--no-pager", cwd=tmp_path)
+    assert "site" in tree.stdout and f"line: {call_line}" in tree.stdout

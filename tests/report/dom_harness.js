@@ -63,5 +63,6 @@ wait().then(() => {
     diverged: rows.filter((tr) => tr.classList.contains("diverged")).map((tr) => tr.dataset.seq),
     clickedSeq: clicked.dataset.seq, detailHeadings: detail.filter((e) => e.tagName === "H2").map((e) => e.textContent),
     trees: detail.filter((e) => e.tagName === "DETAILS").length,
+    sites: detail.filter((e) => e.className.includes("site")).map((e) => e.textContent),
   }));
 }).catch((error) => { console.error(error); process.exit(1); });

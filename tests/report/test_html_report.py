@@ -70,6 +70,7 @@ def test_clicking_an_event_shows_its_tree_and_the_diff_highlights_the_first_dive
     assert seen["diffinfo"].startswith("diverged at seq 0") and "aligned by seq" in seen["diffinfo"]
     assert any("--warm" in text for text in seen["highlighted"])
     assert seen["clickedSeq"] == 2 and seen["detailHeadings"][0] == "events 2–3" and seen["trees"] > 2
+    assert seen["sites"] == ["called from examples/support_agent.py:48 in answer()"]
     assert "state after seq 3" in seen["detailHeadings"]
 
 
