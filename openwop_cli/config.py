@@ -6,6 +6,7 @@
     policy = "strict"                # strict | lenient
     record = "once"                  # the pytest plugin's record mode when --wop-record is not given
     ignore = ["$.response.id"]       # JSON paths `wop diff` leaves out
+    replay = ["tests/runs"]          # directories whose captures pytest collects as tests, one per capture
 """
 
 import tomllib
@@ -28,6 +29,7 @@ class Settings:
     policy: str = "strict"
     record: str = "once"
     ignore: list[str] = field(default_factory=list)
+    replay: list[Path] = field(default_factory=list)
 
 
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
@@ -75,6 +77,9 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
     ignore = table.get("ignore", [])
     if not isinstance(ignore, list) or not all(isinstance(path, str) for path in ignore):
         raise UsageError("[tool.wop] ignore must be a list of JSON paths")
+    replay = table.get("replay", [])
+    if not isinstance(replay, list) or not all(isinstance(path, str) and path for path in replay):
+        raise UsageError("[tool.wop] replay must be a list of directories, e.g. replay = [\"tests/runs\"]")
     return Settings(root=root, capture_dir=root / table.get("capture_dir", "tests/captures"),
                     redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
-                    record=table.get("record", "once"), ignore=ignore)
+                    record=table.get("record", "once"), ignore=ignore, replay=[root / path for path in replay])

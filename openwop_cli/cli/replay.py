@@ -20,6 +20,10 @@ def command(
     name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="Name of the replay capture."),
     proxy: bool = typer.Option(False, "--proxy", help="Serve LLM calls through a local proxy too (on by itself for captures made with --proxy)."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML: a testcase per capture, a failure per divergence."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", help="Replay N captures at once (default: "
+                                       "the number of cores); their programs' output is then not shown."),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N", help="Replay only shard K of N: a stable "
+                                        "share of the captures (by captureId), the same on every machine, for CI matrices."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback after a strict "
                                  "stop (by default the traceback the stop causes is one line)."),
@@ -27,17 +31,20 @@ def command(
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
     Prints a report: the determinism score, each divergence (seq, code, JSON path, expected vs
-    observed) and the program files changed since the capture; several captures get a progress bar
-    and a summary table. Each replay is saved as a new capture linked to its source. Under GitHub
-    Actions divergences are also printed as ::error annotations. Exits 0 when everything replays
-    exactly, 1 on any divergence, 2 on bad input, 3 when a capture is corrupt or incomplete.
+    observed) and the program files changed since the capture. Several captures (or a directory of
+    them) replay side by side (--jobs) with a progress bar, the report of each one that diverged and
+    a summary table; --json lists every capture run with its name, id, path and verdict. Each replay
+    is saved as a new capture linked to its source. Under GitHub Actions divergences are also printed
+    as ::error annotations. Exits 0 when everything replays exactly, 1 on any divergence, 2 on bad
+    input, 3 when a capture is corrupt or incomplete.
 
     \b
     Examples:
       wop replay last
       wop replay support_agent --lenient
-      wop replay tests/captures --junit replay.xml
-      wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
+      wop replay tests/runs --junit replay.xml
+      wop replay tests/runs -j 4 --shard 2/3 --json
+      wop replay ./tests/runs/checkout --json -- python agent.py --order A-1001
     """
     from openwop_cli.cli.replaying import run_many, split_command
     from openwop_cli.config import load_settings
@@ -45,4 +52,4 @@ def command(
     references, argv = split_command(captures)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
-             name=name, json_output=json_output, proxy=proxy, junit=junit, verbose=verbose)
+             name=name, json_output=json_output, proxy=proxy, junit=junit, verbose=verbose, jobs=jobs, shard=shard)

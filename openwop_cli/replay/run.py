@@ -69,10 +69,12 @@ def run_replay(
     output_to_stderr: bool = False,
     proxy: bool = False,
     verbose: bool = False,
+    quiet: bool = False,
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring.
 
-    verbose: the program's traceback after a strict stop is printed whole (else it is one line)."""
+    verbose: the program's traceback after a strict stop is printed whole (else it is one line);
+    quiet: the program's output is not passed on (one of several replays running at once)."""
     source = ReplaySource(source_dir, keyed=False)
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count)
@@ -89,7 +91,7 @@ def run_replay(
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
-                               output_to_stderr=output_to_stderr, proxy=proxy)
+                               output_to_stderr=output_to_stderr, proxy=proxy, quiet=quiet)
         return hooks.outcome(capture)
     finally:
         source.close()
