@@ -45,6 +45,10 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     from openwop_cli.report.console import print_warning
     from openwop_cli.store import resolve_capture
 
+    shard_index = batch.parse_shard(shard) if shard is not None else None
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give 1 or more")
     sources = batch.find_captures(references, resolve_capture, print_warning)
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
                    name=name, json_output=json_output, proxy=proxy, verbose=verbose)
@@ -54,13 +58,10 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     if out is not None and len(sources) > 1:
         raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
     entries = batch.plan(sources)
-    if shard is not None:
-        entries = batch.select_shard(entries, *batch.parse_shard(shard))
+    if shard_index is not None:
+        entries = batch.select_shard(entries, *shard_index)
         if not entries:
             print_warning(f"shard {shard} holds none of the {len(sources)} captures")
-    jobs = default_jobs() if jobs is None else jobs
-    if jobs < 1:
-        raise UsageError(f"--jobs {jobs}: give 1 or more")
     quiet = jobs > 1 and len(entries) > 1
     with _progress(len(entries)) as advance:
         batch.run_batch(entries, lambda source: _replay(source, argv, quiet=quiet, **options), jobs=jobs,
