@@ -77,11 +77,15 @@ for name, module, summary, settings in COMMANDS:
     app.command(name, cls=WopCommand, short_help=summary, context_settings=settings)(module.command)
 
 GROUPS = (
-    ("export", "send captures to other tools", (("otel", export.otel, "captures as OpenTelemetry traces (OTLP/HTTP)"),)),
-    ("import", "bring in recordings made by other tools", (("vcr", importing.vcr, "a VCR.py cassette as a capture"),)),
+    ("export", "send captures to other tools",
+     "Send captures to other tools.\n\nwop export otel: each capture as an OpenTelemetry trace, over OTLP/HTTP.",
+     (("otel", export.otel, "captures as OpenTelemetry traces (OTLP/HTTP)"),)),
+    ("import", "bring in recordings made by other tools",
+     "Bring in recordings made by other tools.\n\nwop import vcr: a VCR.py or pytest-recording cassette as a capture.",
+     (("vcr", importing.vcr, "a VCR.py cassette as a capture"),)),
 )
-for group_name, group_summary, commands in GROUPS:
-    group = typer.Typer(name=group_name, help=group_summary, no_args_is_help=True, rich_markup_mode=None)
+for group_name, group_summary, group_help, commands in GROUPS:
+    group = typer.Typer(name=group_name, help=group_help, no_args_is_help=True, rich_markup_mode=None)
     for name, function, summary in commands:
         group.command(name, cls=WopCommand, short_help=summary)(function)
     app.add_typer(group, name=group_name, short_help=group_summary)
