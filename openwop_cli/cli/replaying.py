@@ -46,7 +46,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     from openwop_cli.store import resolve_capture
 
     shard_index = batch.parse_shard(shard) if shard is not None else None
-    jobs = default_jobs() if jobs is None else jobs
+    jobs = batch.default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: give 1 or more")
     sources = batch.find_captures(references, resolve_capture, print_warning)
@@ -75,14 +75,6 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
         for line in github_annotations(entries):
             print(line)
     raise typer.Exit(batch.exit_code(entries))
-
-
-def default_jobs() -> int:
-    """How many replays run at once by default: the cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def split_command(items: list[str]) -> tuple[list[str], list[str]]:

@@ -7,6 +7,7 @@ nothing is shared between them but the store directory itself.
 """
 
 import hashlib
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -116,6 +117,14 @@ def select_shard(entries: list[BatchResult], index: int, count: int) -> list[Bat
     return [entry for entry in entries if shard_of(entry.manifest, entry.source, count) == index]
 
 
+def default_jobs() -> int:
+    """How many replays run at once by default: the cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def run_batch(entries: list[BatchResult], replay: Callable[[Path], Any], *, jobs: int,
               on_done: Callable[[BatchResult], None] = lambda entry: None) -> list[BatchResult]:
     """Replay every entry (replay(source) -> ReplayOutcome) on up to jobs threads; each entry gets its
@@ -133,9 +142,12 @@ def run_batch(entries: list[BatchResult], replay: Callable[[Path], Any], *, jobs
         for entry in entries:
             on_done(one(entry))
         return entries
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="wop-replay") as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="wop-replay")
+    try:
         for future in as_completed([pool.submit(one, entry) for entry in entries]):
             on_done(future.result())
+    finally:  # on Ctrl-C the replays running finish (their programs got the signal too); no new one starts
+        pool.shutdown(wait=True, cancel_futures=True)
     return entries
 
 
