@@ -178,6 +178,14 @@ def test_a_bad_cassette_is_one_line_exit_2_and_writes_nothing(tmp_path, name, te
     assert not out.exists()
 
 
+def test_a_gzip_bomb_is_refused(tmp_path):
+    bomb = gzip.compress(b"\0" * (80 << 20), compresslevel=1)
+    (tmp_path / "bomb.json").write_bytes(orjson.dumps(cassette_with(
+        {"base64_string": base64.b64encode(bomb).decode()}, headers={"Content-Encoding": ["gzip"]})))
+    with pytest.raises(BadCassette, match="decompresses to more than"):
+        read_cassette(tmp_path / "bomb.json")
+
+
 def test_a_missing_cassette_is_exit_2(tmp_path):
     done = run_wop("import", "vcr", str(tmp_path / "nope.yaml"), cwd=tmp_path)
     assert done.returncode == 2 and "no cassette at" in done.stderr

@@ -131,6 +131,18 @@ def test_a_capture_that_cannot_replay_is_an_error_verdict_with_exit_3(tmp_path):
     assert report[1]["exitCode"] == 3 and report[1]["error"] and report[1]["name"] == "program"
 
 
+def test_a_shard_depends_on_the_capture_id_alone():
+    from openwop_cli.replay.batch import shard_of
+
+    ids = [f"{number:016x}" for number in range(300)]
+    shards = [shard_of({"captureId": capture_id}, Path("/anywhere"), 3) for capture_id in ids]
+    assert shards[:6] == [shard_of({"captureId": capture_id}, Path("/elsewhere/x"), 3) for capture_id in ids[:6]]
+    assert all(60 <= shards.count(index) <= 140 for index in (1, 2, 3)), "shards are roughly even"
+    assert shard_of(None, Path("runs/r07"), 3) == shard_of({"captureId": "r07"}, Path("x"), 3)
+    assert [shard_of({"captureId": "3f2a9c0d1e2b4a5c"}, Path("."), count) for count in (2, 3, 5)] == [2, 3, 2], \
+        "the shard of a captureId never changes (CI matrices on several machines and wop versions agree)"
+
+
 @pytest.mark.parametrize("shard", ["0/3", "4/3", "1/0", "x/2", "2"])
 def test_a_bad_shard_is_exit_2(tmp_path, shard):
     done = run_wop("replay", str(tmp_path), "--shard", shard, cwd=tmp_path)
