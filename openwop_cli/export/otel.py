@@ -279,12 +279,14 @@ def _root_attributes(manifest: dict[str, Any], rows: list[Any]) -> dict[str, Any
     attributes: dict[str, Any] = {
         "openinference.span.kind": "CHAIN", "wop.capture_id": str(manifest.get("captureId", "")),
         "wop.run_id": str(manifest.get("runId", "")), "wop.status": str(manifest.get("status", "")),
-        "wop.mode": str(manifest.get("mode", "capture")), "wop.event_count": int(manifest.get("eventCount") or 0),
+        "wop.mode": str(manifest.get("mode", "capture")),
         "input.value": " ".join(argv), "output.value": _text({key: end.get(key) for key in ("status", "exitCode")}),
         "output.mime_type": "application/json",
     }
     if argv:
         attributes["process.command_args"] = argv
+    if type(manifest.get("eventCount")) is int:
+        attributes["wop.event_count"] = manifest["eventCount"]
     if type(end.get("exitCode")) is int:
         attributes["process.exit.code"] = end["exitCode"]
     if manifest.get("name"):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import run_wop, write_capture
 from tests.fake_provider import FakeProvider
@@ -200,3 +202,26 @@ def test_a_bad_endpoint_is_a_usage_error(tmp_path, endpoint):
     capture = write_capture(tmp_path / "c", [("run_start", {}), ("run_end", {"exitCode": 0})])
     done = run_wop("export", "otel", str(capture), "--endpoint", endpoint)
     assert done.returncode == 2 and "--endpoint" in done.stderr
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=6),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                       max_size=3), max_leaves=10)
+call_data = st.dictionaries(st.sampled_from(["provider", "model", "request", "response", "usage", "ok", "error",
+                                             "stopReason", "name", "args", "result", "http", "code", "replayEventId"]),
+                            json_values, max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(st.tuples(st.sampled_from(["llm_request", "llm_response", "tool_call", "tool_result",
+                                                  "state_mutation", "nondeterministic", "replay_diverged"]),
+                                 call_data, st.sampled_from(["c1", "c2", None])), max_size=8))
+def test_spans_are_built_from_any_event_data_before_the_endpoint_is_tried(tmp_path_factory, events):
+    from openwop_cli.errors import ExportError
+    from openwop_cli.export.otel import export_captures
+
+    capture = write_capture(tmp_path_factory.mktemp("c") / "c", [
+        ("run_start", {}), *((kind, {**data, "callId": call_id} if call_id else data) for kind, data, call_id in events),
+        ("run_end", {"exitCode": 0})])
+    with pytest.raises(ExportError, match="nothing was exported"):
+        export_captures([capture], "http://127.0.0.1:9/v1/traces")
