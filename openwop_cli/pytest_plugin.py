@@ -118,6 +118,7 @@ class CaptureReplay(pytest.Item):
         from openwop_cli.config import load_settings
         from openwop_cli.replay.run import run_replay
 
+        # pytest's tmp_path_factory (an item that is not a test function gets no fixtures): one directory per replay
         work = self.config._tmp_path_factory.mktemp("wop-replay")
         outcome = run_replay(self.path, [], policy=load_settings(Path(str(self.config.rootpath))).policy,
                              from_seq=None, branch=False, overrides={}, allow_tools=[], out=work / "replay",
