@@ -109,7 +109,9 @@ def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
         pass
     manifest = reader.manifest
     times = [event["ts"] for row in rows for event in row.events]
-    first, last = (min(times), max(times)) if times else (manifest.get("createdAt", 0), manifest.get("createdAt", 0))
+    if not times:
+        times = [manifest["createdAt"] if type(manifest.get("createdAt")) is int else 0]
+    first, last = min(times), max(times)
     root = tracer.start_span(f"wop {manifest.get('name') or 'run'}", start_time=_ns(first),
                              attributes=_root_attributes(manifest, rows))
     spans: dict[int, Any] = {}
