@@ -24,13 +24,17 @@ EXIT_STATUS = [
 
 
 def pages() -> dict[str, str]:
-    """File name → roff text for every page."""
-    group = typer.main.get_command(app)
-    commands = sorted(group.commands.items())
-    result = {"wop.1": _page("wop", group, [name for name, _ in commands])}
-    for name, command in commands:
-        result[f"wop-{name}.1"] = _page(f"wop {name}", command, [])
+    """File name → roff text for every page (a command group gets one, and each of its commands)."""
+    result: dict[str, str] = {}
+    _add_pages(result, "wop", typer.main.get_command(app))
     return result
+
+
+def _add_pages(result: dict[str, str], title: str, command: Any) -> None:
+    subcommands = sorted(getattr(command, "commands", {}))
+    result[f"{title.replace(' ', '-')}.1"] = _page(title, command, subcommands)
+    for name in subcommands:
+        _add_pages(result, f"{title} {name}", command.commands[name])
 
 
 def write(directory: Path = HERE) -> list[Path]:
@@ -55,7 +59,7 @@ def _page(title: str, command: Any, subcommands: list[str]) -> str:
         lines.append(".SH COMMANDS")
         for name in subcommands:
             sub = command.commands[name]  # type: ignore[attr-defined]
-            lines += [".TP", f".BR wop-{_escape(name)} (1)", _escape((sub.help or "").split("\n")[0])]
+            lines += [".TP", f".BR {dashed}-{_escape(name)} (1)", _escape((sub.help or "").split("\n")[0])]
     options = [param for param in command.params if param.param_type_name == "option" and not param.hidden]
     if options:
         lines.append(".SH OPTIONS")
@@ -66,7 +70,8 @@ def _page(title: str, command: Any, subcommands: list[str]) -> str:
     lines += [".SH EXIT STATUS"]
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f".B {code}", _escape(meaning)]
-    lines += [".SH SEE ALSO", "wop(1)" if not subcommands else ", ".join(f"wop\\-{_escape(name)}(1)" for name in subcommands)]
+    see_also = [f"{_escape(dashed)}\\-{_escape(name)}(1)" for name in subcommands] or ["wop(1)"]
+    lines += [".SH SEE ALSO", ", ".join(see_also)]
     return "\n".join(line for line in lines if line is not None) + "\n"
 
 

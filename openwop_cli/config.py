@@ -7,6 +7,7 @@
     record = "once"                  # the pytest plugin's record mode when --wop-record is not given
     ignore = ["$.response.id"]       # JSON paths `wop diff` leaves out
     ambient = true                   # record clock/uuid/random reads of unmodified code (wop capture, the plugin)
+    replay = ["tests/runs"]          # directories whose captures pytest collects as tests, one per capture
 """
 
 import tomllib
@@ -30,6 +31,7 @@ class Settings:
     record: str = "once"
     ignore: list[str] = field(default_factory=list)
     ambient: bool = True
+    replay: list[Path] = field(default_factory=list)
 
 
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
@@ -83,6 +85,10 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
     ambient = table.get("ambient", True)
     if not isinstance(ambient, bool):
         raise UsageError(f"[tool.wop] ambient = {ambient!r}: use true or false")
+    replay = table.get("replay", [])
+    if not isinstance(replay, list) or not all(isinstance(path, str) and path for path in replay):
+        raise UsageError("[tool.wop] replay must be a list of directories, e.g. replay = [\"tests/runs\"]")
     return Settings(root=root, capture_dir=root / table.get("capture_dir", "tests/captures"),
                     redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
-                    record=table.get("record", "once"), ignore=ignore, ambient=ambient)
+                    record=table.get("record", "once"), ignore=ignore, ambient=ambient,
+                    replay=[root / path for path in replay])

@@ -38,6 +38,14 @@ class NotACapture(UsageError):
     """A path exists but is not a capture directory."""
 
 
+class BadCassette(UsageError):
+    """A VCR.py cassette that cannot be imported (unreadable, not a cassette, a field of the wrong type)."""
+
+
+class ExportError(UsageError):
+    """An export could not be delivered (the endpoint is unreachable or refused it)."""
+
+
 class CaptureError(WopError):
     """The capture itself is corrupt, incomplete or written by an incompatible wop."""
 

@@ -1,4 +1,5 @@
-"""pytest plugin: a captured run as a regression test (`@pytest.mark.wop` or the `wop` fixture).
+"""pytest plugin: a captured run as a regression test (`@pytest.mark.wop` or the `wop` fixture), and
+whole-program captures collected as tests.
 
 The test body runs under wop in the test process. With a capture on disk it is replayed — every
 LLM, HTTP and tool call served from the capture, network blocked, strict unless the marker says
@@ -10,11 +11,17 @@ Record modes (--wop-record, [tool.wop] record; `none` when the CI variable is se
 is given): none — replay only, a missing capture fails; once — record when missing, else replay;
 new — replay, and record the calls the capture does not have yet; all — record again. A recording
 is kept only when the test passes, and replaces the old capture in one rename.
+
+Captures made by `wop capture` under the directories of `--wop-replay PATH` or `[tool.wop] replay`
+are collected as one test each (named after the capture, so `-k` selects them): the test replays the
+recorded command strictly, as `wop replay` does, and fails with the divergence report. Each replay
+writes its capture into pytest's temporary directory, so pytest-xdist workers share nothing.
 """
 
 import os
 import re
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,11 +37,109 @@ def pytest_addoption(parser: Any) -> None:
                     help="none: replay only; once: record missing captures; new: record calls not yet captured; "
                          "all: record again (default: [tool.wop] record, or none when CI is set)")
     group.addoption("--wop-capture-dir", default=None, help="where test captures live (default: tests/captures)")
+    group.addoption("--wop-replay", action="append", default=[], metavar="PATH",
+                    help="collect the captures under PATH as tests, one per capture (repeatable; also [tool.wop] replay)")
 
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "wop(policy='strict', name=None): run the test body under wop — replay its capture, or record it")
+    config.stash[_REPLAY_ROOTS] = _replay_roots(config)
+
+
+_REPLAY_ROOTS = pytest.StashKey[list[Path]]()
+
+
+def _replay_roots(config: Any) -> list[Path]:
+    """The directories whose captures become tests; they join the run when pytest would not walk them itself
+    (--wop-replay always, [tool.wop] replay when no test paths were given on the command line)."""
+    from openwop_cli.config import load_settings
+    from openwop_cli.errors import UsageError
+
+    try:
+        settings = load_settings(Path(str(config.rootpath)))
+    except UsageError as exc:
+        raise pytest.UsageError(exc.message) from None
+    invoked = Path(str(config.invocation_params.dir))
+    given = [(invoked / path).resolve() for path in config.getoption("--wop-replay")]
+    for path in given:
+        if not path.is_dir():
+            raise pytest.UsageError(f"--wop-replay {path}: no such directory")
+    configured = [path.resolve() for path in settings.replay if path.is_dir()]
+    walked = [(invoked / arg.split("::", 1)[0]).resolve() for arg in config.args]
+    joining = given + (configured if config.args_source != pytest.Config.ArgsSource.ARGS else [])
+    for path in joining:
+        if not any(path == arg or arg in path.parents for arg in walked):
+            config.args.append(str(path))
+            walked.append(path)
+    return given + configured
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: Any) -> Any:
+    """A capture directory under a replay root is one test (plugin-made captures have their own test)."""
+    roots = parent.config.stash.get(_REPLAY_ROOTS, [])
+    if not roots or not (path / "manifest.json").is_file():
+        return None
+    resolved = path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        return None
+    from openwop_cli.replay.batch import recorded_by_pytest
+
+    return None if recorded_by_pytest(path) else CaptureDirectory.from_parent(parent, path=path)
+
+
+class CaptureDirectory(pytest.Directory):
+    """A capture directory: it holds one test, the capture's replay."""
+
+    def collect(self) -> Any:
+        from openwop_cli.errors import WopError
+        from openwop_cli.format.manifest import read_manifest
+
+        try:
+            name = read_manifest(self.path).get("name") or self.path.name
+        except WopError:
+            name = self.path.name
+        yield CaptureReplay.from_parent(self, name=_safe(str(name)))
+
+
+class CaptureDiverged(Exception):
+    """A collected capture's replay found divergences (the test's failure)."""
+
+    def __init__(self, outcome: Any) -> None:
+        super().__init__(f"{len(outcome.divergences)} divergences")
+        self.outcome = outcome
+
+
+class CaptureReplay(pytest.Item):
+    """Replay a `wop capture` capture strictly ([tool.wop] policy): its recorded command, calls served from it."""
+
+    def runtest(self) -> None:
+        from openwop_cli.config import load_settings
+        from openwop_cli.replay.run import run_replay
+
+        # pytest's tmp_path_factory (an item that is not a test function gets no fixtures): one directory per replay
+        work = self.config._tmp_path_factory.mktemp("wop-replay")
+        outcome = run_replay(self.path, [], policy=load_settings(Path(str(self.config.rootpath))).policy,
+                             from_seq=None, branch=False, overrides={}, allow_tools=[], out=work / "replay",
+                             name=None, warn=lambda message: print(message, file=sys.stderr), store_root=work)
+        if outcome.diverged:
+            raise CaptureDiverged(outcome)
+        shutil.rmtree(work, ignore_errors=True)
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        from openwop_cli.errors import WopError
+
+        if isinstance(excinfo.value, CaptureDiverged):
+            from openwop_cli.report.replay import replay_text
+
+            return f"wop replay of {self.path} diverged:\n{replay_text(excinfo.value.outcome)}"
+        if isinstance(excinfo.value, WopError):
+            return f"wop replay of {self.path}: {excinfo.value.message}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"wop replay {self.path}"
 
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:

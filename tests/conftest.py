@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 RUN_DIFF_SCHEMA = Path(__file__).resolve().parent / "conformance" / "run-diff-response.schema.json"
 
+# arize-phoenix-client (installed for the Phoenix export test) registers a pytest plugin that imports the whole
+# Phoenix server into every pytest process; the pytest runs the tests start leave it out, as pyproject.toml does.
+if "no:phoenix" not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:phoenix".strip()
+
 
 def write_capture(path: Path, events: list[tuple[str, dict]], *, redactor: Redactor | None = None,
                   finalize: bool = True, **seed) -> Path:

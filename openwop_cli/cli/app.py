@@ -5,7 +5,7 @@ import sys
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, diff, fork, gc, ls, replay, report, rm, show, state, verify
+from openwop_cli.cli import cache_key, capture, diff, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
 from openwop_cli.cli.help import WopCommand
 from openwop_cli.cli.pipes import PipeClosed, guard_stdout, silence_stdout
 from openwop_cli.errors import WopError
@@ -28,7 +28,9 @@ app = typer.Typer(
         "  wop diff run-a run-b            where two runs part ways (RFC 0054)\n"
         "  wop report last -o run.html     a self-contained HTML report\n"
         "  wop verify ./captures/run1      check a capture's integrity\n"
-        "  wop cache-key request.json      the LLM cache key of a request\n\n"
+        "  wop cache-key request.json      the LLM cache key of a request\n"
+        "  wop export otel last            a capture as an OpenTelemetry trace\n"
+        "  wop import vcr cassette.yaml    a VCR.py cassette as a capture\n\n"
         "Exit codes: 0 ok, 1 divergence or difference, 2 usage or bad input,\n"
         "3 corrupt, incomplete or incompatible capture, 70 internal error."
     ),
@@ -74,6 +76,20 @@ COMMANDS = (
 )
 for name, module, summary, settings in COMMANDS:
     app.command(name, cls=WopCommand, short_help=summary, context_settings=settings)(module.command)
+
+GROUPS = (
+    ("export", "send captures to other tools",
+     "Send captures to other tools.\n\nwop export otel: each capture as an OpenTelemetry trace, over OTLP/HTTP.",
+     (("otel", export.otel, "captures as OpenTelemetry traces (OTLP/HTTP)"),)),
+    ("import", "bring in recordings made by other tools",
+     "Bring in recordings made by other tools.\n\nwop import vcr: a VCR.py or pytest-recording cassette as a capture.",
+     (("vcr", importing.vcr, "a VCR.py cassette as a capture"),)),
+)
+for group_name, group_summary, group_help, commands in GROUPS:
+    group = typer.Typer(name=group_name, help=group_help, no_args_is_help=True, rich_markup_mode=None)
+    for name, function, summary in commands:
+        group.command(name, cls=WopCommand, short_help=summary)(function)
+    app.add_typer(group, name=group_name, short_help=group_summary)
 
 
 def main() -> None:

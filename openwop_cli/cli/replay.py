@@ -26,6 +26,10 @@ def command(
                                          help="Replay N times (3 when N is left out; lenient unless --strict) and "
                                               "compare the replays with each other: any difference is uncaptured "
                                               "nondeterminism (exit 1)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", help="Replay N captures at once (default: "
+                                       "the number of cores); their programs' output is then not shown."),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N", help="Replay only shard K of N: a stable "
+                                        "share of the captures (by captureId), the same on every machine, for CI matrices."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback after a strict "
                                  "stop (by default the traceback the stop causes is one line)."),
@@ -37,17 +41,20 @@ def command(
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
     Prints a report: the determinism score, each divergence (seq, code, JSON path, expected vs
-    observed) and the program files changed since the capture; several captures get a progress bar
-    and a summary table. Each replay is saved as a new capture linked to its source. Under GitHub
-    Actions divergences are also printed as ::error annotations. Exits 0 when everything replays
-    exactly, 1 on any divergence, 2 on bad input, 3 when a capture is corrupt or incomplete.
+    observed) and the program files changed since the capture. Several captures (or a directory of
+    them) replay side by side (--jobs) with a progress bar, the report of each one that diverged and
+    a summary table; --json lists every capture run with its name, id, path and verdict. Each replay
+    is saved as a new capture linked to its source. Under GitHub Actions divergences are also printed
+    as ::error annotations. Exits 0 when everything replays exactly, 1 on any divergence, 2 on bad
+    input, 3 when a capture is corrupt or incomplete.
 
     \b
     Examples:
       wop replay last
       wop replay support_agent --lenient
-      wop replay tests/captures --junit replay.xml
-      wop replay ./tests/captures/checkout --json -- python agent.py --order A-1001
+      wop replay tests/runs --junit replay.xml
+      wop replay tests/runs -j 4 --shard 2/3 --json
+      wop replay ./tests/runs/checkout --json -- python agent.py --order A-1001
       wop replay last --pdb -- python agent.py
       wop replay last --break-at 6
       wop replay --repeat last              why is my replay flaky? (3 replays compared)
@@ -62,20 +69,20 @@ def command(
         _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
-             name=name, json_output=json_output, proxy=proxy, junit=junit,
+             name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
              controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))
 
 
 def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: Optional[list[str]],
             out: Optional[Path], name: Optional[str], json_output: bool, proxy: bool) -> None:
     """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
-    from openwop_cli.cli.replaying import expand_captures
     from openwop_cli.errors import UsageError
+    from openwop_cli.replay.batch import find_captures
     from openwop_cli.replay.repeat import run_repeated
     from openwop_cli.report.console import print_warning
-    from openwop_cli.store import captures_root
+    from openwop_cli.store import captures_root, resolve_capture
 
-    sources = expand_captures(references)
+    sources = find_captures(references, resolve_capture, print_warning)
     if len(sources) != 1:
         raise UsageError(f"--repeat replays one capture, but {len(sources)} were given")
     outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},

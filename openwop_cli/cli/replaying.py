@@ -1,8 +1,7 @@
-"""What `wop replay` and `wop fork` share: resolving captures, running them, printing reports, JUnit, exit codes."""
+"""What `wop replay` and `wop fork` share: resolving captures, running them (many: replay.batch), printing reports, exit codes."""
 
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,17 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
                    proxy=proxy, controls=controls)
 
 
-def _replay(source: Path, argv: list[str] | None, **options: Any) -> Any:
+def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options: Any) -> Any:
+    """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
+    from dataclasses import replace
+
+    from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.run import run_replay
     from openwop_cli.report.console import print_warning
     from openwop_cli.store import captures_root
 
-    from openwop_cli.replay.controls import ReplayControls
-
     json_output = options.pop("json_output")
-    controls = options.pop("controls", None) or ReplayControls()
+    controls = replace(options.pop("controls", None) or ReplayControls(), quiet=quiet)
     if controls.debugging:
         check_terminal()
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
@@ -52,34 +53,45 @@ def finish(outcome: Any, json_output: bool) -> None:
 
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
              out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
-             controls: Any = None) -> None:
-    """`wop replay` over one or more captures (directories expand to the captures inside them)."""
-    from openwop_cli.errors import EXIT_BAD_CAPTURE, CaptureError, UsageError
+             controls: Any = None, jobs: int | None = None, shard: str | None = None) -> None:
+    """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch)."""
+    from openwop_cli.errors import UsageError
+    from openwop_cli.replay import batch
+    from openwop_cli.report.console import print_warning
+    from openwop_cli.store import resolve_capture
 
-    sources = expand_captures(references)
-    if out is not None and len(sources) > 1:
-        raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
+    shard_index = batch.parse_shard(shard) if shard is not None else None
+    jobs = batch.default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give 1 or more")
+    sources = batch.find_captures(references, resolve_capture, print_warning)
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
                    name=name, json_output=json_output, proxy=proxy, controls=controls)
-    if len(sources) == 1 and junit is None:
+    many = len(sources) > 1 or any(batch.is_directory_of_captures(reference) for reference in references)
+    if many and controls is not None and controls.debugging:
+        raise UsageError(f"--pdb and --break-at stop one program at a time: give one capture, not {len(sources)}")
+    if not many and junit is None and shard is None:
         finish(_replay(sources[0], argv, **options), json_output)
-    results: list[tuple[Path, Any, float]] = []
-    with _progress(len(sources)) as advance:
-        for source in sources:
-            started = time.monotonic()
-            try:
-                result: Any = _replay(source, argv, **options)
-            except CaptureError as exc:
-                result = exc
-            results.append((source, result, time.monotonic() - started))
-            advance(source)
-    _report_many(results, json_output)
+    if out is not None and len(sources) > 1:
+        raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
+    entries = batch.plan(sources)
+    if shard_index is not None:
+        entries = batch.select_shard(entries, *shard_index)
+        if not entries:
+            print_warning(f"shard {shard} holds none of the {len(sources)} captures")
+    quiet = jobs > 1 and len(entries) > 1
+    with _progress(len(entries)) as advance:
+        batch.run_batch(entries, lambda source: _replay(source, argv, quiet=quiet, **options), jobs=jobs,
+                        on_done=advance)
+    _report_many(entries, json_output)
     if junit is not None:
-        write_junit(junit, results)
-    _annotate_for_github(results)
-    bad = any(isinstance(result, Exception) for _, result, _ in results)
-    diverged = any(not isinstance(result, Exception) and result.diverged for _, result, _ in results)
-    raise typer.Exit(EXIT_BAD_CAPTURE if bad else 1 if diverged else 0)
+        batch.write_junit(junit, entries)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from openwop_cli.report.batch import github_annotations
+
+        for line in github_annotations(entries):
+            print(line)
+    raise typer.Exit(batch.exit_code(entries))
 
 
 def split_command(items: list[str]) -> tuple[list[str], list[str]]:
@@ -90,42 +102,6 @@ def split_command(items: list[str]) -> tuple[list[str], list[str]]:
     if not command or items[len(items) - len(command):] != command:
         return items, []
     return items[: len(items) - len(command)], command
-
-
-def expand_captures(references: list[str]) -> list[Path]:
-    """Each reference resolved; a directory that is not a capture stands for every capture below it."""
-    from openwop_cli.errors import CaptureNotFound
-    from openwop_cli.format.manifest import MANIFEST_NAME
-    from openwop_cli.store import resolve_capture
-
-    found: list[Path] = []
-    for reference in references:
-        path = Path(reference).expanduser()
-        if path.is_dir() and not (path / MANIFEST_NAME).is_file():
-            inside = sorted(manifest.parent for manifest in path.rglob(MANIFEST_NAME)
-                            if not any(part.startswith(".") for part in manifest.relative_to(path).parts))
-            runnable = [capture for capture in inside if not _recorded_by_pytest(capture)]
-            if len(runnable) < len(inside):
-                from openwop_cli.report.console import print_warning
-
-                print_warning(f"{len(inside) - len(runnable)} captures under {path} were recorded by the pytest plugin "
-                              "and are replayed by pytest, not here")
-            if not runnable:
-                raise CaptureNotFound(f"no captures to replay under {path}")
-            found.extend(runnable)
-        else:
-            found.append(resolve_capture(reference))
-    return found
-
-
-def _recorded_by_pytest(capture: Path) -> bool:
-    from openwop_cli.errors import CaptureError
-    from openwop_cli.format.manifest import read_manifest
-
-    try:
-        return bool((read_manifest(capture).get("program") or {}).get("pytest"))
-    except CaptureError:
-        return False
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -146,32 +122,6 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def write_junit(path: Path, results: list[tuple[Path, Any, float]]) -> None:
-    """JUnit XML: one testcase per capture, a <failure> per divergence, an <error> for a capture that could not run."""
-    import xml.etree.ElementTree as ET
-
-    failures = sum(len(result.divergences) > 0 for _, result, _ in results if not isinstance(result, Exception))
-    errors = sum(isinstance(result, Exception) for _, result, _ in results)
-    suite = ET.Element("testsuite", name="wop replay", tests=str(len(results)), failures=str(failures),
-                       errors=str(errors), time=f"{sum(seconds for *_, seconds in results):.3f}")
-    for source, result, seconds in results:
-        case = ET.SubElement(suite, "testcase", classname="wop.replay", name=_name_and_id(source, result)[0],
-                             file=str(source), time=f"{seconds:.3f}")
-        if isinstance(result, Exception):
-            ET.SubElement(case, "error", message=getattr(result, "message", str(result)), type=type(result).__name__)
-            continue
-        for divergence in result.divergences:
-            where = f" at seq {divergence.event_seq}" if divergence.event_seq is not None else ""
-            failure = ET.SubElement(case, "failure", type=divergence.code,
-                                    message=f"{divergence.code}{where} {divergence.json_path or ''}".strip())
-            expected, observed = divergence.sides()
-            failure.text = f"{divergence.detail}\nexpected: {expected!r}\nobserved: {observed!r}"
-    root = ET.Element("testsuites")
-    root.append(suite)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
-
-
 def _print_report(outcome: Any, json_output: bool) -> None:
     if json_output:
         from openwop_cli.cli.output import print_json
@@ -185,74 +135,17 @@ def _print_report(outcome: Any, json_output: bool) -> None:
         render_replay(make_console(), outcome)
 
 
-def _report_many(results: list[tuple[Path, Any, float]], json_output: bool) -> None:
+def _report_many(entries: list[Any], json_output: bool) -> None:
     if json_output:
         from openwop_cli.cli.output import print_json
-        from openwop_cli.report.replay import replay_json
+        from openwop_cli.report.batch import batch_json
 
-        print_json([{"capture": str(source), "error": result.message} if isinstance(result, Exception)
-                    else replay_json(result) for source, result, _ in results])
-        return
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
+        print_json(batch_json(entries))
+    else:
+        from openwop_cli.report.batch import render_batch
+        from openwop_cli.report.console import make_console
 
-    from openwop_cli.report.console import clean, make_console, status_style
-    from openwop_cli.report.replay import render_replay
-
-    console = make_console()
-    for _, result, _ in results:
-        if not isinstance(result, Exception) and result.diverged:
-            render_replay(console, result)
-    table = Table(title=f"wop replay: {len(results)} captures", show_edge=False, pad_edge=False)
-    for column in ("capture", "id", "path", "result", "score", "divergences", "first at"):
-        table.add_column(column, overflow="fold")
-    for source, result, _ in results:
-        name, capture_id = _name_and_id(source, result)
-        if isinstance(result, Exception):
-            table.add_row(clean(name), clean(capture_id), clean(str(source)), Text("error", status_style("error")), "",
-                          "", clean(result.message))
-            continue
-        verdict = "diverged" if result.diverged else "ok"
-        first = result.score.get("firstDivergenceSeq")
-        table.add_row(clean(name), clean(capture_id), clean(str(source)),
-                      Text(verdict, status_style("error" if result.diverged else "ok")),
-                      f"{result.score.get('score', 1.0):.2f}", str(len(result.divergences)),
-                      "" if first is None else f"seq {first}")
-    console.print(table)
-
-
-def _annotate_for_github(results: list[tuple[Path, Any, float]]) -> None:
-    """Under GitHub Actions, each divergence (and each capture that could not run) as an ::error annotation."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
-        return
-    for source, result, _ in results:
-        title = _escape(f"wop replay: {_label(source, result)}")
-        if isinstance(result, Exception):
-            print(f"::error title={title}::{_escape(result.message)}")
-            continue
-        for divergence in result.divergences:
-            where = f" at seq {divergence.event_seq}" if divergence.event_seq is not None else ""
-            path = f" {divergence.json_path}" if divergence.json_path else ""
-            message = _escape(f"{divergence.code}{where}{path}: {divergence.detail}")
-            print(f"::error title={title}::{message}")
-
-
-def _escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace("::", ": :")
-
-
-def _label(source: Path, result: Any) -> str:
-    """A capture as one line: its name, id and path (two captures of one script share the name)."""
-    name, capture_id = _name_and_id(source, result)
-    return f"{name} ({capture_id}) {source}" if capture_id else f"{name} {source}"
-
-
-def _name_and_id(source: Path, result: Any) -> tuple[str, str]:
-    if isinstance(result, Exception):
-        return source.name, ""
-    manifest = result.source_manifest
-    return str(manifest.get("name") or source.name), str(manifest.get("captureId") or "")
+        render_batch(make_console(), entries)
 
 
 class _progress:
@@ -273,9 +166,13 @@ class _progress:
             self._task = self._bar.add_task("replaying", total=self.total)
         return self._advance
 
-    def _advance(self, source: Path) -> None:
+    def _advance(self, entry: Any) -> None:
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=f"replayed {source.name}")
+            from rich.markup import escape
+
+            from openwop_cli.report.console import clean
+
+            self._bar.update(self._task, advance=1, description=escape(f"replayed {clean(entry.name)}"))
 
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:

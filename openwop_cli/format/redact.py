@@ -17,6 +17,7 @@ applies (they only need to never miss), and every engine compiles the same list:
 on Linux x86_64, SIMD, ~5x RE2 here), RE2 (the `google-re2` dependency, linear time), else `re`.
 """
 
+import functools
 import hashlib
 import math
 import os
@@ -181,7 +182,14 @@ PREFILTER_ENGINES = ("hyperscan", "re2", "re")
 
 def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
     """The hot-path matcher over serialized bytes (secret keys, secret-looking values, known secrets):
-    an object whose `search(data)` is truthy on a possible secret, on `engine` or the fastest installed."""
+    an object whose `search(data)` is truthy on a possible secret, on `engine` or the fastest installed.
+
+    Compiled once per set of secrets in a process (a batch of replays shares one; matchers are thread-safe)."""
+    return _compiled_prefilter(tuple(secrets), engine)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_prefilter(secrets: tuple[str, ...], engine: str | None) -> Any:
     literals = [re.escape(orjson.dumps(secret)[1:-1].decode()) for secret in secrets]
     parts = [*PREFILTER_PATTERNS, *literals]
     for name in (engine,) if engine else PREFILTER_ENGINES:

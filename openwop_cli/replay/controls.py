@@ -22,13 +22,15 @@ ENV_BREAK_AT = "WOP_BREAK_AT"
 class ReplayControls:
     """edits: served results with values changed (a fork then runs live from the first call that no longer
     matches, or with offline stops there); verbose: keep the whole traceback after a strict stop; pdb: stop
-    in the debugger at the first divergence; break_at: stop in the debugger just before seq is served."""
+    in the debugger at the first divergence; break_at: stop in the debugger just before seq is served; quiet:
+    the program's output is not passed on (one of several replays running side by side)."""
 
     edits: tuple[Edit, ...] = ()
     offline: bool = False
     verbose: bool = False
     pdb: bool = False
     break_at: int | None = None
+    quiet: bool = False
 
     @property
     def debugging(self) -> bool:

@@ -112,7 +112,7 @@ def run_replay(
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
-                               ambient=source.manifest.get("ambient") is True)
+                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet)
         outcome = hooks.outcome(capture)
         if controls.edits:
             outcome.diff = diff_against_source(source_dir, capture.path)

@@ -73,13 +73,13 @@ def _llm_response(data: dict[str, Any]) -> str:
             parts.append(f"{prompt}→{completion} tokens")
     text = data.get("text")
     if text is None:
-        text = _response_text(data.get("response"))
+        text = response_text(data.get("response"))
     if text is not None:
         parts.append(text if isinstance(text, str) and len(text) <= 50 else short_json(text, 50))
     return " · ".join(parts)
 
 
-def _response_text(response: Any) -> Any:
+def response_text(response: Any) -> Any:
     """The answer's text in the common provider shapes, else the response itself."""
     if isinstance(response, dict):
         choices = response.get("choices")

@@ -23,9 +23,9 @@ _CALLS = {"tool_call": "tool_result", "llm_request": "llm_response"}
 _RESULTS = frozenset(_CALLS.values())
 
 
-@dataclass
+@dataclass(eq=False)
 class Row:
-    """One line of the timeline: an event, or a call with its result."""
+    """One line of the timeline: an event, or a call with its result; parent is the call it is nested under."""
 
     event: dict[str, Any]
     depth: int = 0
@@ -33,6 +33,7 @@ class Row:
     waiting: bool = False
     origin: tuple = field(default_factory=tuple)
     group: list[dict[str, Any]] = field(default_factory=list)
+    parent: "Row | None" = None
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -81,7 +82,7 @@ def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callab
 def paired_rows(events: Iterable[dict[str, Any]]) -> Iterator[Row]:
     """Rows in the order calls were made; a call waits for its result (up to MAX_WAITING_ROWS rows)."""
     pending: dict[Any, Row] = {}
-    open_by_origin: dict[tuple, int] = {}
+    open_by_origin: dict[tuple, list[Row]] = {}
     queue: deque[Row] = deque()
     for event in events:
         event_type = event.get("type")
@@ -91,14 +92,15 @@ def paired_rows(events: Iterable[dict[str, Any]]) -> Iterator[Row]:
             row = pending.pop(data["callId"])
             row.result = event
             row.waiting = False
-            open_by_origin[row.origin] -= 1
+            open_by_origin[row.origin].remove(row)
         else:
-            row = Row(event, depth=open_by_origin.get(origin, 0), origin=origin)
+            calls = open_by_origin.setdefault(origin, [])
+            row = Row(event, depth=len(calls), origin=origin, parent=calls[-1] if calls else None)
             queue.append(row)
             if event_type in _CALLS and data.get("callId") is not None:
                 row.waiting = True
                 pending[data["callId"]] = row
-                open_by_origin[origin] = open_by_origin.get(origin, 0) + 1
+                calls.append(row)
         while queue and (not queue[0].waiting or len(queue) > MAX_WAITING_ROWS):
             yield queue.popleft()
     yield from queue

@@ -95,10 +95,13 @@ def run_captured(
     output_to_stderr: bool = False,
     proxy: bool = False,
     ambient: bool = True,
+    quiet: bool = False,
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring).
 
-    ambient: record the clock, uuid and random reads of the program's code (runtime.ambient)."""
+    ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
+    quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
+    for runs made side by side."""
     hooks = hooks or RunHooks()
     _check_runnable(argv)
     workflow_file = read_json_file(workflow, "--workflow") if workflow is not None else None
@@ -133,8 +136,9 @@ def run_captured(
             env[ENV_WORKFLOW] = program["workflow"]["sha256"]
         if llm_proxy is not None:
             env.update(llm_proxy.child_environment())
-        tail = _StderrTail() if hooks.keep_stderr_tail else None
-        returncode = _run_child(argv, env, sys.stderr if output_to_stderr else None, tail)
+        tail = _StderrTail(echo=not quiet) if hooks.keep_stderr_tail or quiet else None
+        stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
+        returncode = _run_child(argv, env, stdout, tail, stdin=subprocess.DEVNULL if quiet else None)
     except OSError as exc:
         collector.stop(0)
         if llm_proxy is not None:
@@ -179,22 +183,22 @@ def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks)
     return llm_proxy
 
 
-def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "_StderrTail | None" = None) -> int:
-    """Start the child, pass on signals meant for it, and return its return code (negative: signal).
+def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "_StderrTail | None" = None,
+               stdin: Any = None) -> int:
+    """Start the child, pass on signals meant for it (from the main thread), and return its return code
+    (negative: signal).
 
-    With tail, the child's stderr still reaches ours as it is written, and its last lines are kept; when its
-    stdout goes to our stderr too (stdout given), both travel one pipe so their lines keep their order."""
-    ends_with_parent = _ends_with_this_process()
-    if tail is None:
-        child = subprocess.Popen(argv, env=env, stdout=stdout, preexec_fn=ends_with_parent)
-    elif stdout is not None:
-        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 preexec_fn=ends_with_parent)
-        tail.follow(child.stdout)
-    else:
-        child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, preexec_fn=ends_with_parent)
-        tail.follow(child.stderr)
-    previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
+    With tail, the child's stderr is followed and its last lines are kept (and echoed to ours unless the tail is
+    quiet); when its stdout goes to our stderr too (stdout is sys.stderr), both travel one pipe so their lines
+    keep their order."""
+    merged = tail is not None and stdout is sys.stderr
+    child = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.PIPE if merged else stdout,
+                             stderr=(subprocess.STDOUT if merged else subprocess.PIPE) if tail is not None else None,
+                             preexec_fn=_ends_with_this_process())
+    if tail is not None:
+        tail.follow(child.stdout if merged else child.stderr)
+    in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS} if in_main_thread else {}
 
     def forward(signum: int, _frame: Any) -> None:
         if signum == signal.SIGINT and _terminal_already_told_child():
@@ -204,7 +208,7 @@ def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "
         except OSError:
             pass
 
-    for signum in FORWARDED_SIGNALS:
+    for signum in previous:
         signal.signal(signum, forward)
     try:
         return child.wait()
@@ -220,9 +224,10 @@ class _StderrTail:
 
     MAX_LINES = 12
 
-    def __init__(self) -> None:
+    def __init__(self, echo: bool = True) -> None:
         from collections import deque
 
+        self.echo = echo
         self._last: deque[bytes] = deque(maxlen=self.MAX_LINES + 1)
         self._thread: threading.Thread | None = None
 
@@ -237,8 +242,9 @@ class _StderrTail:
         with stream:
             while chunk := os.read(stream.fileno(), 65536):
                 try:
-                    out.write(chunk)
-                    out.flush()
+                    if self.echo:
+                        out.write(chunk)
+                        out.flush()
                 except (OSError, ValueError):
                     pass
                 lines = (pending + chunk).split(b"\n")

@@ -1,0 +1,54 @@
+"""`wop export otel CAPTURE…`: captures as OpenTelemetry traces, sent over OTLP/HTTP (Phoenix, Jaeger, collectors)."""
+
+import os
+from typing import Optional
+
+import typer
+
+
+def otel(
+    captures: list[str] = typer.Argument(..., metavar="CAPTURE...", help="Captures to export (paths, ids, names, `last`)."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", metavar="URL", help="OTLP/HTTP endpoint; a base URL gets "
+                                           "/v1/traces (default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+                                           "OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)."),
+    project: Optional[str] = typer.Option(None, "--project", metavar="NAME",
+                                          help="The Phoenix project the traces go to (openinference.project.name)."),
+    json_output: bool = typer.Option(False, "--json", help="Print what was exported as JSON."),
+) -> None:
+    """Send each capture as one trace: a root span for the run, a span per LLM call, tool call and HTTP request.
+
+    Spans keep their recorded times and nesting and carry the OpenTelemetry GenAI attributes
+    (gen_ai.provider.name, gen_ai.request.model, gen_ai.usage.input_tokens, ...) and the
+    OpenInference ones Arize Phoenix reads (LLM/TOOL/CHAIN span kinds, llm.token_count.*, messages,
+    input.value/output.value); state writes, recorded values and replay divergences are span events.
+    Values go out as the capture holds them, redactions included. Needs the otel extra:
+    pip install 'openwop-cli[otel]'. OTEL_EXPORTER_OTLP_HEADERS adds headers (an API key). When the
+    endpoint cannot be reached nothing is sent and wop exits 2.
+
+    \b
+    Examples:
+      wop export otel last --endpoint http://127.0.0.1:6006
+      wop export otel tests/runs/* --project agent-ci
+      OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 wop export otel support --json
+    """
+    from openwop_cli.export.otel import endpoint_url, export_captures
+    from openwop_cli.store import resolve_capture
+
+    url = endpoint_url(endpoint, dict(os.environ))
+    traces = export_captures([resolve_capture(capture) for capture in captures], url, project)
+    if json_output:
+        from openwop_cli.cli.output import print_json
+
+        print_json([{"capture": str(trace.capture), "captureId": trace.capture_id, "traceId": trace.trace_id,
+                     "spans": trace.spans, "endpoint": url} for trace in traces])
+        return
+    from rich.text import Text
+
+    from openwop_cli.report.console import make_console
+    from openwop_cli.report.summary import plural
+
+    console = make_console()
+    for trace in traces:
+        console.print(Text.assemble(("exported ", "muted"), (trace.capture_id, "bold"), "  ", (str(trace.capture), "path"),
+                                    f"  as trace {trace.trace_id} ({plural(trace.spans, 'span')}) to {url}"),
+                      soft_wrap=True)

@@ -1,0 +1,1 @@
+"""Exports: captures sent to other tools (OpenTelemetry backends such as Arize Phoenix)."""

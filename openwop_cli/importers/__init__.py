@@ -1,0 +1,1 @@
+"""Importers: recordings made by other tools (VCR.py cassettes) turned into wop captures."""

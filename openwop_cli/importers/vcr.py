@@ -1,0 +1,257 @@
+"""VCR.py (and pytest-recording) cassettes as wop captures, so an existing suite's recordings replay strictly.
+
+Every recorded exchange goes through the same Exchange a live capture uses: an LLM call is recognised
+by its provider (a streamed answer split into its events), any other request becomes an `http` tool
+call. A cassette is data from a stranger: the file, each body (also once decompressed), the number of
+interactions and the size of the parsed document are bounded, every field's type is checked, and
+anything wrong is one BadCassette naming the interaction — all before a capture directory is created.
+"""
+
+import base64
+import hashlib
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from openwop_cli.errors import BadCassette
+
+MAX_CASSETTE_BYTES = 512 << 20
+MAX_BODY_BYTES = 64 << 20
+MAX_INTERACTIONS = 100_000
+MAX_NODES = 20_000_000
+DECODERS = {"gzip": 47, "x-gzip": 47, "deflate": 15}  # zlib wbits: 47 reads a gzip header, 15 a zlib one
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """One recorded HTTP exchange, in plain types (headers as (name, value) pairs, bodies as decoded bytes)."""
+
+    method: str
+    uri: str
+    request_headers: list[tuple[str, str]]
+    request_body: bytes
+    status: int
+    response_headers: list[tuple[str, str]]
+    response_body: bytes
+
+
+def read_cassette(path: Path) -> list[Interaction]:
+    """The interactions of a VCR.py cassette (YAML or JSON), checked; a BadCassette says what is wrong."""
+    return _interactions(_read_bounded(Path(path)), Path(path))
+
+
+def _interactions(raw: bytes, path: Path) -> list[Interaction]:
+    document = _parse(raw, path)
+    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
+        raise BadCassette(f"{path} is not a VCR.py cassette: it has no `interactions` list")
+    _check_size(document, path)
+    interactions = document["interactions"]
+    if len(interactions) > MAX_INTERACTIONS:
+        raise BadCassette(f"{path} holds {len(interactions)} interactions; wop imports at most {MAX_INTERACTIONS}")
+    return [_interaction(item, index, path) for index, item in enumerate(interactions)]
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """A cassette written as a capture: where, its final manifest, and how many LLM and other HTTP calls it holds."""
+
+    path: Path
+    manifest: dict[str, Any]
+    llm_calls: int
+    http_calls: int
+
+
+def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str | None, argv: list[str],
+                    redact: str) -> Imported:
+    """Write the cassette at path as a new capture (in out, else in the store)."""
+    from openwop_cli.format.redact import Redactor
+    from openwop_cli.format.sink import CaptureSink, new_id
+    from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
+    from openwop_cli.runtime.program import run_end_data, run_start_data
+    from openwop_cli.runtime.session import AppendRecorder, Session
+
+    raw = _read_bounded(Path(path))
+    interactions = _interactions(raw, Path(path))
+    capture_id = new_id()
+    target = out if out is not None else store_root / capture_id
+    sink = CaptureSink(target, redactor=Redactor.from_environment(redact))
+    program = {"argv": argv, "cwd": os.getcwd()}
+    sink.start({"captureId": capture_id, "name": name or Path(path).stem, "program": program,
+                "imported": {"from": "vcr", "path": str(path), "sha256": hashlib.sha256(raw).hexdigest(),
+                             "interactions": len(interactions)}})
+    sink.append("run_start", {**run_start_data(argv, program["cwd"], None), "env": []})
+    session = Session(AppendRecorder(sink.append, sink.flush))
+    llm_calls = 0
+    for interaction in interactions:
+        exchange = Exchange(session, interaction.method, interaction.uri, interaction.request_headers,
+                            interaction.request_body)
+        llm_calls += exchange.llm is not None
+        exchange.begin()
+        headers = plain_headers(interaction.response_headers)
+        exchange.finish(exchange.result(interaction.status, headers, interaction.response_body,
+                                        exchange.is_stream(headers)))
+    sink.append("run_end", run_end_data(0, None, 0.0))
+    manifest = sink.finalize("ok", program=program)
+    return Imported(target, manifest, llm_calls, len(interactions) - llm_calls)
+
+
+def _read_bounded(path: Path) -> bytes:
+    try:
+        if not path.is_file():
+            raise BadCassette(f"no cassette at {path}: not a file")
+        size = path.stat().st_size
+        if size > MAX_CASSETTE_BYTES:
+            raise BadCassette(f"{path} is {size} bytes; wop imports cassettes up to {MAX_CASSETTE_BYTES} bytes")
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadCassette(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _parse(raw: bytes, path: Path) -> Any:
+    if path.suffix.lower() == ".json" or raw.lstrip()[:1] == b"{":
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise BadCassette(f"{path} is not JSON: {exc}") from None
+    try:
+        import yaml
+    except ImportError:
+        raise BadCassette(f"{path} is YAML, which needs PyYAML: pip install 'openwop-cli[vcr]'") from None
+    try:
+        return yaml.load(raw, Loader=_loader(yaml))  # noqa: S506 (a safe loader with VCR.py's few benign tags)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+        problem = " ".join(str(exc).split())[:200]
+        raise BadCassette(f"{path} is not a readable YAML cassette: {problem}") from None
+
+
+def _loader(yaml: Any) -> Any:
+    """A safe YAML loader that also reads the Python tags VCR.py writes for bodies (str, tuple, BytesIO, iter)."""
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = type("CassetteLoader", (base,), {})
+
+    def first_state(node_loader: Any, node: Any, key: str) -> Any:
+        values = node_loader.construct_mapping(node, deep=True).get(key) or [b""]
+        return values[0] if isinstance(values, (list, tuple)) and values else b""
+
+    loader.add_constructor("tag:yaml.org,2002:python/str", lambda loader_, node: loader_.construct_scalar(node))
+    loader.add_constructor("tag:yaml.org,2002:python/unicode", lambda loader_, node: loader_.construct_scalar(node))
+    loader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader_, node: loader_.construct_sequence(node))
+    loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO",
+                           lambda loader_, node: first_state(loader_, node, "state"))
+    loader.add_constructor("tag:yaml.org,2002:python/object/apply:builtins.iter",
+                           lambda loader_, node: first_state(loader_, node, "args"))
+    return loader
+
+
+def _check_size(document: Any, path: Path) -> None:
+    """Refuse a document that expands to more than MAX_NODES values (YAML aliases can multiply a small file)."""
+    budget = MAX_NODES
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise BadCassette(f"{path} expands to more than {MAX_NODES} values (repeated YAML aliases?); not imported")
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+
+
+def _interaction(item: Any, index: int, path: Path) -> Interaction:
+    def bad(problem: str) -> BadCassette:
+        return BadCassette(f"{path}: interaction {index}: {problem}")
+
+    if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+        raise bad("expected a mapping with `request` and `response`")
+    request, response = item["request"], item["response"]
+    method, uri = request.get("method"), request.get("uri")
+    if not isinstance(method, str) or not method.isalpha():
+        raise bad(f"request method {method!r} is not an HTTP method")
+    if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
+        raise bad(f"request uri {_short(uri)} is not an http(s) URL")
+    status = response.get("status")
+    code = status.get("code") if isinstance(status, dict) else response.get("status_code")
+    if type(code) is not int or not 100 <= code <= 599:
+        raise bad(f"response status {_short(code)} is not an HTTP status code")
+    response_headers = _headers(response.get("headers"), bad)
+    body = response["body"] if "body" in response else response.get("content")
+    return Interaction(method.upper(), uri, _headers(request.get("headers"), bad), _bytes(request.get("body"), bad),
+                       code, *_decoded(response_headers, _bytes(body, bad), bad))
+
+
+def _headers(value: Any, bad: Callable[[str], BadCassette]) -> list[tuple[str, str]]:
+    """Headers as VCR.py stores them ({name: [values]} or {name: value}) as (name, value) pairs."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise bad("headers must be a mapping of names to values")
+    pairs = []
+    for name, values in value.items():
+        for single in values if isinstance(values, (list, tuple)) else [values]:
+            if not isinstance(name, str) or not isinstance(single, (str, bytes, int, float)):
+                raise bad(f"header {_short(name)} has a value of type {type(single).__name__}")
+            pairs.append((name, single.decode("latin-1") if isinstance(single, bytes) else str(single)))
+    return pairs
+
+
+def _bytes(value: Any, bad: Callable[[str], BadCassette]) -> bytes:
+    """A body as VCR.py stores it — text, bytes (YAML !!binary), {string: …}, {base64_string: …}, a list of
+    chunks — as bytes, bounded."""
+    if isinstance(value, dict):
+        if "base64_string" in value:
+            encoded = value["base64_string"]
+            try:
+                value = base64.b64decode(encoded, validate=True) if isinstance(encoded, (str, bytes)) else None
+            except ValueError:
+                raise bad("base64_string is not base64") from None
+        else:
+            value = value.get("string")
+    if isinstance(value, list) and all(isinstance(chunk, (str, bytes)) for chunk in value):
+        value = b"".join(chunk.encode() if isinstance(chunk, str) else chunk for chunk in value)
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        value = value.encode("utf-8", errors="surrogateescape")
+    if not isinstance(value, bytes):
+        raise bad(f"a body of type {type(value).__name__}, not text or bytes")
+    if len(value) > MAX_BODY_BYTES:
+        raise bad(f"a body of {len(value)} bytes; wop imports bodies up to {MAX_BODY_BYTES} bytes")
+    return value
+
+
+def _decoded(headers: list[tuple[str, str]], body: bytes,
+             bad: Callable[[str], BadCassette]) -> tuple[list[tuple[str, str]], bytes]:
+    """A compressed response body (gzip, deflate) decompressed, bounded, and its content-encoding dropped."""
+    encodings = [value.strip().lower() for name, value in headers if name.lower() == "content-encoding"]
+    encoding = next((value for value in encodings if value not in ("", "identity")), None)
+    if encoding is None or not body:
+        return headers, body
+    if encoding not in DECODERS:
+        raise bad(f"the response is {encoding}-encoded; wop decodes gzip and deflate (record with "
+                  "decode_compressed_response=True)")
+    try:
+        decoded = _inflate(body, DECODERS[encoding])
+    except zlib.error:
+        try:
+            decoded = _inflate(body, -15)  # deflate without the zlib header, as some servers send it
+        except zlib.error:
+            raise bad(f"the response body is not valid {encoding} data") from None
+    if len(decoded) > MAX_BODY_BYTES:
+        raise bad(f"the response body decompresses to more than {MAX_BODY_BYTES} bytes")
+    return [(name, value) for name, value in headers if name.lower() != "content-encoding"], decoded
+
+
+def _inflate(body: bytes, wbits: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    return inflater.decompress(body, MAX_BODY_BYTES + 1)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
