@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -20,18 +21,37 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+PHOENIX_VENV = Path(__file__).resolve().parents[2] / ".ci" / "phoenix-venv"
+
+
+def phoenix_python() -> str | None:
+    """The Python that runs the Phoenix server: WOP_PHOENIX_PYTHON, the venv .ci/run installs it in (its
+    dependencies would otherwise pin this environment's SDKs back), or this Python when it has the server."""
+    chosen = os.environ.get("WOP_PHOENIX_PYTHON")
+    if chosen:
+        return chosen
+    venv_python = PHOENIX_VENV / "bin" / "python"
+    if venv_python.is_file():
+        return str(venv_python)
+    if importlib.util.find_spec("phoenix") is not None and importlib.util.find_spec("phoenix.server") is not None:
+        return sys.executable
+    return None
+
+
 @pytest.fixture(scope="session")
 def phoenix(tmp_path_factory):
     """The base URL of a Phoenix server with its own working directory and ports, killed at the end."""
-    if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
-        pytest.skip("arize-phoenix is not installed (pip install -e '.[test]' installs it)")
+    python = phoenix_python()
+    if python is None:
+        pytest.skip(f"no Phoenix server here: .ci/run installs arize-phoenix in {PHOENIX_VENV} "
+                    "(or set WOP_PHOENIX_PYTHON to a Python that has it)")
     work = tmp_path_factory.mktemp("phoenix")
     port = free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(work), "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port),
            "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_TELEMETRY_ENABLED": "false",
            "PHOENIX_ENABLE_PROMETHEUS": "false", "PYTHONWARNINGS": "ignore"}
     log = open(work / "phoenix.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
+    server = subprocess.Popen([python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
                               stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
