@@ -129,7 +129,7 @@ def diff_against_source(source_dir: Path, fork_dir: Path, max_diffs: int = 50) -
     original, fork = CaptureReader(source_dir, resolve_blobs=True), CaptureReader(fork_dir, resolve_blobs=True)
     return diff_runs(original, fork, a=str(original.manifest.get("runId")), b=str(fork.manifest.get("runId")),
                      status_a=original.manifest.get("status"), status_b=fork.manifest.get("status"),
-                     max_diffs=max_diffs)
+                     max_diffs=max_diffs, ignore_run_metadata=True)
 
 
 def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int, edited: bool = False) -> int:

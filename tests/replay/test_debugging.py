@@ -200,7 +200,7 @@ def test_an_edited_answer_changes_the_later_calls_and_the_fork_diffs_at_the_edit
     assert {d["eventSeq"] for d in report["divergences"] if d["code"] == "event_missing"} == {seq + 1, seq + 3}
     assert "I cannot help with that." in done.stderr
     diffed = orjson.loads(run_wop("diff", str(example), str(tmp_path / "fork"), "--json", cwd=tmp_path).stdout)
-    assert diffed["divergedAtSeq"] == seq
+    assert diffed["divergedAtSeq"] == seq == report["diff"]["divergedAtSeq"]
     human = run_wop("fork", str(example), "--edit", str(seq), REFUSAL, cwd=tmp_path)
     assert "the edit changed the run from seq" in human.stdout and "did not happen in the fork" in human.stdout
 
