@@ -1,127 +1,96 @@
-"""HTTP calls to a loopback server: plain, captured by wop, replayed by wop, and the same with VCR.py.
+"""httpx calls to a loopback provider: plain, captured by wop, replayed by wop, and recorded/played by VCR.py.
 
-Targets (issue 6): capture adds <= 10% to a loopback call; a replayed call is faster than the plain
-call and stays flat as the capture grows (VCR.py scans its cassette linearly). All numbers come from
-this run; the captured/plain ratio is measured inside one `wop capture` child (the session switched
-off for the plain half). Run: python bench/bench_http.py [REQUESTS ...]   (needs httpx; vcrpy for VCR)
+Like for like: the provider runs in a process of its own (bench/loopback.py); "plain" is the same client program
+in a process without wop; VCR.py runs inside that program with its default matching (method, scheme, host, port,
+path, query) and with body matching added (its strictest useful setting). Two kinds of call: a JSON POST to a
+plain API (an `http` tool call) and an OpenAI chat completion through httpx (an LLM call). Each program times its
+own calls after a warm-up; the bench also times each whole process. Runs are interleaved ROUNDS times.
+
+Targets (issue 20): capture adds <= 5% per call over plain; a replayed call is faster than a plain one.
+Run: python bench/bench_http.py [REQUESTS] [ROUNDS]   (vcrpy from the bench extra for the VCR.py rows)
 """
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-CHILD = r'''
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loopback import BODIES, loopback_server, report, timed  # noqa: E402
+
+CLIENT = BODIES + r'''
 import json, os, sys, time
+from contextlib import nullcontext
 import httpx
-from openwop_cli.runtime import session as wop_session
 
 url, count = sys.argv[1], int(sys.argv[2])
-client = httpx.Client()
-body = {"order": "A-1", "items": [1, 2, 3]}
+vcr_mode = os.environ.get("BENCH_VCR")  # record|play:default|body:CASSETTE
+if vcr_mode:
+    import vcr
+    mode, matching, cassette = vcr_mode.split(":", 2)
+    match_on = ["method", "scheme", "host", "port", "path", "query"] + (["body"] if matching == "body" else [])
+    context = vcr.use_cassette(cassette, record_mode="all" if mode == "record" else "none", match_on=match_on)
+else:
+    context = nullcontext()
 
-def run(offset):
-    start = time.perf_counter()
-    for index in range(count):
-        client.post(url, json={**body, "n": offset + index}).json()
-    return (time.perf_counter() - start) / count * 1000
-
-mode = os.environ.get("WOP_MODE")
-if mode == "capture":
-    # alternate captured and plain rounds (after a warm-up) and keep each side's best round,
-    # so neither side pays for connection set-up or a noisy moment alone
-    active = wop_session._state["session"]
-    rounds, recorded, plain = 5, [], []
-    count //= rounds
-    for index in range(rounds):
-        recorded.append(run(2 * index * count))
-        wop_session._state["session"] = None
-        plain.append(run((2 * index + 1) * count))
-        wop_session._state["session"] = active
-    print(json.dumps({"captured": min(recorded), "plain": min(plain)}), file=sys.stderr)
-else:  # the replay asks for the captured bodies, in the captured blocks
-    rounds = 5
-    count //= rounds
-    print(json.dumps({"replayed": min(run(2 * index * count) for index in range(rounds))}), file=sys.stderr)
+with context, httpx.Client() as client:
+    for index in range(20):
+        client.post(url, json=body(url, index)).json()
+    start, cpu = time.perf_counter(), time.process_time()
+    for index in range(20, 20 + count):
+        client.post(url, json=body(url, index)).json()
+    figures = {"us": (time.perf_counter() - start) / count * 1e6, "cpu": (time.process_time() - cpu) / count * 1e6}
+print(json.dumps(figures), file=sys.stderr)
 '''
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        reply = json.dumps({"ok": True, "echo": json.loads(body)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def wop_numbers(root: Path, url: str, count: int) -> dict:
-    program = root / "client.py"
-    program.write_text(CHILD)
-    capture = root / f"capture-{count}"
-    env = {**os.environ, "WOP_HOME": str(root / "home")}
-    captured = subprocess.run([sys.executable, "-m", "openwop_cli", "capture", "--out", str(capture), "--",
-                               sys.executable, str(program), url, str(count)], env=env, capture_output=True, text=True)
-    numbers = json.loads(captured.stderr.splitlines()[0])
-    # the replayed program asks for the same bodies: served from the capture, network blocked
-    replayed = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(capture), "--out",
-                               str(root / f"replay-{count}"), "--", sys.executable, str(program), url, str(count)],
-                              env=env, capture_output=True, text=True)
-    numbers.update(json.loads(next(line for line in replayed.stderr.splitlines() if line.startswith("{"))))
-    return numbers
-
-
-def vcr_numbers(root: Path, url: str, count: int) -> dict | None:
-    try:
-        import httpx
-        import vcr
-    except ImportError:
-        return None
-    cassette = str(root / f"cassette-{count}.yaml")
-    body = {"order": "A-1", "items": [1, 2, 3]}
-
-    def run(record_mode: str) -> float:
-        with vcr.use_cassette(cassette, record_mode=record_mode, match_on=["method", "uri", "body"]):
-            client = httpx.Client()
-            start = time.perf_counter()
-            for index in range(count):
-                client.post(url, json={**body, "n": index}).json()
-            return (time.perf_counter() - start) / count * 1000
-
-    return {"recording": run("all"), "playing": run("none")}
+def measure(root: Path, env: dict, url: str, count: int, rounds: int, with_vcr: bool) -> dict:
+    client = [sys.executable, str(root / "client.py"), url, str(count)]
+    wop = [sys.executable, "-m", "openwop_cli"]
+    name = url.rsplit("/", 1)[1]
+    source = root / f"{name}-source"
+    subprocess.run([*wop, "capture", "--out", str(source), "--", *client], env=env, capture_output=True, check=True)
+    runs: dict[str, list[dict]] = {"plain": [], "wop capture": [], "wop replay": []}
+    if with_vcr:
+        runs.update({"VCR.py record": [], "VCR.py play": [], "VCR.py record +body": [], "VCR.py play +body": []})
+    for index in range(rounds):
+        runs["plain"].append(timed(client, env))
+        runs["wop capture"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--",
+                                          *client], env))
+        runs["wop replay"].append(timed([*wop, "replay", str(source), "--out", str(root / f"{name}-replay{index}")],
+                                        env))
+        if with_vcr:
+            for matching, suffix in (("default", ""), ("body", " +body")):
+                cassette = root / f"{name}-{matching}-{index}.yaml"
+                for mode in ("record", "play"):
+                    vcr_env = {**env, "BENCH_VCR": f"{mode}:{matching}:{cassette}"}
+                    runs[f"VCR.py {mode}{suffix}"].append(timed(client, vcr_env))
+    return runs
 
 
 def main() -> None:
-    counts = [int(arg) for arg in sys.argv[1:]] or [300, 1000]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/orders"
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    try:
+        import vcr  # noqa: F401
+
+        with_vcr = True
+    except ImportError:
+        with_vcr = False
+    targets = {"wop capture": "target <= 1.05", "wop replay": "target < 1"}
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
-        for count in counts:
-            wop = wop_numbers(root, url, count)
-            print(f"{count} requests: plain {wop['plain']:.2f} ms/request")
-            print(f"  wop capture {wop['captured']:.2f} ms ({(wop['captured'] / wop['plain'] - 1) * 100:+.0f}%, "
-                  f"target <= +10%), wop replay {wop['replayed']:.2f} ms ({wop['replayed'] / wop['plain']:.2f}x plain)")
-            vcr = vcr_numbers(root, url, count)
-            if vcr is None:
-                print("  VCR.py: not installed (pip install -e '.[bench]')")
-            else:
-                print(f"  VCR.py recording {vcr['recording']:.2f} ms, playing back {vcr['playing']:.2f} ms")
-    server.shutdown()
+        (root / "client.py").write_text(CLIENT)
+        env = {**os.environ, "WOP_HOME": str(root / "home")}
+        env.pop("BENCH_VCR", None)
+        with loopback_server(root) as base:
+            api = measure(root, env, f"{base}/orders", count, rounds, with_vcr)
+            llm = measure(root, env, f"{base}/v1/chat/completions", count, rounds, with_vcr)
+    report(f"httpx JSON POST to an API (http tool call), {count} requests", api, targets)
+    report(f"httpx OpenAI chat completion (LLM call), {count} requests", llm, targets)
+    if not with_vcr:
+        print("VCR.py: not installed (pip install -e '.[bench]') - its rows are left out")
 
 
 if __name__ == "__main__":

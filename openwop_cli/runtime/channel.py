@@ -8,10 +8,11 @@ them again. The parent alone assigns seq and
 writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 redaction and disk I/O happen outside the recorded program.
 
-Senders buffer and send in batches (after every LLM call, before starting a process, at exit, and
-from a background thread at the latest FLUSH_SECONDS after the first queued event — format/flusher.py),
-so a small tool call costs a serialization and a list append on the program's thread, and a kill of
-`wop capture` loses at most that window. They connect on their first message and load orjson on
+Senders buffer and send in batches (before starting a process, at exit, around a `wop.llm_call`, and
+from a background thread when 64 KiB are queued or at the latest FLUSH_SECONDS after the first queued
+event — format/flusher.py), so a call an HTTP adapter records costs a serialization and a list append on
+the program's thread and no system call, and a kill of `wop capture` or of the program loses at most
+that window (an LLM call still waiting for its answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on
 their first event, so a process that records nothing starts as fast as without wop.
 """
 
@@ -24,6 +25,7 @@ from typing import Any, Callable
 
 ENV_ADDRESS = "WOP_SINK"
 SEND_BATCH_BYTES = 64 * 1024
+MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 
 
@@ -47,11 +49,17 @@ def tcp_address(address: str) -> tuple[str, int] | None:
 
 
 class ChannelSender:
-    """The recorded process's end: buffers event lines and sends them to the capturing parent."""
+    """The recorded process's end: buffers event lines and sends them to the capturing parent.
+
+    A full batch is handed to the flusher thread, which sends it while the program goes on (the socket
+    write releases the GIL); only a backlog of MAX_QUEUED_BYTES, when the parent cannot keep up, makes the
+    program wait for its own send. `_send_lock` keeps batches in order whichever thread sends them.
+    """
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the buffer and its bookkeeping
+        self._send_lock = threading.Lock()  # the socket: one batch at a time, in the order taken
         self._buffer: list[bytes] = []
         self._buffered = 0
         self._broken = False
@@ -60,11 +68,12 @@ class ChannelSender:
         self._flusher: Any = None  # format.flusher, loaded with orjson on the first event
         self._buffer_started = 0.0
         self._flush_scheduled = False
+        self._handed_off = False
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
     ) -> None:
-        """Queue one event; sent when the batch is full, on flush, or by the flusher thread soon after."""
+        """Queue one event; sent by the flusher thread when the batch is full or soon after, or on flush."""
         dumps = self._dumps
         if dumps is None:
             from openwop_cli.format import flusher
@@ -82,22 +91,26 @@ class ChannelSender:
                     self._flusher.flush_later(self, self._buffer_started + self._flusher.FLUSH_SECONDS)
             self._buffer.append(line)
             self._buffered += len(line)
-            if self._buffered >= SEND_BATCH_BYTES:
-                self._send_buffer()
+            if self._buffered < SEND_BATCH_BYTES:
+                return
+            backlog = self._buffered >= MAX_QUEUED_BYTES
+            hand_off = not self._handed_off and not backlog
+            self._handed_off = self._handed_off or hand_off
+        if backlog:
+            self._send_queued()
+        elif hand_off:
+            self._flusher.flush_later(self, 0.0)
 
     def send_message(self, message: dict[str, Any]) -> None:
         """Send a control message (such as the imported modules) after the events queued so far."""
-        with self._lock:
-            self._buffer.append(_control_line(message))
-            self._send_buffer()
+        self._send_queued(_control_line(message))
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send a control message after the queued events and wait for the parent's one-line answer."""
         import json
 
-        with self._lock:
-            self._buffer.append(_control_line(message))
-            self._send_buffer()
+        with self._send_lock:
+            self._send_taken(_control_line(message))
             if self._broken or self._sock is None:
                 raise ConnectionError(f"no connection to `wop` at {self.address}")
             reply = bytearray()
@@ -110,37 +123,48 @@ class ChannelSender:
 
     def flush(self) -> None:
         """Send every queued event now."""
-        with self._lock:
-            self._send_buffer()
+        self._send_queued()
 
     def flush_due(self) -> float | None:
-        """(The flusher thread's call.) Send the queue if its oldest event has waited FLUSH_SECONDS; else
-        return when it will have."""
+        """(The flusher thread's call.) Send the queue if it holds a full batch or its oldest event has waited
+        FLUSH_SECONDS; return when to ask again (None: nothing is queued)."""
         with self._lock:
             due = self._buffer_started + self._flusher.FLUSH_SECONDS
-            if self._buffer and time.monotonic() < due:
+            if self._buffer and self._buffered < SEND_BATCH_BYTES and time.monotonic() < due:
                 return due
-            self._send_buffer()
+        self._send_queued()
+        with self._lock:
+            self._handed_off = False
+            if self._buffer:  # queued while this batch was being sent
+                return self._buffer_started + self._flusher.FLUSH_SECONDS
             self._flush_scheduled = False
             return None
 
     def close(self) -> None:
         """Send what is queued and close the connection."""
-        with self._lock:
-            self._send_buffer()
+        with self._send_lock:
+            self._send_taken()
             self._broken = True
             if self._sock is not None:
                 self._sock.close()
 
     def reconnect_after_fork(self) -> None:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
-        self._lock = threading.Lock()
+        self._lock, self._send_lock = threading.Lock(), threading.Lock()
         self._buffer, self._buffered = [], 0
-        self._flush_scheduled = False
+        self._flush_scheduled = self._handed_off = False
         self._sock = None
 
-    def _send_buffer(self) -> None:
-        lines, self._buffer, self._buffered = self._buffer, [], 0
+    def _send_queued(self, extra: bytes | None = None) -> None:
+        with self._send_lock:
+            self._send_taken(extra)
+
+    def _send_taken(self, extra: bytes | None = None) -> None:
+        """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock."""
+        with self._lock:
+            lines, self._buffer, self._buffered = self._buffer, [], 0
+        if extra is not None:
+            lines.append(extra)
         if lines:
             self._send_now(lines)
 

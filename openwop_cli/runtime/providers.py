@@ -9,8 +9,11 @@ stop reason and usage.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,7 @@ def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall
         return None
     path = url.partition("?")[0]  # what the path ends with or holds is all that is asked of it
     if path.endswith("/chat/completions") or path.endswith("/responses"):
-        provider = openai_compatible_vendor(urlsplit(url).hostname or "", user_agent)
+        provider = _vendor_of_url(url, user_agent)
         return LLMCall(provider, str(body.get("model", "")), bool(body.get("stream")))
     if path.endswith("/v1/messages"):
         return LLMCall("anthropic", str(body.get("model", "")), bool(body.get("stream")))
@@ -57,6 +60,12 @@ def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall
 
 
 _BEDROCK_OPERATIONS = frozenset({"converse", "converse-stream", "invoke", "invoke-with-response-stream"})
+
+
+@lru_cache(maxsize=256)
+def _vendor_of_url(url: str, user_agent: str) -> str:
+    """openai_compatible_vendor of a URL's host (a program calls the same few URLs again and again)."""
+    return openai_compatible_vendor(urlsplit(url).hostname or "", user_agent)
 
 
 def openai_compatible_vendor(host: str, user_agent: str = "") -> str:
@@ -126,8 +135,6 @@ RECIPE_ALIASES = {"top_p": "topP", "top_k": "topK", "response_format": "response
 def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
     """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
     input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`."""
-    from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
-
     if not isinstance(request, dict):
         return {"cacheKey": None}
     recipe = recipe_input(provider, model, request)

@@ -214,6 +214,34 @@ def test_eight_threads_and_fifty_tasks_lose_nothing_and_every_result_pairs_with_
     assert len(threads) == 8 and len(tasks) == 50
 
 
+def test_a_busy_program_never_writes_to_wop_itself_the_flusher_thread_sends_its_batches(tmp_path):
+    done, out = capture(tmp_path, """
+        import socket, threading
+        import openwop_cli as wop
+
+        senders = set()
+        original = socket.socket.sendall
+
+        def watched(self, data, *args):
+            senders.add(threading.current_thread().name)
+            return original(self, data, *args)
+
+        socket.socket.sendall = watched
+
+        @wop.tool
+        def lookup(index):
+            return {"index": index, "note": "x" * 300}
+
+        for index in range(3000):  # ~2 MB of events: dozens of full batches
+            lookup(index)
+        print(sorted(senders))
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['wop-flusher']"
+    events = events_of(out)
+    assert [event["data"]["result"]["index"] for event in events if event["type"] == "tool_result"] == list(range(3000))
+
+
 def test_no_secret_from_the_environment_reaches_the_capture(tmp_path):
     secrets = {"OPENAI_API_KEY": "sk-test-0123456789abcdefghij", "MY_SERVICE_TOKEN": "tok-9f8e7d6c5b4a",
                "DB_PASSWORD": "hunter2-but-longer"}

@@ -83,10 +83,8 @@ class Exchange:
     # ---- capture --------------------------------------------------------------------------------
 
     def record_request(self) -> None:
-        """Record the request before it is sent (a crash mid-call still leaves it on record)."""
+        """Record the request before it is sent (the flusher has it on record while the call is slow)."""
         self.session.record(self.request_type, self.request_data)
-        if self.llm is not None:
-            self.session.flush()
 
     def is_stream(self, headers: dict[str, str]) -> bool:
         """True when the answer (its plain_headers) comes as server-sent events or JSON lines."""
@@ -199,6 +197,9 @@ def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[b
 
 def plain_headers(headers: Any) -> dict[str, str]:
     """Any library's headers (httpx Headers, requests' dict, http.server's message, pairs) as {lowercase name: value}."""
+    triples = getattr(headers, "_list", None)  # httpx's Headers: (name, lowercase name, value) bytes, read as they are
+    if type(triples) is list and triples and type(triples[0]) is tuple and len(triples[0]) == 3:
+        return {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in triples}
     raw = getattr(headers, "raw", None)
     if isinstance(raw, list):
         return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}

@@ -87,11 +87,11 @@ def _recording_response(module: Any, recording: Any, exchange: Exchange, respons
 
 
 def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: dict[str, str], raw: bytes) -> Any:
-    """Record a whole response and hand the client the same raw bytes."""
+    """Record a whole response and hand the client the same response, its raw bytes now read."""
     decoded = _decoded(module, response, headers, raw)
     exchange.finish(exchange.result(response.status_code, headers, decoded, False))
-    return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw),
-                           extensions=response.extensions)
+    response.stream = module.ByteStream(raw)
+    return response
 
 
 def _decoded(module: Any, response: Any, headers: dict[str, str], raw: bytes) -> bytes:
