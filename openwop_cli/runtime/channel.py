@@ -101,6 +101,11 @@ class ChannelSender:
         elif hand_off:
             self._flusher.flush_later(self, 0.0)
 
+    @property
+    def silent(self) -> bool:
+        """True while this process has neither sent nor queued anything."""
+        return self._sock is None and not self._buffer and not self._broken
+
     def send_message(self, message: dict[str, Any]) -> None:
         """Send a control message (such as the imported modules) after the events queued so far."""
         self._send_queued(_control_line(message))

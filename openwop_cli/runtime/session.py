@@ -38,8 +38,7 @@ class Session:
         self.recorder = recorder
         self.replayer: Any = None
         self.pid = os.getpid()
-        root = os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
-        self._id_prefix = "" if root else f"p{self.pid}."
+        self._id_prefix = "" if started_by_wop() else f"p{self.pid}."
         self._counter = itertools.count(1)
 
     def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None,
@@ -207,9 +206,11 @@ def _standalone_capture(capture_dir: str) -> Session | None:
 
 
 def attach_channel(sender: Any) -> None:
-    """Wire a channel sender into this process: close at exit, flush before new processes, report a crash."""
+    """Wire a channel sender into this process: close at exit, flush before new processes and before an
+    os._exit, report a crash."""
     atexit.register(_close_channel, sender)
     _flush_before_new_processes(sender)
+    _flush_before_hard_exit(sender)
     on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
 
 
@@ -238,11 +239,19 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
 def _close_channel(sender: Any) -> None:
     from openwop_cli.runtime.program import local_modules
 
+    modules = local_modules(os.getcwd())
+    if not modules and sender.silent and not started_by_wop():
+        return  # a helper process (multiprocessing's resource tracker) with nothing to say
     try:
-        sender.send_message({"modules": local_modules(os.getcwd())})
+        sender.send_message({"modules": modules})
         sender.close()
     except OSError:
         pass
+
+
+def started_by_wop() -> bool:
+    """True in the program `wop capture` started (not in a process the program started in turn)."""
+    return os.environ.get(ENV_PARENT_PID) in (None, str(os.getppid()))
 
 
 def _flush_before_new_processes(sender: Any) -> None:
@@ -265,6 +274,20 @@ def _flush_before_new_processes(sender: Any) -> None:
         subprocess.Popen._execute_child = flushing_execute_child
 
     when_imported("subprocess", patch)
+
+
+def _flush_before_hard_exit(sender: Any) -> None:
+    """os._exit skips atexit, and multiprocessing's forked workers end with it: send what is queued first."""
+    hard_exit = os._exit
+
+    def exit_after_flush(status: int) -> None:
+        try:
+            sender.flush()
+        except Exception:  # the program asked to end now: it ends, recorded or not
+            pass
+        hard_exit(status)
+
+    os._exit = exit_after_flush
 
 
 def _after_fork_in_child() -> None:
