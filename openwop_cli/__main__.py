@@ -1,5 +1,5 @@
 """`python -m openwop_cli` runs the wop command line."""
 
-from openwop_cli.cli.app import main
+from openwop_cli.cli.entry import main
 
 main()

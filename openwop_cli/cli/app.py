@@ -1,16 +1,10 @@
-"""The `wop` entry point: the Typer app, global flags, and the one place errors become exit codes."""
-
-import sys
+"""The Typer app: every command, the global flags and the help (cli.entry runs it, and turns errors into exit codes)."""
 
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, diff, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
+from openwop_cli.cli import cache_key, capture, diff, entry, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
 from openwop_cli.cli.help import WopCommand
-from openwop_cli.cli.pipes import PipeClosed, guard_stdout, silence_stdout
-from openwop_cli.errors import WopError
-
-EXIT_INTERNAL = 70
 
 app = typer.Typer(
     name="wop",
@@ -40,9 +34,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_debug = {"on": False}
-
-
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"wop {__version__}")
@@ -57,7 +48,7 @@ def root(
     debug: bool = typer.Option(False, "--debug", envvar="WOP_DEBUG", help="Show tracebacks for errors."),
 ) -> None:
     """Global options."""
-    _debug["on"] = debug
+    entry.debug["on"] = debug
 
 
 COMMANDS = (
@@ -91,30 +82,4 @@ for group_name, group_summary, group_help, commands in GROUPS:
         group.command(name, cls=WopCommand, short_help=summary)(function)
     app.add_typer(group, name=group_name, short_help=group_summary)
 
-
-def main() -> None:
-    """Run wop; a WopError becomes one red line and its exit code, never a traceback (unless --debug)."""
-    guard_stdout()
-    try:
-        app()
-    except WopError as exc:
-        _report(exc.message, exc)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except PipeClosed:
-        silence_stdout()
-        sys.exit(0)
-    except Exception as exc:  # a bug in wop: say so in one line, keep the traceback for --debug
-        _report(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", exc)
-        sys.exit(EXIT_INTERNAL)
-
-
-def _report(message: str, exc: BaseException) -> None:
-    from openwop_cli.report.console import print_error
-
-    if _debug["on"] or "--debug" in sys.argv:
-        import traceback
-
-        traceback.print_exception(exc)
-    print_error(message)
+main = entry.main  # the entry point of installs made before cli.entry

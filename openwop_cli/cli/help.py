@@ -76,6 +76,8 @@ class WopCommand(TyperCommand):
     """A Typer command whose usage line and option list use metavars, and whose paired options take two words."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not ctx.allow_interspersed_args:  # `wop capture`: from its first word that is no option on, all is the program's
+            return super().parse_args(ctx, args)
         return super().parse_args(ctx, normalize_args(args))
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:

@@ -6,7 +6,6 @@ from typing import Optional
 import typer
 
 
-
 def command(
     captures: list[str] = typer.Argument(..., metavar="CAPTURE... [-- CMD [ARGS]...]",
                                          help="Captures to replay (paths, ids, names, `last`, or directories holding captures); "
@@ -60,43 +59,8 @@ def command(
       wop replay --repeat last              why is my replay flaky? (3 replays compared)
       wop replay --repeat 5 support
     """
-    from openwop_cli.cli.replaying import run_many, split_command
-    from openwop_cli.config import load_settings
-    from openwop_cli.replay.controls import ReplayControls
+    from openwop_cli.cli.replaying import replay_captures
 
-    references, argv = split_command(captures)
-    if repeat is not None:
-        _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
-    policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
-    run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
-             name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
-             controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))
-
-
-def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: Optional[list[str]],
-            out: Optional[Path], name: Optional[str], json_output: bool, proxy: bool) -> None:
-    """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
-    from openwop_cli.errors import UsageError
-    from openwop_cli.replay.batch import find_captures
-    from openwop_cli.replay.repeat import run_repeated
-    from openwop_cli.report.console import print_warning
-    from openwop_cli.store import captures_root, resolve_capture
-
-    sources = find_captures(references, resolve_capture, print_warning)
-    if len(sources) != 1:
-        raise UsageError(f"--repeat replays one capture, but {len(sources)} were given")
-    outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},
-                           allow_tools=list(allow_tool or []), name=name,
-                           warn=lambda message: print_warning(message.removeprefix("wop: ")),
-                           store_root=captures_root(), output_to_stderr=json_output, proxy=proxy)
-    if json_output:
-        from openwop_cli.cli.output import print_json
-        from openwop_cli.report.repeat import repeat_json
-
-        print_json(repeat_json(outcome))
-    else:
-        from openwop_cli.report.console import make_console
-        from openwop_cli.report.repeat import render_repeat
-
-        render_repeat(make_console(), outcome)
-    raise typer.Exit(1 if outcome.failed else 0)
+    replay_captures(captures, strict=strict, from_seq=from_seq, allow_tool=allow_tool, out=out, name=name, proxy=proxy,
+                    junit=junit, repeat=repeat, jobs=jobs, shard=shard, json_output=json_output, verbose=verbose,
+                    pdb=pdb, break_at=break_at)

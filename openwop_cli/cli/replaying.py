@@ -5,8 +5,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
-
 
 def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | None, branch: bool,
         overrides: dict[str, Any], allow_tools: list[str], out: Path | None, name: str | None,
@@ -48,7 +46,7 @@ def check_terminal() -> None:
 def finish(outcome: Any, json_output: bool) -> None:
     """Print the report and exit: 0 when nothing diverged (and, for a fork, the program succeeded), else 1."""
     _print_report(outcome, json_output)
-    raise typer.Exit(1 if outcome.failed else 0)
+    raise SystemExit(1 if outcome.failed else 0)
 
 
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
@@ -91,7 +89,54 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
 
         for line in github_annotations(entries):
             print(line)
-    raise typer.Exit(batch.exit_code(entries))
+    raise SystemExit(batch.exit_code(entries))
+
+
+
+def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int | None, allow_tool: list[str] | None,
+                    out: Path | None, name: str | None, proxy: bool, junit: Path | None, repeat: int | None,
+                    jobs: int | None, shard: str | None, json_output: bool, verbose: bool, pdb: bool,
+                    break_at: int | None) -> None:
+    """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits."""
+    from openwop_cli.config import load_settings
+    from openwop_cli.replay.controls import ReplayControls
+
+    references, argv = split_command(captures)
+    if repeat is not None:
+        _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
+    policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
+    run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
+             name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
+             controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))
+
+
+def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: list[str] | None,
+            out: Path | None, name: str | None, json_output: bool, proxy: bool) -> None:
+    """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
+    from openwop_cli.errors import UsageError
+    from openwop_cli.replay.batch import find_captures
+    from openwop_cli.replay.repeat import run_repeated
+    from openwop_cli.report.console import print_warning
+    from openwop_cli.store import captures_root, resolve_capture
+
+    sources = find_captures(references, resolve_capture, print_warning)
+    if len(sources) != 1:
+        raise UsageError(f"--repeat replays one capture, but {len(sources)} were given")
+    outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},
+                           allow_tools=list(allow_tool or []), name=name,
+                           warn=lambda message: print_warning(message.removeprefix("wop: ")),
+                           store_root=captures_root(), output_to_stderr=json_output, proxy=proxy)
+    if json_output:
+        from openwop_cli.cli.output import print_json
+        from openwop_cli.report.repeat import repeat_json
+
+        print_json(repeat_json(outcome))
+    else:
+        from openwop_cli.report.console import make_console
+        from openwop_cli.report.repeat import render_repeat
+
+        render_repeat(make_console(), outcome)
+    raise SystemExit(1 if outcome.failed else 0)
 
 
 def split_command(items: list[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,73 @@
+"""What `wop capture` does once its options are parsed: run the command under capture, print the closing line.
+
+Kept free of Typer so the entry point's fast path (cli.entry) can run a capture without building the app.
+"""
+
+from pathlib import Path
+from typing import Any
+
+
+def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str | None, workflow: Path | None,
+            proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool) -> int:
+    """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
+    from openwop_cli.config import load_settings
+    from openwop_cli.report.console import print_error, print_warning
+    from openwop_cli.runtime.launcher import run_captured
+    from openwop_cli.store import captures_root
+
+    settings = load_settings()
+    outcome = run_captured(
+        argv,
+        out=out,
+        name=name,
+        redact=redact if redact is not None else settings.redact,
+        workflow=workflow,
+        warn=lambda message: print_warning(message.removeprefix("wop: ")),
+        store_root=captures_root(),
+        proxy=proxy,
+        ambient=ambient if ambient is not None else settings.ambient,
+    )
+    _print_summary(outcome, json_output)
+    if strict_transports and outcome.unrecorded and outcome.exit_code == 0:
+        if not json_output:
+            print_error("--strict-transports: the capture misses connections no adapter recorded")
+        return 1
+    return outcome.exit_code
+
+
+def _print_summary(outcome: Any, json_output: bool) -> None:
+    manifest = outcome.manifest
+    summary = {
+        "captureId": outcome.capture_id,
+        "path": str(outcome.path),
+        "events": manifest.get("eventCount"),
+        "status": manifest.get("status"),
+        "exitCode": outcome.exit_code,
+    }
+    if manifest.get("error"):
+        summary["error"] = manifest["error"]
+    if outcome.unrecorded:
+        summary["unrecordedConnections"] = outcome.unrecorded
+    if json_output:
+        import sys
+
+        from openwop_cli.cli.output import json_line
+
+        sys.stderr.buffer.write(json_line(summary) + b"\n")
+        sys.stderr.flush()
+        return
+    from rich.text import Text
+
+    from openwop_cli.report.console import clean, make_console, status_style
+
+    line = Text.assemble(
+        ("captured ", "muted"), (outcome.capture_id, "bold"), "  ", (clean(outcome.path), "path"),
+        f"  {summary['events']} events  ", (str(summary["status"]), status_style(str(summary["status"]))),
+    )
+    if summary.get("error"):
+        line.append(f"  ({clean(summary['error'])})", "muted")
+    if outcome.unrecorded:
+        from openwop_cli.runtime.connections import describe
+
+        line.append(f"  {clean(describe(outcome.unrecorded))}", "warning")
+    make_console(stderr=True).print(line, soft_wrap=True)
