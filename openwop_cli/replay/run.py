@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import orjson
+
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import (
     LLM_REQUEST,
@@ -33,6 +35,7 @@ from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
 
 EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
+_WATCHED_MARKS = (b'"live":true', b'"errorRebuilt":false')  # data `watched` looks into (a false alarm only costs a parse)
 
 
 @dataclass
@@ -202,6 +205,22 @@ class ReplayAccount:
             return seq
 
         return watched
+
+    def wrap_append_raw(self, append_raw: Callable[..., int], append: Callable[..., int]) -> Callable[..., int]:
+        """Most events a replay makes need only their type, sourceSeq and pid watched: they stay unparsed. Those
+        whose data `watched` reads (divergences, notes, live values, unrebuilt errors) are parsed and go there."""
+        def watched_raw(event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
+                        source_seq: int | None = None) -> int:
+            origin = orjson.loads(origin_json) if origin_json else {}
+            if event_type in (REPLAY_DIVERGED, REPLAY_NOTE) or any(mark in data_json for mark in _WATCHED_MARKS):
+                return append(event_type, orjson.loads(data_json), ts=ts, origin=origin or None, source_seq=source_seq)
+            if source_seq is not None and event_type in _REQUEST_TYPES:
+                self._served.add(source_seq)
+            seq = append_raw(event_type, data_json, ts=ts, origin_json=origin_json, source_seq=source_seq)
+            self._last_seq_by_pid[origin.get("pid")] = seq
+            return seq
+
+        return watched_raw
 
     def before_finish(self, sink: CaptureSink, exit_code: int | None) -> dict[str, Any]:
         stopped = self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)

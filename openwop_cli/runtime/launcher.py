@@ -58,6 +58,10 @@ class RunHooks:
         """The append the collector uses (a replay watches events go by)."""
         return append
 
+    def wrap_append_raw(self, append_raw: Callable[..., int], append: Callable[..., int]) -> Callable[..., int]:
+        """The collector's append for events still in channel bytes (append: wrap_append's, for any it must parse)."""
+        return append_raw
+
     def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
         """The reply to a question a process asks (None: not a question)."""
         return None
@@ -125,8 +129,8 @@ def run_captured(
     if workflow_file is not None:
         processes.workflow_text = workflow_file[0].decode("utf-8")
     append = hooks.wrap_append(sink.append)
-    raw = sink.append_raw if append == sink.append else None  # a replay watches events as dicts
-    collector = Collector(append, processes.on_message, on_idle=sink.flush, append_raw=raw)
+    collector = Collector(append, processes.on_message, on_idle=sink.flush,
+                          append_raw=hooks.wrap_append_raw(sink.append_raw, append))
     collector.start()
     llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
     started = time.monotonic()
