@@ -1,7 +1,13 @@
-"""`wop diff --json` on two 1,000,000-event captures that differ in 10 events, against a bare orjson loop over both files.
+"""`wop diff --json` of two captures that differ in 10 events, against a bare read of both files (reading and
+orjson-parsing both events.jsonl line by line), at EVENTS/10 and EVENTS events per capture.
 
-Target (issue 8): <= 2x the bare loop, memory that does not grow with the event count (peak RSS of
-the diff process is printed for two sizes). Run: python bench/bench_diff.py [EVENTS]
+Three kinds of pair: plain (llm_request and tool_call events, nothing folded, 10 changes from 9% of the run on),
+and two state-heavy pairs (every event a state write — channel appends, counters, merges, variables — so both runs
+fold every write): state-late, whose 10 changed writes are in the run's last 10% (the identical prefix is folded
+once), and state-early, whose first changed write is at 9% (both runs fold apart from there: the worst case).
+Target (issues 8 and 20): <= 2x the bare read at 100,000 and 1,000,000 events, state-heavy included; memory that
+does not grow with the event count (peak RSS of the diff process). Medians of RUNS runs with their spread.
+Run: python bench/bench_diff.py [EVENTS] [RUNS] [plain|state-late|state-early|all]   (defaults: 1000000 3 all)
 """
 
 import resource
@@ -14,52 +20,101 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import realistic_data  # noqa: E402
+from common import median_spread, realistic_data  # noqa: E402
 
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
 
 
-def write_capture(path: Path, count: int, changed: set[int]) -> None:
+KINDS = ("plain", "state-late", "state-early")
+
+
+def plain_event(index: int) -> tuple[str, dict]:
+    if index % 10 == 0:
+        return "llm_request", realistic_data(index)
+    return "tool_call", {"name": "lookup", "args": {"order_id": f"A-{index}"}, "callId": "t"}
+
+
+def state_event(index: int) -> tuple[str, dict]:
+    kind = index % 4
+    if kind == 0:
+        return "state_mutation", {"kind": "channel", "channel": "log", "value": {"step": index}, "reducer": "append"}
+    if kind == 1:
+        return "state_mutation", {"kind": "channel", "channel": "cost", "value": 1, "reducer": "counter"}
+    if kind == 2:
+        return "state_mutation", {"kind": "channel", "channel": "profile", "value": {f"k{index % 20}": index},
+                                  "reducer": "merge"}
+    return "state_mutation", {"kind": "variable", "key": f"v{index % 50}", "value": index}
+
+
+def write_capture(path: Path, count: int, changed: set[int], make) -> None:
     sink = CaptureSink(path, redactor=Redactor("none"))
     sink.start({})
-    small = {"name": "lookup", "args": {"order_id": "A-1"}, "callId": "t"}
-    for index in range(count):
-        data = realistic_data(index) if index % 10 == 0 else {**small, "args": {"order_id": f"A-{index}"}}
+    sink.append("run_start", {"argv": ["agent.py"], "channels": {"log": {"reducer": "append", "maxSize": 100}}})
+    for index in range(count - 1):
+        event_type, data = make(index)
         if index in changed:
-            data = {**data, "changed": True}
-        sink.append("llm_request" if index % 10 == 0 else "tool_call", data)
+            data = {**data, "value": {"changed": index}} if event_type == "state_mutation" else {**data, "changed": True}
+        sink.append(event_type, data)
     sink.finalize("ok")
 
 
-def run(count: int, root: Path) -> tuple[float, float, float]:
-    a, b = root / f"a{count}", root / f"b{count}"
-    write_capture(a, count, set())
-    write_capture(b, count, {count // 11 * k for k in range(1, 11)})
-    start = time.perf_counter()
-    for path in (a, b):
+def bare_read(paths: tuple[Path, Path]) -> tuple[float, float]:
+    """Wall and CPU seconds of reading and parsing both files line by line."""
+    start, cpu = time.perf_counter(), time.process_time()
+    for path in paths:
         with open(path / "events.jsonl", "rb") as handle:
             for line in handle:
                 orjson.loads(line)
-    bare = time.perf_counter() - start
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def diffed(paths: tuple[Path, Path]) -> tuple[float, float, float]:
+    """Wall and CPU seconds of `wop diff --json` (start-up included), and its peak RSS in MiB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "openwop_cli", "diff", str(a), str(b), "--json"],
-                          capture_output=True)
-    diffed = time.perf_counter() - start
+    done = subprocess.run([sys.executable, "-m", "openwop_cli", "diff", *map(str, paths), "--json"], capture_output=True)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = orjson.loads(done.stdout)
-    assert result["counts"]["changed"] == 10, result["counts"]
-    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    return bare, diffed, rss
+    assert len(result["eventDiffs"]) == 10, result["eventDiffs"][:3]
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, max(before.ru_maxrss, after.ru_maxrss) / 1024
+
+
+def run(count: int, kind: str, root: Path, runs: int) -> None:
+    make = plain_event if kind == "plain" else state_event
+    paths = root / f"{kind}-a{count}", root / f"{kind}-b{count}"
+    write_capture(paths[0], count, set(), make)
+    late = kind == "state-late"
+    write_capture(paths[1], count, {count - count // 100 * k if late else count // 11 * k for k in range(1, 11)}, make)
+    bare, diff, ratio, cpu_ratio, rss = [], [], [], [], 0.0
+    for _ in range(runs):
+        bare_wall, bare_cpu = bare_read(paths)
+        seconds, cpu, rss = diffed(paths)
+        bare.append(bare_wall)
+        diff.append(seconds)
+        ratio.append(seconds / bare_wall)
+        cpu_ratio.append(cpu / bare_cpu)
+    ratio_median, ratio_spread = median_spread(ratio, ".2f")
+    cpu_median, cpu_spread = median_spread(cpu_ratio, ".2f")
+    print(f"{count:>9,} events each, {kind:<11}: wop diff --json {median_spread(diff)[0]:.2f} s, bare read of both "
+          f"{median_spread(bare)[0]:.2f} s, ratio {ratio_median:.2f}x ({ratio_spread}), CPU-time ratio {cpu_median:.2f}x "
+          f"({cpu_spread}), target <= 2; peak RSS {rss:.0f} MiB")
+    for path in paths:
+        for file in path.iterdir():
+            file.unlink()
+        path.rmdir()
 
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    kinds = KINDS if len(sys.argv) <= 3 or sys.argv[3] == "all" else (sys.argv[3],)
     with tempfile.TemporaryDirectory() as temp:
         for size in (count // 10, count):
-            bare, diffed, rss = run(size, Path(temp))
-            print(f"{size:,} events each: bare read of both {bare:.2f} s, wop diff --json {diffed:.2f} s, "
-                  f"ratio {diffed / bare:.2f}x (target <= 2), diff process peak RSS {rss:.0f} MiB")
+            for kind in kinds:
+                run(size, kind, Path(temp), runs)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,32 @@
-"""`wop show` on a 100,000-event capture: time to the first screen (40 rows) against the time of the whole timeline,
-and the size of `wop report` for the same capture.
+"""`wop show` of a 200,000-event capture: the whole timeline streamed to a pipe (rows/s, peak memory), `--jsonl`
+(events/s), and the first screen on a terminal.
 
-Targets (issue 10): first screen under a second; the HTML report under 20 MB. The baseline is the
-interpreter's own start-up (`python -c pass`) measured in the same run.
-Run: python bench/bench_show.py [EVENTS]
+Targets (issue 20): >= 50,000 rows/s to a pipe with memory flat (peak RSS printed for EVENTS and EVENTS/10);
+first screen on a terminal under a second (issue 10). Baselines measured in the same run: the styled (rich)
+renderer writing the same timeline to the same pipe — what `wop show | …` printed before issue 20 — and the
+interpreter's own start-up. Each figure is the median of RUNS runs, with the spread.
+Run: python bench/bench_show.py [EVENTS] [RUNS]
 """
 
+import os
+import pty
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from openwop_cli.format.redact import Redactor
-from openwop_cli.format.sink import CaptureSink
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import median_spread  # noqa: E402
+
+from openwop_cli.format.redact import Redactor  # noqa: E402
+from openwop_cli.format.sink import CaptureSink  # noqa: E402
+
+ENV = {"NO_COLOR": "1", "COLUMNS": "160", "PATH": "/usr/bin:/bin"}
+STYLED = ("import sys; from openwop_cli.format.reader import CaptureReader; "
+          "from openwop_cli.report.console import make_console; from openwop_cli.report.timeline import render_rows; "
+          "render_rows(make_console(), CaptureReader(sys.argv[1]))")
 
 
 def write_capture(path: Path, events: int) -> None:
@@ -25,32 +38,56 @@ def write_capture(path: Path, events: int) -> None:
     sink.finalize("ok")
 
 
+def piped(command: list[str]) -> tuple[float, int, float]:
+    """Seconds, lines and peak RSS (MiB) of a command whose output is read through a pipe to the end."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, env=ENV)
+    lines = sum(1 for _ in process.stdout)
+    process.wait()
+    seconds = time.perf_counter() - start
+    return seconds, lines, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def first_screen(capture: Path) -> float:
+    """Seconds until `wop show` on a terminal (a pty, no pager) has printed 42 lines."""
+    controller, terminal = pty.openpty()
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "openwop_cli", "show", str(capture), "--no-pager"],
+                               stdout=terminal, stderr=subprocess.DEVNULL, env={**ENV, "TERM": "xterm"})
+    os.close(terminal)
+    seen = b""
+    while seen.count(b"\n") < 42:
+        seen += os.read(controller, 65536)
+    elapsed = time.perf_counter() - start
+    process.kill()
+    process.wait()
+    os.close(controller)
+    return elapsed
+
+
 def main() -> None:
-    events = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    events = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    wop = [sys.executable, "-m", "openwop_cli", "show"]
     with tempfile.TemporaryDirectory() as temp:
-        capture = Path(temp) / "capture"
+        small, capture = Path(temp) / "small", Path(temp) / "capture"
+        write_capture(small, events // 10)
         write_capture(capture, events)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        python = time.perf_counter() - start
-        start = time.perf_counter()
-        show = subprocess.Popen([sys.executable, "-m", "openwop_cli", "show", str(capture)], stdout=subprocess.PIPE,
-                                text=True, env={"NO_COLOR": "1", "COLUMNS": "160", "PATH": "/usr/bin:/bin"})
-        for _ in range(42):
-            show.stdout.readline()
-        first_screen = time.perf_counter() - start
-        for _ in show.stdout:
-            pass
-        show.wait()
-        total = time.perf_counter() - start
-        report = Path(temp) / "report.html"
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "openwop_cli", "report", str(capture), "-o", str(report)], check=True,
-                       capture_output=True)
-        report_seconds = time.perf_counter() - start
-        size = report.stat().st_size / 1_000_000
-    print(f"{events:,} events: python start-up {python * 1000:.0f} ms; wop show first screen {first_screen * 1000:.0f} ms "
-          f"(target < 1000), whole timeline {total:.1f} s; wop report {size:.1f} MB (target < 20) in {report_seconds:.1f} s")
+        rss_small = piped([*wop, str(small)])[2]
+        rows, rss = piped([*wop, str(capture)])[1:]
+        rows -= 2
+        python = median_spread([piped([sys.executable, "-c", "pass"])[0] * 1000 for _ in range(runs)])
+        plain = median_spread([rows / piped([*wop, str(capture)])[0] for _ in range(runs)])
+        styled = median_spread([rows / piped([sys.executable, "-c", STYLED, str(capture)])[0] for _ in range(runs)])
+        lines = median_spread([events / piped([*wop, str(capture), "--jsonl"])[0] for _ in range(runs)])
+        screen = median_spread([first_screen(capture) * 1000 for _ in range(runs)])
+    print(f"{events:,} events, {rows:,} timeline rows; medians of {runs} runs (spread)")
+    print(f"  wop show | pipe: {plain[0]:,.0f} rows/s ({plain[1]}), target >= 50,000: {plain[0] / 50_000:.2f}x the target; "
+          f"baseline styled renderer to the same pipe {styled[0]:,.0f} rows/s ({styled[1]}): {plain[0] / styled[0]:.1f}x faster")
+    print(f"  peak RSS of wop show: {rss_small:.0f} MiB for {events // 10:,} events, {rss:.0f} MiB for {events:,}")
+    print(f"  wop show --jsonl | pipe: {lines[0]:,.0f} events/s ({lines[1]})")
+    print(f"  first screen on a terminal: {screen[0]:.0f} ms ({screen[1]}), target < 1000; "
+          f"python start-up {python[0]:.0f} ms ({python[1]})")
 
 
 if __name__ == "__main__":

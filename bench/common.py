@@ -31,3 +31,10 @@ def per_item_us(function: Callable[[], int]) -> float:
     start = time.perf_counter()
     count = function()
     return (time.perf_counter() - start) / count * 1e6
+
+
+def median_spread(values: list[float], spec: str = ",.0f") -> tuple[float, str]:
+    """The median of repeated measurements, and their spread as text (`min–max over n runs`, each formatted by spec)."""
+    import statistics
+
+    return statistics.median(values), f"{min(values):{spec}}–{max(values):{spec}} over {len(values)} runs"

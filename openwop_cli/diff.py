@@ -9,7 +9,8 @@ writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwis
 for two wop captures, where they differ between any two runs by nature).
 
 Comparison is dict equality on parsed events, so equal events cost no serialization; only events
-that differ get their JSON paths (deepdiff). Both runs are folded on the way for the state diff,
+that differ get their JSON paths (deepdiff). Both runs are folded on the way for the state diff — their
+identical prefix once, into one fold forked where their folded events first differ —
 and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
 run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
 holds more than the current events, the diffs found (up to max_diffs) and the two states.
@@ -55,11 +56,12 @@ def diff_runs(
     """
     ignored = [parse_path(path) for path in ignore]
     excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
-    fold_a, fold_b = StateFold(), StateFold()
+    folds = TwinFolds()
     if align == ALIGN_CONTENT:
-        pairs = _by_content(_folded(events_a, fold_a, ignored, excluded), _folded(events_b, fold_b, ignored, excluded))
+        folds.b = StateFold()
+        pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
     else:
-        pairs = _by_seq(events_a, events_b, fold_a, fold_b, ignored, excluded)
+        pairs = _by_seq(events_a, events_b, folds, ignored, excluded)
     diffs: list[dict[str, Any]] = []
     diverged_at = None
     counts = {"added": 0, "removed": 0, "changed": 0}
@@ -69,6 +71,7 @@ def diff_runs(
             diverged_at = seq
         if max_diffs is None or len(diffs) < max_diffs:
             diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
+    fold_a, fold_b = folds.a, folds.b
     final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
         "a": a,
@@ -187,25 +190,51 @@ def _folded(events: Iterable[dict[str, Any]], fold: StateFold, ignored: list[lis
         yield event, comparable(event, ignored, excluded)
 
 
-def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], fold_a: StateFold,
-            fold_b: StateFold, ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
+class TwinFolds:
+    """The two runs' state folds: one fold while their folded events are the same (an identical prefix is folded
+    once), forked at the first that differs — or that folds by its time (a TTL channel) at two different times."""
+
+    def __init__(self) -> None:
+        self.a = self.b = StateFold()
+
+    def same(self, left: dict[str, Any], right: dict[str, Any]) -> None:
+        """Fold two events equal in type and data."""
+        if self.a is self.b and left["seq"] == right["seq"] and (left.get("ts") == right.get("ts")
+                                                                  or not self.a.uses_time(left)):
+            self.a.apply(left)
+        else:
+            self.apart(left, right)
+
+    def apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:
+        """Fold each run's event into its own fold (None: that run has no event here)."""
+        if self.a is self.b:
+            self.b = self.a.fork()
+        if left is not None:
+            self.a.apply(left)
+        if right is not None:
+            self.b.apply(right)
+
+
+def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
+            ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison."""
     iter_a, iter_b = iter(events_a), iter(events_b)
-    apply_a, apply_b = fold_a.apply, fold_b.apply
     while True:
         left, right = next(iter_a, None), next(iter_b, None)
         if left is None and right is None:
             return
-        if left is not None and left["type"] in FOLDED_TYPES:
-            apply_a(left)
-        if right is not None and right["type"] in FOLDED_TYPES:
-            apply_b(right)
+        if left is not None and right is not None and left["type"] == right["type"] and left["data"] == right["data"]:
+            if left["type"] in FOLDED_TYPES:
+                folds.same(left, right)
+            continue
+        folded_left = left if left is not None and left["type"] in FOLDED_TYPES else None
+        folded_right = right if right is not None and right["type"] in FOLDED_TYPES else None
+        if folded_left is not None or folded_right is not None:
+            folds.apart(folded_left, folded_right)
         if right is None:
             yield left["seq"], "removed", left, None
         elif left is None:
             yield right["seq"], "added", None, right
-        elif left["type"] == right["type"] and left["data"] == right["data"]:
-            continue
         elif comparable(left, ignored, excluded) != comparable(right, ignored, excluded):
             yield left["seq"], "changed", left, right
 

@@ -5,6 +5,8 @@ import textwrap
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openwop_cli.diff import diff_runs
 from tests.conftest import FIXTURES, run_wop, write_capture
@@ -148,3 +150,77 @@ def test_the_human_report_names_the_alignment_and_the_first_divergence():
     done = run_wop("diff", str(FIXTURES / "support-agent"), str(FIXTURES / "support-agent-changed"))
     assert done.returncode == 1
     assert "diverged at seq 0" in done.stdout and "aligned by seq" in done.stdout and "$.argv" in done.stdout
+
+
+def state_writes(count, *, late_value=1):
+    """A state-heavy run: appends, counters, merges and variables, with one different counter write near its end."""
+    writes = [("run_start", {"argv": ["agent.py"], "channels": {"log": {"reducer": "append", "maxSize": 50}}})]
+    for index in range(count):
+        kind = index % 4
+        if kind == 0:
+            data = {"kind": "channel", "channel": "log", "value": {"step": index}, "reducer": "append"}
+        elif kind == 1:
+            value = late_value if index == count - 7 else 1
+            data = {"kind": "channel", "channel": "cost", "value": value, "reducer": "counter"}
+        elif kind == 2:
+            data = {"kind": "channel", "channel": "profile", "value": {f"k{index % 7}": index}, "reducer": "merge"}
+        else:
+            data = {"kind": "variable", "key": f"v{index % 5}", "value": index}
+        writes.append(("state_mutation", data))
+    return [*writes, ("run_end", {"exitCode": 0, "status": "ok"})]
+
+
+def test_a_state_heavy_diff_with_a_late_difference_reports_the_state_that_differs(tmp_path):
+    a = write_capture(tmp_path / "a", state_writes(4_000))
+    b = write_capture(tmp_path / "b", state_writes(4_000, late_value=5))
+    done, result = diff_json(a, b, "--detail")
+    assert done.returncode == 1
+    late = 1 + 4_000 - 7
+    assert [(item["seq"], item["op"], item["paths"]) for item in result["eventDiffs"]] == [(late, "changed", ["$.value"])]
+    state = result["stateDiff"]
+    assert state["channels"]["changed"] == {"cost": {"a": 1_000, "b": 1_004, "paths": ["$"]}}
+    assert state["variables"] == {"added": {}, "removed": {}, "changed": {}}
+    assert state["channels"]["added"] == state["channels"]["removed"] == {}
+
+
+WRITE = st.one_of(
+    st.builds(lambda value: {"kind": "channel", "channel": "log", "value": value, "reducer": "append"},
+              st.integers(0, 3)),
+    st.builds(lambda value: {"kind": "channel", "channel": "cost", "value": value, "reducer": "counter"},
+              st.integers(0, 3)),
+    st.builds(lambda key, value: {"kind": "channel", "channel": "fresh", "value": {key: value}, "reducer": "append"},
+              st.sampled_from("ab"), st.integers(0, 3)),
+    st.builds(lambda key, value: {"kind": "variable", "key": key, "value": value}, st.sampled_from("xy"),
+              st.integers(0, 3)),
+    st.builds(lambda value: {"kind": "channel", "channel": "notes", "value": value, "reducer": "merge"},
+              st.dictionaries(st.sampled_from("pq"), st.integers(0, 3), max_size=2)),
+)
+DECLARED = {"log": {"reducer": "append", "maxSize": 3}, "fresh": {"reducer": "append", "ttlMs": 5}}
+
+
+def stamped(writes, times):
+    run = [{"seq": 0, "ts": 0, "type": "run_start", "data": {"channels": DECLARED}}]
+    for index, (data, ts) in enumerate(zip(writes, times), 1):
+        run.append({"seq": index, "ts": ts, "type": "state_mutation", "data": data})
+    return run
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WRITE, max_size=25), st.data())
+def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_runs(writes, data):
+    """Whatever two runs share and wherever they part (a changed write, a write at another time on a TTL channel,
+    a shorter run), the diff's state is what folding each run on its own gives."""
+    from openwop_cli.diff import state_diff
+    from openwop_cli.state.fold import fold_events
+
+    other = list(writes)
+    for index in data.draw(st.lists(st.integers(0, max(len(other) - 1, 0)), max_size=3)):
+        if other:
+            other[index] = data.draw(WRITE)
+    other = other[:data.draw(st.integers(0, len(other)))] if data.draw(st.booleans()) else other
+    times_a = sorted(data.draw(st.lists(st.integers(1, 40), min_size=len(writes), max_size=len(writes))))
+    times_b = [ts + data.draw(st.sampled_from([0, 0, 3, 9])) for ts in times_a[:len(other)]]
+    run_a, run_b = stamped(writes, times_a), stamped(other, times_b)
+    result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
+    alone = state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
+    assert result["stateDiff"] == alone

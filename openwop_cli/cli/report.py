@@ -1,7 +1,7 @@
 """`wop report CAPTURE [--against OTHER] -o report.html`: a self-contained HTML report of a run."""
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TextIO
 
 import typer
 
@@ -18,7 +18,9 @@ def command(
 ) -> None:
     """Write one HTML file — no network, no CDN, works from file:// — with the timeline, a collapsible
     JSON tree per event, filters, the state at the selected seq and, with --against, the diff with
-    the first divergence highlighted. Long runs are paged in the page, never cut.
+    the first divergence highlighted. Long runs are paged in the page, never cut: every event has its
+    timeline row; the first 100,000 are embedded whole (later ones: `wop show --seq N`). The capture
+    is streamed into the file, so memory stays bounded whatever its size.
 
     \b
     Examples:
@@ -28,31 +30,30 @@ def command(
     """
     from openwop_cli.cli.sources import open_run
     from openwop_cli.errors import UsageError
-    from openwop_cli.report.html import build_report
+    from openwop_cli.report.html import write_report
 
     reader = open_run(capture, resolve_blobs=True)
-    events = list(reader)  # the page embeds every event anyway; read them once for it and for the diff
     diff = other = None
     if against is not None:
         from openwop_cli.cli.sources import diff_readers
 
         reader_b = open_run(against, resolve_blobs=True)
-        diff = diff_readers(reader, reader_b, events_a=events, align=align.value)
+        diff = diff_readers(reader, reader_b, align=align.value)
         other = reader_b.manifest
-    page = build_report(reader.manifest, events, diff=diff, against=other)
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: give a file name such as {output / 'report.html'}")
     try:
-        _write_private(output, page)
+        with _open_private(output) as handle:
+            write_report(handle.write, reader.manifest, reader, diff=diff, against=other)
+            size = handle.tell()
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output} ({human_size(len(page.encode()))})", err=True)
+    typer.echo(f"wrote {output} ({human_size(size)})", err=True)
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write text to path; a new file is readable by its owner only (0600), like the capture it shows."""
+def _open_private(path: Path) -> TextIO:
+    """path opened for writing text; a new file is readable by its owner only (0600), like the capture it shows."""
     import os
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    return os.fdopen(fd, "w", encoding="utf-8")

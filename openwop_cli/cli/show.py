@@ -31,11 +31,16 @@ def command(
     sites: bool = typer.Option(False, "--sites", help="Show where in the program each call was made "
                                "(file:line and function, from origin.site)."),
     no_pager: bool = typer.Option(False, "--no-pager", help="Do not page long output through $PAGER on a terminal."),
-    json_output: bool = typer.Option(False, "--json", help="Print the events (or the one event) as JSON."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object: the manifest as `capture`, the `events` "
+                                     "(streamed, one event per line) and the `problems` found (with --seq: the one event)."),
+    json_lines: bool = typer.Option(False, "--jsonl", help="Print JSON Lines: one event per line and nothing else "
+                                    "(problems go to stderr as warnings), for jq and other line tools."),
 ) -> None:
     """Show a run as a timeline: each call on one row (request → result, duration, tokens), nested
     under the call its thread or task was waiting on; state writes, values and divergences between.
 
+    On a terminal the timeline is a styled table paged through $PAGER; to a pipe or file it is the same
+    columns as plain text, one line per row, streamed without holding the capture in memory.
     A damaged capture still shows its intact prefix, with a warning naming the first bad line.
 
     \b
@@ -47,19 +52,32 @@ def command(
       wop show 3f2a --seq 4
       wop show 3f2a --seq 4 --state --json
       wop show ./captures/run1 --json
+      wop show last --jsonl | jq -c 'select(.type == "llm_request")'
+      wop show last > timeline.txt
     """
     from openwop_cli.cli.sources import open_run
 
+    if json_output and json_lines:
+        raise UsageError("--json and --jsonl are two forms of the same output: choose one")
     reader = open_run(capture, resolve_blobs=seq is not None)
     path = getattr(reader, "capture_dir", None) or reader.path
     if seq is not None:
-        _show_one(reader, seq, json_output, with_state or not json_output)
+        _show_one(reader, seq, "lines" if json_lines else "object" if json_output else None,
+                  with_state or not (json_output or json_lines))
         return
     if with_state:
         raise UsageError("--state goes with --seq N (or use `wop state CAPTURE --at N`)")
     keep = EventFilter(expand_types(types or []), node, grep, from_seq, to_seq)
     if json_output:
         _write_json(reader.manifest, (event for event in reader if keep.event(event)), reader)
+    elif json_lines:
+        _write_json_lines(event for event in reader if keep.event(event))
+    elif not sys.stdout.isatty():
+        from openwop_cli.report.timeline import header, write_plain_rows
+
+        sys.stdout.write(header(reader.manifest, str(path)).plain + "\n")
+        write_plain_rows(sys.stdout.write, reader, keep.row, sites=sites)
+        sys.stdout.flush()
     else:
         from openwop_cli.report.console import paged_console
         from openwop_cli.report.timeline import render_header, render_rows
@@ -126,7 +144,8 @@ def expand_types(values: list[str]) -> frozenset[str]:
     return frozenset(wanted)
 
 
-def _show_one(reader: Any, seq: int, json_output: bool, with_state: bool) -> None:
+def _show_one(reader: Any, seq: int, json_output: str | None, with_state: bool) -> None:
+    """The event with this seq (and the state after it) as a tree, or as JSON: an indented "object" or one "lines"."""
     from openwop_cli.state.fold import StateFold
 
     fold = StateFold() if with_state else None
@@ -145,11 +164,16 @@ def _show_one(reader: Any, seq: int, json_output: bool, with_state: bool) -> Non
     raise UsageError(f"--seq {seq} is out of range: this capture has seq 0..{last}")
 
 
-def _print_event(event: dict[str, Any], fold: Any, json_output: bool) -> None:
+def _print_event(event: dict[str, Any], fold: Any, json_output: str | None) -> None:
     if json_output:
-        from openwop_cli.cli.output import print_json
+        from openwop_cli.cli.output import json_line, print_json
 
-        print_json(event if fold is None else {"event": event, "state": fold.snapshot()})
+        shown = event if fold is None else {"event": event, "state": fold.snapshot()}
+        if json_output == "lines":
+            sys.stdout.buffer.write(json_line(shown) + b"\n")
+            sys.stdout.flush()
+        else:
+            print_json(shown)
         return
     from openwop_cli.report.console import make_console
     from openwop_cli.report.tree import json_tree
@@ -173,6 +197,21 @@ def _write_json(manifest: dict[str, Any], events: Iterable[dict[str, Any]], read
         separator = b",\n"
     problems = [problem.to_json() for problem in reader.problems]
     out.write(b'\n],\n"problems":' + json_line(problems) + b"}\n")
+    out.flush()
+
+
+def _write_json_lines(events: Iterable[dict[str, Any]]) -> None:
+    from openwop_cli.cli.output import json_line
+
+    out = sys.stdout.buffer
+    batch: list[bytes] = []
+    for event in events:
+        batch.append(json_line(event))
+        if len(batch) == 256:
+            out.write(b"\n".join(batch) + b"\n")
+            batch = []
+    if batch:
+        out.write(b"\n".join(batch) + b"\n")
     out.flush()
 
 

@@ -1,15 +1,18 @@
 """`wop report`: one self-contained HTML file — timeline, JSON trees, filters, state at a seq, and the diff.
 
 Everything is inline (CSS, JS, data); nothing is fetched, so it works from file:// and offline.
-The data is gzip-compressed JSON in base64, unpacked by the browser's DecompressionStream, so a
-100,000-event capture stays a few MB; the timeline is paged (500 rows a page) rather than cut.
+The data is gzip-compressed JSON lines in base64 (a header, then one record per event, timeline row and
+state point, then the final state), written as the capture is read so wop holds one event at a time; the
+browser's DecompressionStream unpacks it line by line. The timeline is paged (500 rows a page) rather than
+cut and always has every row; the first MAX_PAGE_EVENTS events are embedded whole (their JSON trees),
+later ones as their timeline rows, with `wop show --seq N` named for their full JSON.
 The events are the capture's own, already redacted. `report.html#seq=N` opens with event N selected.
 """
 
 import base64
-import gzip
 import html
-from typing import Any, Iterable
+import zlib
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -19,43 +22,73 @@ from openwop_cli.report.timeline import paired_rows, row_text
 
 PAGE_SIZE = 500
 MAX_STATE_BYTES = 4096
+MAX_PAGE_EVENTS = 100_000
 
 
-def build_report(manifest: dict[str, Any], events: Iterable[dict[str, Any]], *, diff: dict[str, Any] | None = None,
-                 against: dict[str, Any] | None = None) -> str:
-    """The whole HTML page for a capture (and, with diff, its RFC 0054 diff against another run)."""
+def write_report(write: Callable[[str], Any], manifest: dict[str, Any], events: Iterable[dict[str, Any]], *,
+                 diff: dict[str, Any] | None = None, against: dict[str, Any] | None = None) -> None:
+    """Write the whole HTML page for a capture (and, with diff, its RFC 0054 diff against another run), streaming
+    the events into it."""
     from openwop_cli.state.fold import StateFold
 
+    head, tail = TEMPLATE.split("__DATA__")
+    write(head.replace("__TITLE__", html.escape(f"wop report · {manifest.get('name') or manifest.get('captureId')}")))
+    data = _Base64Gzip(write)
+    data.record({"manifest": manifest, "diff": _diff_view(diff) if diff else None, "against": against,
+                 "pageSize": PAGE_SIZE, "maxEvents": MAX_PAGE_EVENTS})
     fold = StateFold()
-    rows, stored, state_points = [], [], []
-    start = None
+    count = 0
 
     def folded(stream: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        nonlocal count
         for event in stream:
             fold.apply(event)
-            stored.append(event)
-            if event.get("type") == "state_mutation":
-                state_points.append([event["seq"], _bounded(fold.snapshot())])
+            if count < MAX_PAGE_EVENTS:
+                data.record({"e": event})
+                if event.get("type") == "state_mutation":
+                    data.record({"s": [event["seq"], _bounded(fold.snapshot())]})
+            count += 1
             yield event
 
+    start = None
     for row in paired_rows(folded(events)):
         start = row.event.get("ts", 0) if start is None else start
         result = row.result
-        rows.append({
+        data.record({"r": {
             "seq": row.event.get("seq"), "end": None if result is None else result.get("seq"),
             "ms": row.event.get("ts", 0) - start,
             "took": None if result is None else result.get("ts", 0) - row.event.get("ts", 0),
             "type": row.event.get("type"), "depth": row.depth, "text": row_text(row),
             "failed": bool(result is not None and (result.get("data") or {}).get("ok") is False),
-        })
-    payload = {
-        "manifest": manifest, "rows": rows, "events": stored, "state": state_points,
-        "final": fold.snapshot(), "diff": _diff_view(diff) if diff else None, "against": against,
-        "pageSize": PAGE_SIZE,
-    }
-    blob = base64.b64encode(gzip.compress(dumps_wrapping(payload, default=repr), compresslevel=6)).decode("ascii")
-    title = html.escape(f"wop report · {manifest.get('name') or manifest.get('captureId')}")
-    return TEMPLATE.replace("__TITLE__", title).replace("__DATA__", blob)
+        }})
+    data.record({"final": fold.snapshot(), "eventCount": count})
+    data.close()
+    write(tail)
+
+
+class _Base64Gzip:
+    """JSON records, one a line, gzip-compressed and base64-encoded as they come (whole 3-byte groups only)."""
+
+    def __init__(self, write: Callable[[str], Any]) -> None:
+        self._write = write
+        self._gzip = zlib.compressobj(6, zlib.DEFLATED, 31)
+        self._pending = b""
+
+    def record(self, value: Any) -> None:
+        self._emit(self._gzip.compress(dumps_wrapping(value, orjson.OPT_APPEND_NEWLINE, default=repr)))
+
+    def close(self) -> None:
+        self._emit(self._gzip.flush())
+        self._write(base64.b64encode(self._pending).decode("ascii"))
+        self._pending = b""
+
+    def _emit(self, compressed: bytes) -> None:
+        if not compressed:
+            return
+        pending = self._pending + compressed
+        whole = len(pending) - len(pending) % 3
+        self._write(base64.b64encode(pending[:whole]).decode("ascii"))
+        self._pending = pending[whole:]
 
 
 def _bounded(snapshot: dict[str, Any]) -> dict[str, Any]:
@@ -128,8 +161,25 @@ const $ = (id) => document.getElementById(id);
 async function unpack() {
   const text = document.getElementById("wop-data").textContent.trim();
   const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
+  const reader = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))
+    .pipeThrough(new TextDecoderStream()).getReader();
+  const data = {events: [], rows: [], state: []};
+  const take = (line) => {
+    if (!line) return;
+    const record = JSON.parse(line);
+    if (record.e) data.events.push(record.e); else if (record.r) data.rows.push(record.r);
+    else if (record.s) data.state.push(record.s); else Object.assign(data, record);
+  };
+  let rest = "";
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    const lines = (rest + value).split("\n");
+    rest = lines.pop();
+    lines.forEach(take);
+  }
+  take(rest);
+  return data;
 }
 
 function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
@@ -170,8 +220,11 @@ function select(row, tr) {
   detail.append(el("h2", "", "event" + (row.end !== null ? "s " + row.seq + "–" + row.end : " " + row.seq)));
   const site = ((eventAt(row.seq) || {}).origin || {}).site;
   if (site) detail.append(el("div", "meta site", "called from " + site.file + ":" + site.line + " in " + site.function + "()"));
-  detail.append(tree(eventAt(row.seq), "seq " + row.seq));
-  if (row.end !== null) detail.append(tree(eventAt(row.end), "seq " + row.end));
+  for (const seq of row.end !== null ? [row.seq, row.end] : [row.seq]) {
+    detail.append(eventAt(seq) !== undefined ? tree(eventAt(seq), "seq " + seq) : el("div", "meta",
+      "seq " + seq + " is in the timeline only: this page embeds the first " + DATA.maxEvents +
+      " events whole; run `wop show " + DATA.manifest.captureId + " --seq " + seq + "` for its JSON"));
+  }
   const diff = DATA.diff && DATA.diff.items.find((d) => d.aSeq !== null && (d.aSeq === row.seq || d.aSeq === row.end));
   if (diff) {
     detail.append(el("h2", "", "diff · " + diff.op + " · " + diff.paths.join(", ")));
@@ -188,7 +241,7 @@ function select(row, tr) {
 function applyFilters() {
   const type = $("type").value, grep = $("grep").value.toLowerCase();
   shown = DATA.rows.filter((r) => (!type || r.type === type) &&
-    (!grep || r.text.toLowerCase().includes(grep) || JSON.stringify(eventAt(r.seq)).toLowerCase().includes(grep)));
+    (!grep || r.text.toLowerCase().includes(grep) || (JSON.stringify(eventAt(r.seq)) || "").toLowerCase().includes(grep)));
   page = 0; render();
 }
 
@@ -215,7 +268,8 @@ unpack().then((data) => {
   for (const event of DATA.events) bySeq.set(event.seq, event);
   const m = DATA.manifest;
   $("title").textContent = "wop · " + (m.name || m.captureId);
-  $("meta").textContent = m.captureId + " · status " + m.status + " · " + DATA.events.length + " events" +
+  $("meta").textContent = m.captureId + " · status " + m.status + " · " + DATA.eventCount + " events" +
+    (DATA.events.length < DATA.eventCount ? " (the first " + DATA.events.length + " embedded whole, every one in the timeline)" : "") +
     (DATA.against ? " · compared with " + (DATA.against.name || DATA.against.captureId) : "");
   for (const type of [...new Set(DATA.rows.map((r) => r.type))].sort()) $("type").append(new Option(type, type));
   if (DATA.diff) {

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.console import clean, status_style, type_style
+from openwop_cli.report.console import clean, clean_inline, status_style, type_style
 from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9
@@ -19,6 +19,7 @@ DURATION_WIDTH = 8
 SITE_WIDTH = 30
 TYPE_WIDTH = 16
 MAX_WAITING_ROWS = 500
+PLAIN_BATCH_ROWS = 256
 _CALLS = {"tool_call": "tool_result", "llm_request": "llm_response"}
 _RESULTS = frozenset(_CALLS.values())
 
@@ -44,6 +45,11 @@ class Row:
 
 def render_header(console: Console, manifest: dict[str, Any], path: str) -> None:
     """The capture's identity line above the timeline."""
+    console.print(header(manifest, path), soft_wrap=True)
+
+
+def header(manifest: dict[str, Any], path: str) -> Text:
+    """The capture's identity: id, name, status, event count, where it is (and what it was forked from)."""
     status = clean(manifest.get("status", "?"))
     title = Text.assemble(
         ("capture ", "muted"),
@@ -57,7 +63,7 @@ def render_header(console: Console, manifest: dict[str, Any], path: str) -> None
     if manifest.get("source"):
         source = manifest["source"]
         title.append(clean(f"  {source.get('mode')} of {source.get('captureId')}"), "muted")
-    console.print(title, soft_wrap=True)
+    return title
 
 
 def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callable[[Row], bool] = lambda row: True,
@@ -65,18 +71,47 @@ def render_rows(console: Console, events: Iterable[dict[str, Any]], keep: Callab
     """Print the column header and one row per call or event that `keep` accepts; returns how many.
 
     sites: end each row with where in the program the call was made (origin.site)."""
-    site_column = f"{'site':<{SITE_WIDTH}}  " if sites else ""
-    console.print(Text(f"{'seq':>{SEQ_WIDTH}}  {'offset':>{OFFSET_WIDTH}}  {'took':>{DURATION_WIDTH}}  "
-                       f"{'type':<{TYPE_WIDTH}}  {site_column}summary", style="muted"), no_wrap=True,
-                  overflow="ellipsis")
-    start = None
+    console.print(Text(column_header(sites), style="muted"), no_wrap=True, overflow="ellipsis")
     printed = 0
-    for row in ambient_grouped(paired_rows(events)):
-        start = row.event.get("ts", 0) if start is None else start
-        if keep(row):
-            console.print(_line(row, start, sites), no_wrap=True, overflow="ellipsis")
-            printed += 1
+    for row, start in _kept(events, keep):
+        console.print(Text.assemble(*_cells(row, start, sites)), no_wrap=True, overflow="ellipsis")
+        printed += 1
     return printed
+
+
+def write_plain_rows(write: Callable[[str], Any], events: Iterable[dict[str, Any]],
+                     keep: Callable[[Row], bool] = lambda row: True, sites: bool = False) -> int:
+    """render_rows as plain text for a pipe or file: the same columns, no styling, no width cut, one line per row
+    (recorded text escaped as on a terminal), written in batches; returns how many rows."""
+    write(column_header(sites) + "\n")
+    batch: list[str] = []
+    printed = 0
+    for row, start in _kept(events, keep):
+        batch.append("".join([cell[0] for cell in _cells(row, start, sites)]))
+        printed += 1
+        if len(batch) == PLAIN_BATCH_ROWS:
+            write("\n".join(batch) + "\n")
+            batch = []
+    if batch:
+        write("\n".join(batch) + "\n")
+    return printed
+
+
+def column_header(sites: bool) -> str:
+    """The timeline's column names."""
+    site_column = f"{'site':<{SITE_WIDTH}}  " if sites else ""
+    return (f"{'seq':>{SEQ_WIDTH}}  {'offset':>{OFFSET_WIDTH}}  {'took':>{DURATION_WIDTH}}  "
+            f"{'type':<{TYPE_WIDTH}}  {site_column}summary")
+
+
+def _kept(events: Iterable[dict[str, Any]], keep: Callable[[Row], bool]) -> Iterator[tuple[Row, int]]:
+    """The rows `keep` accepts, each with the run's first ts (offsets count from the first row, kept or not)."""
+    start = None
+    for row in ambient_grouped(paired_rows(events)):
+        if start is None:
+            start = row.event.get("ts", 0)
+        if keep(row):
+            yield row, start
 
 
 def paired_rows(events: Iterable[dict[str, Any]]) -> Iterator[Row]:
@@ -172,13 +207,14 @@ def site_cell(event: dict[str, Any]) -> str:
     """`support_agent.py:61`, padded to the site column: where the program made this call ("" if not recorded);
     a long path keeps its end."""
     site = (event.get("origin") or {}).get("site")
-    text = clean(f"{site.get('file')}:{site.get('line')}") if isinstance(site, dict) else ""
+    text = clean_inline(f"{site.get('file')}:{site.get('line')}") if isinstance(site, dict) else ""
     if len(text) > SITE_WIDTH:
         text = "…" + text[-(SITE_WIDTH - 1):]
     return f"{text:<{SITE_WIDTH}}"
 
 
-def _line(row: Row, start: int, sites: bool = False) -> Text:
+def _cells(row: Row, start: int, sites: bool) -> tuple[tuple[str, str], ...]:
+    """A row's columns as (text, theme style) pieces: rich assembles them, a pipe gets their text."""
     event = row.event
     ts = event.get("ts", 0)
     seq = str(event.get("seq", "?"))
@@ -192,24 +228,17 @@ def _line(row: Row, start: int, sites: bool = False) -> Text:
     label = {"tool_call": "tool", "llm_request": "llm"}.get(event_type, event_type) if row.result is not None else event_type
     if row.group:
         label = "ambient"
-    marker = "✗ " if event_type == "replay_diverged" else ""
-    return Text.assemble(
-        (f"{seq:>{SEQ_WIDTH}}", "seq"), "  ",
-        (f"{format_offset(ts - start):>{OFFSET_WIDTH}}", "muted"), "  ",
-        (f"{took:>{DURATION_WIDTH}}", "muted"), "  ",
-        (f"{label:<{TYPE_WIDTH}}", type_style(event_type)), "  ",
+    diverged = event_type == "replay_diverged"
+    failed = diverged or (row.result is not None and (row.result.get("data") or {}).get("ok") is False)
+    return (
+        (f"{seq:>{SEQ_WIDTH}}", "seq"), ("  ", ""),
+        (f"{format_offset(ts - start):>{OFFSET_WIDTH}}", "muted"), ("  ", ""),
+        (f"{took:>{DURATION_WIDTH}}", "muted"), ("  ", ""),
+        (f"{clean_inline(label):<{TYPE_WIDTH}}", type_style(event_type)), ("  ", ""),
         (site_cell(event) + "  " if sites else "", "path"),
-        "  " * row.depth, (marker, "error"), _result_styled(row),
+        ("  " * row.depth, ""), ("✗ " if diverged else "", "error"),
+        (clean_inline(row_text(row)), "error" if failed else ""),
     )
-
-
-def _result_styled(row: Row) -> Text:
-    text = Text(clean(row_text(row)))
-    if row.result is not None and (row.result.get("data") or {}).get("ok") is False:
-        text.stylize("error")
-    if row.event.get("type") == "replay_diverged":
-        text.stylize("error")
-    return text
 
 
 def _duration(milliseconds: int) -> str:

@@ -99,6 +99,27 @@ class StateFold:
         elif kind == "variable":
             self._write_variable(data, ts)
 
+    def fork(self) -> "StateFold":
+        """An independent copy of this fold, to go on folding apart (two runs that shared a prefix)."""
+        twin = StateFold.__new__(StateFold)
+        twin.declarations = dict(self.declarations)
+        twin.channels, twin.variables = self.channels.copy(), self.variables.copy()
+        twin.meta = {name: dict(meta) for name, meta in self.meta.items()}
+        twin.findings = list(self.findings)
+        twin.seq, twin.status = self.seq, self.status
+        twin._warned = set(self._warned)
+        twin._validator = self._validator
+        return twin
+
+    def uses_time(self, event: dict[str, Any]) -> bool:
+        """True when folding this event reads its ts: a channel write to a channel declared with ttlMs, or of a TTL
+        entry (whose _ts is checked against it). Two runs' same other events fold the same whenever they happened."""
+        data = event["data"]
+        if event["type"] == CHANNEL_WRITTEN or (event["type"] == STATE_MUTATION and data.get("kind") == "channel"):
+            declaration = self.declarations.get(str(data.get("channel")))
+            return bool(isinstance(declaration, dict) and declaration.get("ttlMs")) or is_entry(data.get("value"))
+        return False
+
     def snapshot(self) -> dict[str, Any]:
         """The state.snapshot shape: atSeq, channels (declared defaults included), variables."""
         channels = {name: decl["default"] for name, decl in self.declarations.items()

@@ -112,6 +112,14 @@ class ChannelStore:
             _check_size(name, value, declaration)
             self._values[name] = value
 
+    def copy(self) -> "ChannelStore":
+        """An independent copy: list reducers' entries and seen message ids copied (other values are never changed in
+        place, only replaced)."""
+        twin = ChannelStore()
+        twin._values = {name: deque(value) if isinstance(value, deque) else value for name, value in self._values.items()}
+        twin._message_ids = {name: set(ids) for name, ids in self._message_ids.items()}
+        return twin
+
     def load(self, name: str, value: Any, reducer: str) -> None:
         """Set a channel's reduced value as it was folded elsewhere (a list reducer's entries, any other value)."""
         self._values[name] = deque(value) if reducer in LIST_REDUCERS and isinstance(value, list) else value

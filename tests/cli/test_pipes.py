@@ -22,7 +22,7 @@ def big_capture(tmp_path):
     return tmp_path / "big"
 
 
-@pytest.mark.parametrize("args", [["show"], ["show", "--json"]])
+@pytest.mark.parametrize("args", [["show"], ["show", "--json"], ["show", "--jsonl"]])
 def test_a_closed_pipe_ends_the_command_quietly_with_exit_0(big_capture, args):
     command = [sys.executable, "-m", "openwop_cli", args[0], str(big_capture), *args[1:]]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,

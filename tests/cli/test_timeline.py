@@ -3,7 +3,9 @@
 import sys
 import textwrap
 
-from tests.conftest import run_wop
+import orjson
+
+from tests.conftest import run_wop, write_capture
 
 NESTED = """
     import openwop_cli as wop
@@ -104,3 +106,64 @@ def test_sites_show_where_in_the_program_each_call_was_made(tmp_path):
     assert f"program.py:{llm_line}" in next(row for row in shown if " llm " in row)
     tree = run_wop("show", str(out), "--seq", "1", "--no-pager", cwd=tmp_path)
     assert "site" in tree.stdout and f"line: {call_line}" in tree.stdout
+
+
+PIPED_EVENTS = [
+    ("run_start", {"argv": ["agent.py"]}),
+    ("tool_call", {"name": "look\nup\x1b[2J", "args": {"order": "A-1"}, "callId": "t1"}),
+    ("tool_result", {"callId": "t1", "ok": True, "result": {"status": "shipped\nback"}}),
+    ("state_mutation", {"kind": "channel", "channel": "notes", "value": "a\tb", "reducer": "append"}),
+    ("llm_request", {"provider": "openai", "model": "m", "callId": "l1", "request": {"messages": []}}),
+    ("llm_response", {"provider": "openai", "model": "m", "callId": "l1", "ok": True, "text": "hi"}),
+    ("run_end", {"exitCode": 0, "status": "ok"}),
+]
+
+
+def test_a_timeline_piped_to_another_program_is_plain_text_one_line_per_row(tmp_path):
+    capture = write_capture(tmp_path / "capture", PIPED_EVENTS)
+    done = run_wop("show", str(capture))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("capture ") and lines[1].split() == ["seq", "offset", "took", "type", "summary"]
+    assert [line.split()[0] for line in lines[2:]] == ["0", "1–2", "3", "4–5", "6"]
+    assert not any(char in done.stdout for char in "─│┃━┏┗╭╰\x1b")
+    assert "look\\nup\\x1b[2J(" in lines[3] and "shipped\\nback" in lines[3] and "notes ← a b (append)" in lines[4]
+
+
+def test_a_timeline_on_a_terminal_is_styled(tmp_path):
+    import os
+    import pty
+    import subprocess
+
+    capture = write_capture(tmp_path / "capture", PIPED_EVENTS)
+    controller, terminal = pty.openpty()
+    env = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
+    process = subprocess.Popen([sys.executable, "-m", "openwop_cli", "show", str(capture), "--no-pager"],
+                               stdout=terminal, stderr=subprocess.PIPE, env={**env, "TERM": "xterm-256color"})
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert process.wait(timeout=120) == 0, process.stderr.read()
+    os.close(controller)
+    assert b"\x1b[" in shown and b"lookup" not in shown and b"look\\nup" in shown
+
+
+def test_jsonl_prints_each_event_on_its_own_line_and_json_stays_one_object(tmp_path):
+    capture = write_capture(tmp_path / "capture", PIPED_EVENTS)
+    recorded = [orjson.loads(line) for line in (capture / "events.jsonl").read_bytes().splitlines()]
+    lines = run_wop("show", str(capture), "--jsonl").stdout.splitlines()
+    assert [orjson.loads(line) for line in lines] == recorded
+    only_tools = run_wop("show", str(capture), "--jsonl", "--type", "tool").stdout.splitlines()
+    assert [orjson.loads(line)["seq"] for line in only_tools] == [1, 2]
+    whole = orjson.loads(run_wop("show", str(capture), "--json").stdout)
+    assert whole["events"] == recorded and whole["capture"]["eventCount"] == len(recorded)
+    one = run_wop("show", str(capture), "--jsonl", "--seq", "3", "--state").stdout
+    assert one.count("\n") == 1 and orjson.loads(one)["state"]["channels"] == {"notes": ["a\tb"]}
+    assert run_wop("show", str(capture), "--json", "--jsonl").returncode == 2

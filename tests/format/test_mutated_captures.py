@@ -110,10 +110,14 @@ def exercise(capture: Path, other: Path, command: str) -> None:
     """Read and verify the capture, show it, fold its state, index it for replay, then one more command (diff,
     report, one event, JSON outputs), each as the CLI runs it: only WopError (or a typer exit) may come out."""
     calls = {
-        "show": lambda: show_command.command(str(capture), None, None, None, None, None, None, False, True, False),
+        "show": lambda: show_command.command(str(capture), None, None, None, None, None, None, False, True, False,
+                                             json_output=False, json_lines=False),
         "show --json": lambda: show_command.command(str(capture), ["llm,tool"], None, "a", 1, None, None, False, True,
-                                                    True),
-        "show --seq": lambda: show_command.command(str(capture), None, None, None, None, None, 4, False, True, False),
+                                                    True, json_output=True, json_lines=False),
+        "show --jsonl": lambda: show_command.command(str(capture), None, None, None, None, None, None, False, False,
+                                                     True, json_output=False, json_lines=True),
+        "show --seq": lambda: show_command.command(str(capture), None, None, None, None, None, 4, False, True, False,
+                                                   json_output=False, json_lines=False),
         "diff": lambda: diff_command.command(str(capture), str(other), ignore=None, max_diffs=None, align=AlignBy.seq,
                                              run_metadata=None, json_output=False, detail=False),
         "diff --json": lambda: diff_command.command(str(other), str(capture), ignore=None, max_diffs=3,
@@ -135,7 +139,7 @@ def exercise(capture: Path, other: Path, command: str) -> None:
             pass
 
 
-ALWAYS = ("show", "state", "show --json", "replay source")
+ALWAYS = ("show", "state", "show --json", "show --jsonl", "replay source")
 
 
 @pytest.fixture

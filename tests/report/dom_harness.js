@@ -39,7 +39,7 @@ const document = {
 };
 class Option extends Element { constructor(text, value) { super("option"); this.textContent = text; this.value = value; } }
 
-const context = vm.createContext({ document, Option, atob, Blob, Response, DecompressionStream, Uint8Array, JSON, Map, Set,
+const context = vm.createContext({ document, Option, atob, Blob, Response, DecompressionStream, TextDecoderStream, Uint8Array, JSON, Map, Set,
                                    Math, String, Object, Array, console, setTimeout });
 for (const script of scripts) vm.runInContext(script, context);
 

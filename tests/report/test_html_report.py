@@ -15,6 +15,7 @@ import pytest
 
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
+from openwop_cli.report.html import MAX_PAGE_EVENTS
 from tests.conftest import FIXTURES, run_wop
 
 HARNESS = Path(__file__).resolve().parent / "dom_harness.js"
@@ -28,8 +29,18 @@ def report(tmp_path, *args):
 
 
 def payload(page: Path) -> dict:
+    """The page's data as the page's script assembles it: header, events, rows, state points, final state."""
     blob = re.search(r'<script id="wop-data" type="application/octet-stream">([^<]*)</script>', page.read_text()).group(1)
-    return json.loads(gzip.decompress(base64.b64decode(blob)))
+    data = {"events": [], "rows": [], "state": []}
+    for line in gzip.decompress(base64.b64decode(blob)).splitlines():
+        record = json.loads(line)
+        for key, items in (("e", "events"), ("r", "rows"), ("s", "state")):
+            if key in record:
+                data[items].append(record[key])
+                break
+        else:
+            data.update(record)
+    return data
 
 
 def run_page(page: Path) -> dict:
@@ -114,24 +125,28 @@ def test_secrets_stay_redacted_in_the_report(tmp_path):
 
 
 def test_a_100k_event_capture_is_paged_in_the_page_and_stays_small(tmp_path):
+    """Past the events the page embeds whole, every event still has its row, and selecting one says how to see it."""
     capture = tmp_path / "big"
     sink = CaptureSink(capture, redactor=Redactor("none"))
     sink.start({})
-    for index in range(50_000):
+    for index in range(50_001):
         sink.append("tool_call", {"name": "lookup", "args": {"order": f"A-{index}"}, "callId": f"t{index}"})
         sink.append("tool_result", {"callId": f"t{index}", "ok": True, "result": {"status": "shipped", "n": index}})
     sink.finalize("ok")
     page = report(tmp_path, str(capture))
     assert page.stat().st_size < 20_000_000
     data = payload(page)
-    assert len(data["events"]) == 100_000 and len(data["rows"]) == 50_000
+    assert len(data["events"]) == MAX_PAGE_EVENTS == 100_000 and data["eventCount"] == 100_002
+    assert len(data["rows"]) == 50_001 and data["rows"][-1]["text"] == 'lookup({"order":"A-50000"})  →  ok {"status":"shipped","n":50000}'
     seen = run_page(page)
-    assert seen["rows"] == 500 and seen["pager"] == "page 1 of 100 · 50000 rows"
+    assert seen["rows"] == 500 and seen["pager"] == "page 1 of 101 · 50001 rows"
+    assert "(the first 100000 embedded whole, every one in the timeline)" in seen["meta"]
     browser = _browser()
     if browser is not None:
         dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
-                              "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=300)
-        assert 'data-ready="true"' in dom.stdout and "page 1 of 100" in dom.stdout
+                              "--dump-dom", page.as_uri() + "#seq=100000"], capture_output=True, text=True, timeout=300)
+        assert 'data-ready="true"' in dom.stdout and "page 101 of 101" in dom.stdout
+        assert f"run `wop show {data['manifest']['captureId']} --seq 100001` for its JSON" in dom.stdout
 
 
 def _browser() -> str | None:
