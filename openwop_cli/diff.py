@@ -9,7 +9,7 @@ writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwis
 for two wop captures, where they differ between any two runs by nature).
 
 Comparison is dict equality on parsed events, so equal events cost no serialization; only events
-that differ get their JSON paths (deepdiff). Both runs are folded on the way for the state diff — their
+that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way for the state diff — their
 identical prefix once, into one fold forked where their folded events first differ —
 and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
 run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
@@ -112,15 +112,10 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
-    """Every JSON path where two values differ (deepdiff, imported only when something differs)."""
-    if left == right:
-        return []
-    from deepdiff import DeepDiff
+    """Every JSON path where two values differ."""
+    from openwop_cli.replay.divergence import differences, json_path
 
-    from openwop_cli.replay.divergence import json_path
-
-    tree = DeepDiff(left, right, verbose_level=0, view="tree")
-    return sorted({json_path(item.path(output_format="list")) for items in tree.values() for item in items})
+    return sorted({json_path(parts) for parts, _, _ in differences(left, right)})
 
 
 # ---- comparison ---------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Divergences: where today's run parts ways with the capture, in the shape of capture-replay-design.md.
 
-`jsonPath` comes from deepdiff, computed only for events that differ (deepdiff is imported then).
+`jsonPath` is the first path `differences` finds, computed only for events that differ.
 """
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,20 +103,33 @@ def network_blocked(destination: str, site: dict[str, Any] | None,
 
 def first_difference(expected: Any, observed: Any) -> tuple[str | None, Any, Any]:
     """(JSONPath, expected value, observed value) of the first place two JSON values differ; (None, …) if equal."""
-    if expected == observed:
-        return None, expected, observed
-    from deepdiff import DeepDiff
-
-    tree = DeepDiff(expected, observed, verbose_level=2, view="tree")
-    changes = sorted((item for items in tree.values() for item in items), key=lambda item: _path_sort_key(item))
-    if not changes:
-        return "$", expected, observed
-    first = changes[0]
-    return json_path(first.path(output_format="list")), _present(first.t1), _present(first.t2)
+    for parts, left, right in differences(expected, observed):
+        return json_path(parts), left, right
+    return None, expected, observed
 
 
-def json_path(parts: list[Any]) -> str:
-    """`$.messages[1].content` from deepdiff's list path ['messages', 1, 'content']."""
+def differences(left: Any, right: Any, parts: tuple = ()) -> Iterator[tuple[tuple, Any, Any]]:
+    """(path parts, left value, right value) of every place two JSON values differ, depth first in key and index
+    order: a value that changed (or changed type), a key or list item only one side has (the other side None)."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in sorted(left.keys() | right.keys(), key=str):
+            if key not in right or key not in left:
+                yield (*parts, key), left.get(key), right.get(key)
+            else:
+                yield from differences(left[key], right[key], (*parts, key))
+    elif isinstance(left, list) and isinstance(right, list):
+        for index in range(max(len(left), len(right))):
+            if index >= len(left) or index >= len(right):
+                yield (*parts, index), left[index] if index < len(left) else None, \
+                    right[index] if index < len(right) else None
+            else:
+                yield from differences(left[index], right[index], (*parts, index))
+    elif left != right or type(left) is not type(right):  # 1, 1.0 and True are equal in Python, not in JSON
+        yield parts, left, right
+
+
+def json_path(parts: Sequence[Any]) -> str:
+    """`$.messages[1].content` from the path parts ['messages', 1, 'content']."""
     out = ["$"]
     for part in parts:
         if isinstance(part, int):
@@ -158,10 +172,3 @@ def event_summary(event_type: str, data: dict[str, Any]) -> Any:
     return {key: data[key] for key in fields if key in data} if fields else data
 
 
-def _path_sort_key(item: Any) -> list[Any]:
-    return [(0, part) if isinstance(part, int) else (1, str(part)) for part in item.path(output_format="list")]
-
-
-def _present(value: Any) -> Any:
-    """deepdiff marks a side that does not exist with a NotPresent object; JSON says null."""
-    return None if type(value).__name__ == "NotPresent" else value
