@@ -6,7 +6,7 @@ objects, events as `type TAB ts TAB origin-json TAB data-json TAB source-seq` â€
 a raw tab or newline, so the parent can splice the data bytes into the event line without parsing
 them again. The parent alone assigns seq and
 writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
-redaction and disk I/O happen outside the recorded program.
+redaction, disk I/O and the LLM requests' cache keys happen outside the recorded program.
 
 Senders buffer and send in batches (before starting a process, at exit, around a `wop.llm_call`, and
 from a background thread when 64 KiB are queued or at the latest FLUSH_SECONDS after the first queued

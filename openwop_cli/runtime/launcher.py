@@ -24,6 +24,7 @@ import openwop_cli
 from openwop_cli.config import read_json_file
 from openwop_cli.errors import UsageError
 from openwop_cli.format.redact import Redactor
+from openwop_cli.format.events import LLM_REQUEST
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.runtime.ambient import ENV_AMBIENT
 from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
@@ -72,6 +73,29 @@ class RunHooks:
 
     def prepare_proxy(self, session: Session) -> None:
         """Set up the --proxy session (a replay attaches its replayer here)."""
+
+
+def _adding_request_keys(append: Callable[..., int]) -> Callable[..., int]:
+    """append, with an llm_request's cacheKey and toolSchemaHash computed here when the recorded program left
+    them to wop (runtime.providers.with_request_keys): the hash is not paid on the program's calling thread."""
+    from openwop_cli.runtime.providers import with_request_keys
+
+    def append_keyed(event_type: str, data: dict[str, Any], **envelope: Any) -> int:
+        return append(event_type, with_request_keys(data) if event_type == LLM_REQUEST else data, **envelope)
+
+    return append_keyed
+
+
+def _parsing_llm_requests(append_raw: Callable[..., int], append: Callable[..., int]) -> Callable[..., int]:
+    """append_raw, except for llm_requests, which are parsed and go through append (for their keys)."""
+    def append_raw_or_parsed(event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
+                             source_seq: int | None = None) -> int:
+        if event_type != LLM_REQUEST:
+            return append_raw(event_type, data_json, ts=ts, origin_json=origin_json, source_seq=source_seq)
+        origin = orjson.loads(origin_json) if origin_json else None
+        return append(event_type, orjson.loads(data_json), ts=ts, origin=origin, source_seq=source_seq)
+
+    return append_raw_or_parsed
 
 
 @dataclass
@@ -128,9 +152,9 @@ def run_captured(
     processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
     if workflow_file is not None:
         processes.workflow_text = workflow_file[0].decode("utf-8")
-    append = hooks.wrap_append(sink.append)
+    append = _adding_request_keys(hooks.wrap_append(sink.append))
     collector = Collector(append, processes.on_message, on_idle=sink.flush,
-                          append_raw=hooks.wrap_append_raw(sink.append_raw, append))
+                          append_raw=_parsing_llm_requests(hooks.wrap_append_raw(sink.append_raw, append), append))
     collector.start()
     llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
     started = time.monotonic()

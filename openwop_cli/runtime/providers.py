@@ -148,6 +148,15 @@ def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
     return keys
 
 
+def with_request_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """An llm_request's data with its request_keys, when it does not carry them yet. A capture adds them where
+    the event is written (`wop capture`, or the sink of an in-process capture), off the recorded call's path; a
+    replay computes them in the program, where it matches calls by them."""
+    if "cacheKey" in data:
+        return data
+    return {**data, **request_keys(str(data.get("provider", "")), str(data.get("model", "")), data.get("request"))}
+
+
 def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:
     """The cache-key recipe's input for a request in a provider's own shape.
 

@@ -203,15 +203,14 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
     request = to_json(request)
     call_id = session.new_call_id("llm")
     context = {"provider": provider, "model": model, "callId": call_id}
-    from openwop_cli.runtime.providers import request_keys
-
-    keys = request_keys(provider, model, request)
     if session.replayer is not None:
-        served = session.replayer.llm(context, request, keys)
+        from openwop_cli.runtime.providers import request_keys
+
+        served = session.replayer.llm(context, request, request_keys(provider, model, request))
         if not served.live:
             return served.value()
         return _call_live_llm(served, call)
-    session.record("llm_request", {**context, **keys, "request": request})
+    session.record("llm_request", {**context, "request": request})  # its keys are added where it is written
     session.flush()
     boundary = enter_boundary()
     try:

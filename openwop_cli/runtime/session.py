@@ -95,7 +95,12 @@ class AppendRecorder:
              source_seq: int | None = None) -> None:
         from openwop_cli.runtime.jsonable import to_json
 
-        self._append(event_type, to_json(data), ts=ts, origin=origin, source_seq=source_seq)
+        data = to_json(data)
+        if event_type == "llm_request":
+            from openwop_cli.runtime.providers import with_request_keys
+
+            data = with_request_keys(data)
+        self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)

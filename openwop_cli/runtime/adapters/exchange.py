@@ -71,8 +71,10 @@ class Exchange:
         if self.llm is not None:
             self.request_type, self.result_type = "llm_request", "llm_response"
             self.context = {"provider": self.llm.provider, "model": self.llm.model, "callId": self.call_id}
-            self.request_data = {**self.context, **request_keys(self.llm.provider, self.llm.model, self.body_value),
-                                 "request": self.body_value, "http": {"method": self.method, "url": self.url}}
+            self.request_data = {**self.context, "request": self.body_value,
+                                 "http": {"method": self.method, "url": self.url}}
+            if session.replayer is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
+                self.request_data.update(request_keys(self.llm.provider, self.llm.model, self.body_value))
         else:
             self.request_type, self.result_type = "tool_call", "tool_result"
             self.context = {"callId": self.call_id}
