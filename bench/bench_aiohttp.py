@@ -11,13 +11,12 @@ Run: python bench/bench_aiohttp.py [REQUESTS] [ROUNDS]
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from loopback import BODIES, loopback_server, report, timed  # noqa: E402
+from loopback import BODIES, loopback_server, measure, report  # noqa: E402
 
 CLIENT = BODIES + r'''
 import asyncio, json, sys, time
@@ -38,22 +37,6 @@ async def main():
 
 print(json.dumps(asyncio.run(main())), file=sys.stderr)
 '''
-
-
-def measure(root: Path, env: dict, url: str, count: int, rounds: int) -> dict:
-    client = [sys.executable, str(root / "client.py"), url, str(count)]
-    wop = [sys.executable, "-m", "openwop_cli"]
-    name = url.rsplit("/", 1)[1]
-    source = root / f"{name}-source"
-    subprocess.run([*wop, "capture", "--out", str(source), "--", *client], env=env, capture_output=True, check=True)
-    runs: dict[str, list[dict]] = {"plain": [], "wop capture": [], "wop replay": []}
-    for index in range(rounds):
-        runs["plain"].append(timed(client, env))
-        runs["wop capture"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--",
-                                          *client], env))
-        runs["wop replay"].append(timed([*wop, "replay", str(source), "--out", str(root / f"{name}-replay{index}")],
-                                        env))
-    return runs
 
 
 def main() -> None:

@@ -11,13 +11,12 @@ Run: python bench/bench_http.py [REQUESTS] [ROUNDS]   (vcrpy from the bench extr
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from loopback import BODIES, loopback_server, report, timed  # noqa: E402
+from loopback import BODIES, loopback_server, measure, report, timed  # noqa: E402
 
 CLIENT = BODIES + r'''
 import json, os, sys, time
@@ -45,28 +44,17 @@ print(json.dumps(figures), file=sys.stderr)
 '''
 
 
-def measure(root: Path, env: dict, url: str, count: int, rounds: int, with_vcr: bool) -> dict:
-    client = [sys.executable, str(root / "client.py"), url, str(count)]
-    wop = [sys.executable, "-m", "openwop_cli"]
-    name = url.rsplit("/", 1)[1]
-    source = root / f"{name}-source"
-    subprocess.run([*wop, "capture", "--out", str(source), "--", *client], env=env, capture_output=True, check=True)
-    runs: dict[str, list[dict]] = {"plain": [], "wop capture": [], "wop replay": []}
-    if with_vcr:
-        runs.update({"VCR.py record": [], "VCR.py play": [], "VCR.py record +body": [], "VCR.py play +body": []})
-    for index in range(rounds):
-        runs["plain"].append(timed(client, env))
-        runs["wop capture"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--",
-                                          *client], env))
-        runs["wop replay"].append(timed([*wop, "replay", str(source), "--out", str(root / f"{name}-replay{index}")],
-                                        env))
-        if with_vcr:
-            for matching, suffix in (("default", ""), ("body", " +body")):
-                cassette = root / f"{name}-{matching}-{index}.yaml"
-                for mode in ("record", "play"):
-                    vcr_env = {**env, "BENCH_VCR": f"{mode}:{matching}:{cassette}"}
-                    runs[f"VCR.py {mode}{suffix}"].append(timed(client, vcr_env))
-    return runs
+def vcr_runs(root: Path, env: dict):
+    """VCR.py recording then playing back a cassette, with its default matching and with body matching."""
+    def run(index: int, client: list[str], name: str) -> dict[str, dict]:
+        runs = {}
+        for matching, suffix in (("default", ""), ("body", " +body")):
+            cassette = root / f"{name}-{matching}-{index}.yaml"
+            for mode in ("record", "play"):
+                runs[f"VCR.py {mode}{suffix}"] = timed(client, {**env, "BENCH_VCR": f"{mode}:{matching}:{cassette}"})
+        return runs
+
+    return run
 
 
 def main() -> None:
@@ -85,8 +73,9 @@ def main() -> None:
         env = {**os.environ, "WOP_HOME": str(root / "home")}
         env.pop("BENCH_VCR", None)
         with loopback_server(root) as base:
-            api = measure(root, env, f"{base}/orders", count, rounds, with_vcr)
-            llm = measure(root, env, f"{base}/v1/chat/completions", count, rounds, with_vcr)
+            also = vcr_runs(root, env) if with_vcr else None
+            api = measure(root, env, f"{base}/orders", count, rounds, also)
+            llm = measure(root, env, f"{base}/v1/chat/completions", count, rounds, also)
     report(f"httpx JSON POST to an API (http tool call), {count} requests", api, targets)
     report(f"httpx OpenAI chat completion (LLM call), {count} requests", llm, targets)
     if not with_vcr:

@@ -14,7 +14,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 SERVER = r'''
 import sys
@@ -80,6 +80,27 @@ def timed(command: list[str], env: dict) -> dict:
         raise SystemExit(f"{' '.join(command[:6])} ... exited {done.returncode}:\n{done.stderr[-2000:]}")
     figures = json.loads(next(line for line in done.stderr.splitlines() if line.startswith('{"us"')))
     return {**figures, "process": wall}
+
+
+def measure(root: Path, env: dict, url: str, count: int, rounds: int,
+            also: Callable[[int, list[str], str], dict[str, dict]] | None = None) -> dict[str, list[dict]]:
+    """ROUNDS interleaved runs of root/client.py against url: plain, under `wop capture`, under `wop replay` of a
+    capture made first, and whatever `also(round, client command, name)` runs in the same round."""
+    client = [sys.executable, str(root / "client.py"), url, str(count)]
+    wop = [sys.executable, "-m", "openwop_cli"]
+    name = url.rsplit("/", 1)[1]
+    source = root / f"{name}-source"
+    subprocess.run([*wop, "capture", "--out", str(source), "--", *client], env=env, capture_output=True, check=True)
+    runs: dict[str, list[dict]] = {"plain": [], "wop capture": [], "wop replay": []}
+    for index in range(rounds):
+        runs["plain"].append(timed(client, env))
+        runs["wop capture"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--",
+                                          *client], env))
+        runs["wop replay"].append(timed([*wop, "replay", str(source), "--out", str(root / f"{name}-replay{index}")],
+                                        env))
+        for kind, run in (also(index, client, name) if also else {}).items():
+            runs.setdefault(kind, []).append(run)
+    return runs
 
 
 def report(title: str, runs: dict[str, list[dict]], targets: dict[str, str]) -> None:
