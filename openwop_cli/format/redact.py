@@ -132,6 +132,16 @@ class Redactor:
             return value
         return self._redact(value, False)
 
+    def redact_flagged(self, value: Any) -> Any:
+        """redact(value), without walking it when the prefilter finds nothing in its JSON (most manifests)."""
+        if not self.active:
+            return value
+        try:
+            flagged = self.suspicious(orjson.dumps(value))
+        except TypeError:  # not JSON as it stands: walk it
+            flagged = True
+        return self._redact(value, False) if flagged else value
+
     def scrub_text(self, text: str) -> str:
         """A string with secret-looking values (see the module docstring) and known secret values replaced."""
         for secret in self.secrets:
