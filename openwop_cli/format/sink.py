@@ -132,7 +132,7 @@ class CaptureSink:
             EVENT_VERSION, orjson.dumps(self._capture_id), orjson.dumps(self._run_id)))
         try:
             self._file = _create_private(self.capture_dir / EVENTS_NAME)
-            write_manifest_atomic(self.capture_dir, self.manifest)
+            write_manifest_atomic(self.capture_dir, self.manifest, durable=False)  # finalize's is the durable one
         except OSError as exc:
             raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
         _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
