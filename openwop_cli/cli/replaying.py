@@ -174,6 +174,10 @@ def _print_report(outcome: Any, json_output: bool) -> None:
 
         print_json(replay_json(outcome))
     else:
+        from openwop_cli.report.replay_lines import print_clean_replay
+
+        if print_clean_replay(sys.stdout, outcome):
+            return
         from openwop_cli.report.console import make_console
         from openwop_cli.report.replay import render_replay
 
