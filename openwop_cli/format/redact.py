@@ -22,7 +22,7 @@ import hashlib
 import math
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
@@ -240,7 +240,7 @@ class HyperscanMatcher:
     kept in the user's cache directory and loaded in microseconds by later runs; `secret_parts` (the values of
     secret environment variables) are compiled in every run, in a database of their own that never reaches a disk."""
 
-    def __init__(self, parts: list[str], secret_parts: list[str] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, parts: list[str], secret_parts: Sequence[str] = ()) -> None:
         import threading
 
         import hyperscan
@@ -248,7 +248,7 @@ class HyperscanMatcher:
         self._hyperscan = hyperscan
         self._databases = [_cached_database(hyperscan, parts)]
         if secret_parts:
-            self._databases.append(_compiled_database(hyperscan, secret_parts))
+            self._databases.append(_compiled_database(hyperscan, list(secret_parts)))
         self._local = threading.local()
 
     def search(self, data: bytes) -> bool:
@@ -275,12 +275,9 @@ def _cached_database(hyperscan: Any, parts: list[str]) -> Any:
     """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
     loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
     key = hashlib.sha256(orjson.dumps([hyperscan.__version__, parts])).hexdigest()[:32]
-    try:
-        from platformdirs import user_cache_dir
+    from platformdirs import user_cache_dir
 
-        path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")
-    except ImportError:
-        return _compiled_database(hyperscan, parts)
+    path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")
     try:
         with open(path, "rb") as handle:
             database = hyperscan.loadb(handle.read(), hyperscan.HS_MODE_BLOCK)
