@@ -12,6 +12,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
             proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool) -> int:
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
     from openwop_cli.config import load_settings
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.store import captures_root
 
@@ -22,7 +23,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
         name=name,
         redact=redact if redact is not None else settings.redact,
         workflow=workflow,
-        warn=_warn,
+        warn=lambda message: print_warning(message.removeprefix("wop: ")),
         store_root=captures_root(),
         proxy=proxy,
         ambient=ambient if ambient is not None else settings.ambient,
@@ -76,9 +77,3 @@ def _print_summary(outcome: Any, json_output: bool) -> None:
     styles = {"status": status_style(status)}
     make_console(stderr=True).print(Text.assemble(*((text, styles.get(style, style)) for text, style in line)),
                                     soft_wrap=True)
-
-
-def _warn(message: str) -> None:
-    from openwop_cli.report.console import print_warning
-
-    print_warning(message.removeprefix("wop: "))

@@ -23,6 +23,7 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
 
     from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.run import run_replay
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import captures_root
 
     json_output = options.pop("json_output")
@@ -54,6 +55,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch)."""
     from openwop_cli.errors import UsageError
     from openwop_cli.replay import batch
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import resolve_capture
 
     shard_index = batch.parse_shard(shard) if shard is not None else None
@@ -114,6 +116,7 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.batch import find_captures
     from openwop_cli.replay.repeat import run_repeated
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import captures_root, resolve_capture
 
     sources = find_captures(references, resolve_capture, print_warning)
@@ -223,10 +226,3 @@ class _progress:
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
             self._bar.stop()
-
-
-def print_warning(message: str) -> None:
-    """report.console's print_warning, imported (with rich) only when there is a warning to print."""
-    from openwop_cli.report.console import print_warning as print_with_rich
-
-    print_with_rich(message)

@@ -1,5 +1,6 @@
-"""Report lines without rich: `clean` (what makes text from a capture safe to print) and plain printing of
-lines made of (text, style) segments, for the reports that are only lines when nothing is coloured.
+"""Report lines without rich: `clean` (what makes text from a capture safe to print), plain printing of
+lines made of (text, style) segments for the reports that are only lines when nothing is coloured, and a
+print_warning that imports rich only when there is a warning.
 
 Importing rich costs more than a small capture's whole run, so `wop capture` and a clean `wop replay`
 print their lines here, exactly as rich would, when the stream is not coloured (not a terminal, or
@@ -52,3 +53,10 @@ def print_plain(stream: TextIO, lines: Sequence[Sequence[Segment]]) -> bool:
     stream.write("".join(text + "\n" for text in texts))
     stream.flush()
     return True
+
+
+def print_warning(message: str) -> None:
+    """report.console's one yellow line on stderr, rich imported only when there is a warning to print."""
+    from openwop_cli.report.console import print_warning as print_with_rich
+
+    print_with_rich(message)
