@@ -469,3 +469,21 @@ def test_the_closing_line_reads_the_same_printed_plain_and_coloured_and_replays_
     assert outputs[0] == outputs[1]
     assert "captured ID  TMP/RUN  2 events  ok" in outputs[0]
     assert "no divergence: the run replays exactly" in outputs[0]
+
+
+def test_module_paths_resolve_as_realpath_does_through_symlinked_directories_files_and_dotdot(tmp_path, monkeypatch):
+    """local_modules resolves each directory once; what it finds must be exactly what os.path.realpath says."""
+    from openwop_cli.runtime.program import _real_path
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "pkg" / "m.py").write_text("")
+    (tmp_path / "elsewhere.py").write_text("")
+    (tmp_path / "real" / "linked.py").symlink_to(tmp_path / "elsewhere.py")
+    (tmp_path / "linkdir").symlink_to(tmp_path / "real" / "pkg")
+    (tmp_path / "up").symlink_to(tmp_path / "real" / "pkg")  # `up/..` is real/, not tmp_path
+    monkeypatch.chdir(tmp_path)
+    paths = [str(tmp_path / "linkdir" / "m.py"), str(tmp_path / "real" / "pkg" / "m.py"),
+             str(tmp_path / "real" / "linked.py"), str(tmp_path / "up" / ".." / "linked.py"),
+             "linkdir/m.py", str(tmp_path / "real" / "." / "pkg" / "m.py")]
+    resolved: dict[str, str] = {}
+    assert [_real_path(path, resolved) for path in paths] == [os.path.realpath(path) for path in paths]
