@@ -110,7 +110,7 @@ class Redactor:
         self.active = profile != "none"
         self.strict = profile == "strict"
         self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
-        self._prefilter = compile_prefilter(self.secrets)
+        self._prefilter: Any = None  # compiled at the first scan: a replay of a program that calls nothing never scans
 
     @classmethod
     def from_environment(cls, profile: str = DEFAULT_PROFILE, environ: Mapping[str, str] | None = None) -> "Redactor":
@@ -124,7 +124,10 @@ class Redactor:
             return False
         if self.strict:
             return True
-        return bool(self._prefilter.search(serialized))
+        prefilter = self._prefilter
+        if prefilter is None:
+            prefilter = self._prefilter = compile_prefilter(self.secrets)
+        return bool(prefilter.search(serialized))
 
     def redact(self, value: Any) -> Any:
         """A copy of value with the profile applied; untouched values are returned as they are."""
