@@ -10,7 +10,7 @@
     replay = ["tests/runs"]          # directories whose captures pytest collects as tests, one per capture
 """
 
-import tomllib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,9 @@ from typing import Any
 from openwop_cli.errors import UsageError
 
 RECORD_MODES = ("none", "once", "new", "all")
+# The key `wop` as TOML can write it (bare or quoted; in a table header, a dotted key or an inline table): a
+# pyproject.toml without it has no [tool.wop] and is not parsed (importing tomllib costs more than a small capture).
+_WOP_KEY = re.compile(r"""(?:^|[\s.\[{,"'])wop(?:[\s.=\]"']|$)""", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,12 @@ def load_settings(start: Path | None = None) -> Settings:
 
 
 def _wop_table(pyproject: Path) -> dict[str, Any]:
+    import tomllib
+
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        text = pyproject.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if _WOP_KEY.search(text) else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read [tool.wop] from {pyproject}: {exc}") from None
     table = data.get("tool", {}).get("wop", {})
     if not isinstance(table, dict):

@@ -3,6 +3,7 @@
 Kept free of Typer so the entry point's fast path (cli.entry) can run a capture without building the app.
 """
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
             proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool) -> int:
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
     from openwop_cli.config import load_settings
-    from openwop_cli.report.console import print_error, print_warning
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.store import captures_root
 
@@ -30,6 +31,8 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
     _print_summary(outcome, json_output)
     if strict_transports and outcome.unrecorded and outcome.exit_code == 0:
         if not json_output:
+            from openwop_cli.report.console import print_error
+
             print_error("--strict-transports: the capture misses connections no adapter recorded")
         return 1
     return outcome.exit_code
@@ -49,25 +52,28 @@ def _print_summary(outcome: Any, json_output: bool) -> None:
     if outcome.unrecorded:
         summary["unrecordedConnections"] = outcome.unrecorded
     if json_output:
-        import sys
-
         from openwop_cli.cli.output import json_line
 
         sys.stderr.buffer.write(json_line(summary) + b"\n")
         sys.stderr.flush()
         return
-    from rich.text import Text
+    from openwop_cli.report.plain import clean, print_plain
 
-    from openwop_cli.report.console import clean, make_console, status_style
-
-    line = Text.assemble(
-        ("captured ", "muted"), (outcome.capture_id, "bold"), "  ", (clean(outcome.path), "path"),
-        f"  {summary['events']} events  ", (str(summary["status"]), status_style(str(summary["status"]))),
-    )
+    status = str(summary["status"])
+    line = [("captured ", "muted"), (outcome.capture_id, "bold"), ("  ", ""), (clean(outcome.path), "path"),
+            (f"  {summary['events']} events  ", ""), (status, "status")]
     if summary.get("error"):
-        line.append(f"  ({clean(summary['error'])})", "muted")
+        line.append((f"  ({clean(summary['error'])})", "muted"))
     if outcome.unrecorded:
         from openwop_cli.runtime.connections import describe
 
-        line.append(f"  {clean(describe(outcome.unrecorded))}", "warning")
-    make_console(stderr=True).print(line, soft_wrap=True)
+        line.append((f"  {clean(describe(outcome.unrecorded))}", "warning"))
+    if print_plain(sys.stderr, [line]):
+        return
+    from rich.text import Text
+
+    from openwop_cli.report.console import make_console, status_style
+
+    styles = {"status": status_style(status)}
+    make_console(stderr=True).print(Text.assemble(*((text, styles.get(style, style)) for text, style in line)),
+                                    soft_wrap=True)

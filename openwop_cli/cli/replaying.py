@@ -23,7 +23,7 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
 
     from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.run import run_replay
-    from openwop_cli.report.console import print_warning
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import captures_root
 
     json_output = options.pop("json_output")
@@ -55,7 +55,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch)."""
     from openwop_cli.errors import UsageError
     from openwop_cli.replay import batch
-    from openwop_cli.report.console import print_warning
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import resolve_capture
 
     shard_index = batch.parse_shard(shard) if shard is not None else None
@@ -116,7 +116,7 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.batch import find_captures
     from openwop_cli.replay.repeat import run_repeated
-    from openwop_cli.report.console import print_warning
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import captures_root, resolve_capture
 
     sources = find_captures(references, resolve_capture, print_warning)
@@ -174,6 +174,10 @@ def _print_report(outcome: Any, json_output: bool) -> None:
 
         print_json(replay_json(outcome))
     else:
+        from openwop_cli.report.replay_lines import print_clean_replay
+
+        if print_clean_replay(sys.stdout, outcome):
+            return
         from openwop_cli.report.console import make_console
         from openwop_cli.report.replay import render_replay
 

@@ -16,6 +16,7 @@ STATE_MUTATION = "state_mutation"
 NONDETERMINISTIC = "nondeterministic"
 REPLAY_DIVERGED = "replay_diverged"
 REPLAY_NOTE = "replay_note"  # something a replay did that is worth saying but is not a divergence
+PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}  # the origin of the calls `--proxy` records
 
 EVENT_TYPES = frozenset(
     {

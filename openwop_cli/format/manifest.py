@@ -4,7 +4,6 @@ Readers accept every older format version and refuse a newer major one with the 
 """
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +76,24 @@ def read_manifest(capture_dir: Path) -> dict[str, Any]:
     return manifest
 
 
-def write_manifest_atomic(capture_dir: Path, manifest: dict[str, Any]) -> None:
-    """Replace manifest.json in one step (temp file, fsync, rename) so readers never see half of it."""
+def write_manifest_atomic(capture_dir: Path, manifest: dict[str, Any], durable: bool = True) -> None:
+    """Replace manifest.json in one step (temp file, rename) so readers never see half of it; durable: fsync the
+    file before the rename and the directory after, so not even a machine crash leaves half of it."""
     data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    fd, temp = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=capture_dir)
+    temp = capture_dir / f".manifest.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(temp, manifest_path(capture_dir))
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
-    _fsync_dir(capture_dir)
+    if durable:
+        _fsync_dir(capture_dir)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -22,7 +22,7 @@ import hashlib
 import math
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
@@ -39,8 +39,7 @@ SECRET_KEY = re.compile(
 # The words a label or a flag ends with when what follows it is a secret (`max_tokens=` is not one).
 _SECRET_WORD = (r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key"
                 r"|private[_-]?key|credentials?|auth)")
-_PASSWORD_WORD = re.compile(r"(?:passw(?:or)?d|passphrase|pwd)\W*$", re.IGNORECASE)
-SECRET_FLAG = re.compile(rf"--?[A-Za-z0-9_-]*{_SECRET_WORD}", re.IGNORECASE)
+_SECRET_FLAG = rf"--?[A-Za-z0-9_-]*{_SECRET_WORD}"
 # Secret-looking values anywhere in a string. Each is (what redact replaces, with the part to keep in
 # group `keep`; what the prefilter looks for in serialized JSON — portable: no lookaround, no backreference —
 # or None when another entry's prefilter already finds it).
@@ -60,12 +59,8 @@ _VALUES = (
     (rf"(?P<keep>(?i:{_SECRET_WORD})[\\\"']*[ \t]*[:=][ \t]*[\\\"']*)(?P<value>[^\s\\\"',;&<>(){{}}\[\]]{{4,}})"
      r"(?=[\s\\\"',;&<>]|\Z)",
      rf"(?i:{_SECRET_WORD})(?:[\\\"']{{0,3}}[ \t]*[:=]|[ \t])"),
-    (rf"(?P<keep>(?:^|\s){SECRET_FLAG.pattern}(?:=|[ \t]+(?!-)))(?P<value>[^\s\"']+)", None),
+    (rf"(?P<keep>(?:^|\s){_SECRET_FLAG}(?:=|[ \t]+(?!-)))(?P<value>[^\s\"']+)", None),
 )
-SECRET_VALUES = [re.compile(found) for found, _ in _VALUES]
-_ANY_SECRET_VALUE = re.compile("|".join(f"(?:{found})" for found, _ in _VALUES).replace("?P<keep>", "").replace("?P<value>", ""))
-_AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}")
-_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # beside an access key id
 _NOT_SECRETS = frozenset({"null", "none", "true", "false", "undefined", "required", "optional"})
 # SECRET_KEY as it appears in serialized JSON: the key's quoted text followed by `":`. Over-matching
 # (the same text inside a string value) only costs a structural check, never a leak.
@@ -82,6 +77,25 @@ CONTENT_KEYS = frozenset(
 )
 
 
+class _Patterns:
+    """The regular expressions `redact` and `scrub_text` apply, compiled on first use: most runs of a small
+    program never need them, and compiling them costs more than its whole capture."""
+
+    def __init__(self) -> None:
+        self.secret_values = [re.compile(found) for found, _ in _VALUES]
+        self.any_secret_value = re.compile(
+            "|".join(f"(?:{found})" for found, _ in _VALUES).replace("?P<keep>", "").replace("?P<value>", ""))
+        self.aws_key_id = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}")
+        self.aws_secret_key = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # beside a key id
+        self.secret_flag = re.compile(_SECRET_FLAG, re.IGNORECASE)
+        self.password_word = re.compile(r"(?:passw(?:or)?d|passphrase|pwd)\W*$", re.IGNORECASE)
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
+
+
 class UnknownProfile(ValueError):
     """A redaction profile name that is not none, default or strict."""
 
@@ -96,7 +110,7 @@ class Redactor:
         self.active = profile != "none"
         self.strict = profile == "strict"
         self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
-        self._prefilter = compile_prefilter(self.secrets)
+        self._prefilter: Any = None  # compiled at the first scan: a replay of a program that calls nothing never scans
 
     @classmethod
     def from_environment(cls, profile: str = DEFAULT_PROFILE, environ: Mapping[str, str] | None = None) -> "Redactor":
@@ -110,7 +124,10 @@ class Redactor:
             return False
         if self.strict:
             return True
-        return bool(self._prefilter.search(serialized))
+        prefilter = self._prefilter
+        if prefilter is None:
+            prefilter = self._prefilter = compile_prefilter(self.secrets)
+        return bool(prefilter.search(serialized))
 
     def redact(self, value: Any) -> Any:
         """A copy of value with the profile applied; untouched values are returned as they are."""
@@ -118,17 +135,28 @@ class Redactor:
             return value
         return self._redact(value, False)
 
+    def redact_flagged(self, value: Any) -> Any:
+        """redact(value), without walking it when the prefilter finds nothing in its JSON (most manifests)."""
+        if not self.active:
+            return value
+        try:
+            flagged = self.suspicious(orjson.dumps(value))
+        except TypeError:  # not JSON as it stands: walk it
+            flagged = True
+        return self._redact(value, False) if flagged else value
+
     def scrub_text(self, text: str) -> str:
         """A string with secret-looking values (see the module docstring) and known secret values replaced."""
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        if _ANY_SECRET_VALUE.search(text) is None:
+        patterns = _patterns()
+        if patterns.any_secret_value.search(text) is None:
             return text
-        aws_key_id = _AWS_KEY_ID.search(text) is not None
-        for pattern in SECRET_VALUES:
+        aws_key_id = patterns.aws_key_id.search(text) is not None
+        for pattern in patterns.secret_values:
             text = pattern.sub(_replace_secret, text)
-        return _AWS_SECRET_KEY.sub(REDACTED, text) if aws_key_id else text
+        return patterns.aws_secret_key.sub(REDACTED, text) if aws_key_id else text
 
     def is_secret_key(self, key: str) -> bool:
         """True when the profile redacts the whole value stored under this key."""
@@ -161,9 +189,10 @@ class Redactor:
     def _redact_items(self, items: Any, content: bool) -> list[Any]:
         """A list's items redacted; an item after a secret flag (`["--token", "X"]`, an argv) is a secret."""
         out, after_flag = [], False
+        secret_flag = _patterns().secret_flag
         for child in items:
             out.append(REDACTED if after_flag and type(child) is str else self._redact(child, content))
-            after_flag = type(child) is str and SECRET_FLAG.fullmatch(child) is not None
+            after_flag = type(child) is str and secret_flag.fullmatch(child) is not None
         return out
 
 
@@ -191,47 +220,86 @@ def compile_prefilter(secrets: Iterable[str], engine: str | None = None) -> Any:
 @functools.lru_cache(maxsize=8)
 def _compiled_prefilter(secrets: tuple[str, ...], engine: str | None) -> Any:
     literals = [re.escape(orjson.dumps(secret)[1:-1].decode()) for secret in secrets]
-    parts = [*PREFILTER_PATTERNS, *literals]
     for name in (engine,) if engine else PREFILTER_ENGINES:
         try:
             if name == "hyperscan":
-                return HyperscanMatcher(parts)
+                return HyperscanMatcher(list(PREFILTER_PATTERNS), secret_parts=literals)
             if name == "re2":
                 import re2
 
-                return re2.compile("|".join(parts).encode())
+                return re2.compile("|".join([*PREFILTER_PATTERNS, *literals]).encode())
         except ImportError:
             if engine:
                 raise
             continue
-    return re.compile("|".join(parts).encode())
+    return re.compile("|".join([*PREFILTER_PATTERNS, *literals]).encode())
 
 
 class HyperscanMatcher:
-    """Patterns in one Hyperscan database (the prefilter's, or any other bytes scan that must be fast); each
-    thread scans with its own scratch space. ImportError where Hyperscan is not installed."""
+    """Patterns in Hyperscan databases (the prefilter's, or any other bytes scan that must be fast); each
+    thread scans with its own scratch space. ImportError where Hyperscan is not installed.
 
-    def __init__(self, parts: list[str]) -> None:
+    Compiling `parts` takes tens of milliseconds, more than a small capture's whole run, so their database is
+    kept in the user's cache directory and loaded in microseconds by later runs; `secret_parts` (the values of
+    secret environment variables) are compiled in every run, in a database of their own that never reaches a disk."""
+
+    def __init__(self, parts: list[str], secret_parts: Sequence[str] = ()) -> None:
         import threading
 
         import hyperscan
 
         self._hyperscan = hyperscan
-        self._database = hyperscan.Database()
-        self._database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
-                               flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
+        self._databases = [_cached_database(hyperscan, parts)]
+        if secret_parts:
+            self._databases.append(_compiled_database(hyperscan, list(secret_parts)))
         self._local = threading.local()
 
     def search(self, data: bytes) -> bool:
         """True when any pattern matches somewhere in data (the scan stops at the first match)."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._hyperscan.Scratch(self._database)
+        scratches = getattr(self._local, "scratches", None)
+        if scratches is None:
+            scratches = self._local.scratches = [self._hyperscan.Scratch(database) for database in self._databases]
         try:
-            self._database.scan(data, match_event_handler=_stop, scratch=scratch)
+            for database, scratch in zip(self._databases, scratches):
+                database.scan(data, match_event_handler=_stop, scratch=scratch)
         except self._hyperscan.ScanTerminated:
             return True
         return False
+
+
+def _compiled_database(hyperscan: Any, parts: list[str]) -> Any:
+    database = hyperscan.Database()
+    database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
+                     flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
+    return database
+
+
+def _cached_database(hyperscan: Any, parts: list[str]) -> Any:
+    """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
+    loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
+    key = hashlib.sha256(orjson.dumps([hyperscan.__version__, parts])).hexdigest()[:32]
+    from platformdirs import user_cache_dir
+
+    path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")
+    try:
+        with open(path, "rb") as handle:
+            database = hyperscan.loadb(handle.read(), hyperscan.HS_MODE_BLOCK)
+        hyperscan.Scratch(database)
+        return database
+    except (OSError, hyperscan.error):
+        pass
+    import threading
+
+    database = _compiled_database(hyperscan, parts)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(hyperscan.dumpb(database))
+        os.replace(temporary, path)
+    except OSError:
+        pass
+    return database
 
 
 def _stop(*_match: Any) -> bool:
@@ -251,7 +319,7 @@ def _hides_a_secret(label: str, value: str) -> bool:
     else a value that is neither a plain word nor a number and has the variety of a generated secret."""
     if value.lower() in _NOT_SECRETS:
         return False
-    if label.lstrip().startswith("-") or _PASSWORD_WORD.search(label):
+    if label.lstrip().startswith("-") or _patterns().password_word.search(label):
         return True
     return len(value) >= 8 and not value.isalpha() and not value.isdigit() and _entropy(value) >= 3.0
 

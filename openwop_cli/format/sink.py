@@ -126,13 +126,13 @@ class CaptureSink:
             "eventLogPath": EVENTS_NAME,
             "redaction": {"enabled": self.redactor.active, "profile": self.redactor.profile},
             "tool": {"name": "wop", "version": __version__},
-            **self.redactor.redact(fields),
+            **self.redactor.redact_flagged(fields),
         }
         self._line_prefix = (b'{"version":%d,"captureId":%s,"runId":%s,"seq":' % (
             EVENT_VERSION, orjson.dumps(self._capture_id), orjson.dumps(self._run_id)))
         try:
             self._file = _create_private(self.capture_dir / EVENTS_NAME)
-            write_manifest_atomic(self.capture_dir, self.manifest)
+            write_manifest_atomic(self.capture_dir, self.manifest, durable=False)  # finalize's is the durable one
         except OSError as exc:
             raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
         _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
@@ -253,12 +253,12 @@ class CaptureSink:
             self._close_events()
             manifest = dict(self.manifest)
             completed_at = fields.pop("completedAt", None) or now_ms()
-            manifest.update(self.redactor.redact(fields))
+            manifest.update(self.redactor.redact_flagged(fields))
             manifest.update(
                 status=status,
                 completedAt=completed_at,
                 eventCount=self._next_seq,
-                model=self.redactor.redact(self._model),
+                model=self.redactor.redact_flagged(self._model),
                 integrity=self._integrity(),
             )
             if error is not None:

@@ -9,7 +9,6 @@ nothing is shared between them but the store directory itself.
 import hashlib
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -142,6 +141,8 @@ def run_batch(entries: list[BatchResult], replay: Callable[[Path], Any], *, jobs
         for entry in entries:
             on_done(one(entry))
         return entries
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # (with logging) only for parallel replays
+
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="wop-replay")
     try:
         for future in as_completed([pool.submit(one, entry) for entry in entries]):

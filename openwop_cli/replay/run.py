@@ -19,6 +19,7 @@ from openwop_cli.errors import UsageError
 from openwop_cli.format.events import (
     LLM_REQUEST,
     NONDETERMINISTIC,
+    PROXY_ORIGIN,
     REPLAY_DIVERGED,
     REPLAY_NOTE,
     STATE_MUTATION,
@@ -356,7 +357,6 @@ class ReplayHooks(ReplayAccount, RunHooks):
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""
         from openwop_cli.replay.boundaries import Replayer
         from openwop_cli.replay.engine import ReplayEngine
-        from openwop_cli.runtime.proxy import PROXY_ORIGIN
 
         source = ReplaySource.for_serving(self.source_dir, only_pid=PROXY_ORIGIN["pid"])
         engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
@@ -384,8 +384,6 @@ class ReplayHooks(ReplayAccount, RunHooks):
 def recorded_through_proxy(source: ReplaySource) -> bool:
     """True when the capture holds calls the --proxy recorded (a replay then serves them through the proxy too,
     so a program in another language never reaches the real API)."""
-    from openwop_cli.runtime.proxy import PROXY_ORIGIN
-
     return any(origin[0] == PROXY_ORIGIN["pid"] and origin[1] == PROXY_ORIGIN["thread"] for origin in source.origin_ids)
 
 

@@ -8,7 +8,6 @@ codes in what they print, so `[/]` or `:smile:` in a recorded value is shown as 
 """
 
 import os
-import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -17,6 +16,8 @@ from typing import Iterator
 from rich.console import Console
 from rich.text import Text
 from rich.theme import Theme
+
+from openwop_cli.report.plain import clean, clean_inline
 
 THEME = Theme(
     {
@@ -39,29 +40,6 @@ THEME = Theme(
         "type.replay": "bold red",
     }
 )
-
-
-# C0 controls but tab and newline, DEL, C1 controls (CSI among them), zero-width and bidirectional overrides
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-_UNSAFE_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-
-
-def clean(text: object) -> str:
-    """Text from a capture made safe for a terminal: ESC, BEL, CR, C1 and bidirectional controls become
-    visible escapes such as \\x1b (newline and tab stay), so recorded data can never move the cursor, clear
-    the screen, set the window title or reorder what is shown."""
-    text = str(text)
-    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
-
-
-def clean_inline(text: object) -> str:
-    """`clean`, and newline and tab shown as escapes too: text that must stay on its one line (a timeline row)."""
-    text = str(text)
-    return _UNSAFE_INLINE.sub(_escaped, text) if _UNSAFE_INLINE.search(text) else text
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return ascii(match.group())[1:-1]
 
 
 def make_console(*, stderr: bool = False) -> Console:

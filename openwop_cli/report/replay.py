@@ -15,6 +15,7 @@ from rich.text import Text
 
 from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.report.console import clean
+from openwop_cli.report.replay_lines import header_lines, stopping_divergence, verdict_line
 from openwop_cli.replay.divergence import EVENT_MISSING
 from openwop_cli.replay.nondeterminism import divergence_hint, site_text
 from openwop_cli.report.summary import plural, summarize
@@ -92,7 +93,7 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "diverged": outcome.diverged,
         "divergences": [_with_hint(divergence.to_json(), hint(outcome, divergence))
                         for divergence in outcome.divergences],
-        "stoppedBy": _stopping_divergence(outcome).to_json() if _stopping_divergence(outcome) else None,
+        "stoppedBy": stopping_divergence(outcome).to_json() if stopping_divergence(outcome) else None,
         "earlyExit": early_exit,
         "edits": outcome.edits,
         "diff": outcome.diff,
@@ -101,26 +102,6 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "sourceChange": outcome.source_change,
         "liveValues": outcome.live_values,
     }
-
-
-def _edited_fork_verdict(outcome: Any, exit_code: int) -> Text:
-    changed = [divergence for divergence in outcome.divergences if divergence.code != EVENT_MISSING]
-    if not changed:
-        return Text("the edit changed no later call: every call was served from the capture", style="ok")
-    first = changed[0]
-    where = f"seq {first.event_seq}" if first.event_seq is not None else "a call the recording does not have"
-    if outcome.offline:
-        return Text(f"--offline: stopped at {where}, the first call the capture cannot answer", style="error")
-    ended = "exited 0" if exit_code == 0 else f"failed: {clean(outcome.capture.manifest.get('error') or exit_code)}"
-    return Text(f"the edit changed the run from {where} on; the live run after it {ended}",
-                style="ok" if exit_code == 0 else "error")
-
-
-def _stopping_divergence(outcome: Any) -> Any:
-    """The divergence a strict replay (or an --offline edited fork) stopped the program at (None otherwise)."""
-    if (outcome.branch and not outcome.offline) or outcome.policy != "strict" or not outcome.divergences:
-        return None
-    return outcome.divergences[0]
 
 
 def _early_exit(outcome: Any) -> Group:
@@ -202,23 +183,7 @@ def _with_hint(data: dict[str, Any], found: dict[str, Any] | None) -> dict[str, 
 
 
 def _header(outcome: Any) -> Text:
-    score = outcome.score
-    source = outcome.source_manifest
-    label = "fork" if outcome.branch else f"replay ({outcome.policy})"
-    text = Text.assemble((label, "bold"), " of ", (clean(source.get("captureId")), "bold"),
-                         clean(f" {source.get('name') or ''}".rstrip()))
-    if outcome.edits:
-        text.append(f"  with {plural(len(outcome.edits), 'edit')}" + (", offline" if outcome.offline else ""))
-    else:
-        text.append_text(Text.assemble(
-            "  score ", (f"{score.get('score', 1.0):.2f}", "ok" if not outcome.diverged else "warning"),
-            f" ({score.get('matchedEvents')}/{score.get('comparedEvents')} matched)"))
-        if outcome.from_seq:
-            text.append(f"  from seq {outcome.from_seq}")
-    text.append("\n")
-    text.append_text(Text.assemble(("new capture ", "muted"), clean(outcome.capture.capture_id), "  ",
-                                   (clean(outcome.capture.path), "path")))
-    return text
+    return Text("\n").join(Text.assemble(*line) for line in header_lines(outcome))
 
 
 def _source_panel(change: dict[str, Any]) -> Panel:
@@ -301,37 +266,4 @@ def _around(text: str, index: int) -> str:
 
 
 def _verdict(outcome: Any) -> Text:
-    exit_code = outcome.capture.exit_code
-    if outcome.branch:
-        return _fork_verdict(outcome, exit_code)
-    if not outcome.diverged:
-        return Text("no divergence: the run replays exactly", style="ok")
-    count = len(outcome.divergences)
-    first = outcome.score.get("firstDivergenceSeq")
-    where = f", first at seq {first}" if first is not None else ""
-    text = f"{plural(count, 'divergence')}{where}"
-    if outcome.early_exit is not None:
-        return Text(f"{text}: the program ended before making the recorded calls (see the top of this report)",
-                    style="error")
-    stop = _stopping_divergence(outcome)
-    if stop is not None and outcome.early_exit is None:
-        at = f" at seq {stop.event_seq}" if stop.event_seq is not None else ""
-        text += f"; the strict replay stopped the program{at} ({stop.code}); --lenient lets it run to the end"
-    return Text(text, style="error")
-
-
-def _fork_verdict(outcome: Any, exit_code: int) -> Text:
-    """A fork passes when its history replayed and the live part exited 0; say which part failed."""
-    if outcome.edits:
-        return _edited_fork_verdict(outcome, exit_code)
-    if outcome.early_exit is not None:
-        return Text(f"the program exited with code {exit_code} before reaching the branch point at seq "
-                    f"{outcome.from_seq}", style="error")
-    if outcome.diverged:
-        count = len(outcome.divergences)
-        return Text(f"{plural(count, 'divergence')} before the branch point", style="error")
-    if exit_code != 0:
-        error = clean(outcome.capture.manifest.get("error") or f"exited with code {exit_code}")
-        return Text(f"the history before seq {outcome.from_seq} replayed exactly; the live run after it failed: "
-                    f"{error}", style="error")
-    return Text("the history before the branch point replayed exactly; the live run after it exited 0", style="ok")
+    return Text.assemble(*verdict_line(outcome))

@@ -36,15 +36,27 @@ def platform_name() -> str:
 def local_modules(cwd: str) -> list[list[str]]:
     """[name, path] of every imported module whose file lives under cwd (not a venv or site-packages)."""
     root = os.path.realpath(cwd) + os.sep
-    found = []
+    found, real_directories = [], {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or not path.endswith(".py"):
             continue
-        real = os.path.realpath(path)
+        real = _real_path(path, real_directories)
         if real.startswith(root) and not real.startswith(_WOP_PACKAGE) and not _THIRD_PARTY_PARTS.intersection(real[len(root):].split(os.sep)):
             found.append([name, real])
     return sorted(found)
+
+
+def _real_path(path: str, real_directories: dict[str, str]) -> str:
+    """os.path.realpath(path), resolving each directory once: a process imports hundreds of modules from a few
+    directories, and resolving a path costs a system call per component."""
+    if not os.path.isabs(path) or os.sep + ".." in path or os.path.islink(path):
+        return os.path.realpath(path)
+    directory, name = os.path.split(path)
+    real_directory = real_directories.get(directory)
+    if real_directory is None:
+        real_directory = real_directories[directory] = os.path.realpath(directory)
+    return os.path.join(real_directory, name)
 
 
 def script_of(argv: list[str]) -> Any:

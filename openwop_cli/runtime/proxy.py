@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from openwop_cli.format.events import PROXY_ORIGIN
 from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, plain_headers
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.session import Session
 
-PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}
 ROUTES = {
     # prefix: (environment variable the child gets, suffix the SDKs expect, default upstream)
     "openai": ("OPENAI_BASE_URL", "/v1", "https://api.openai.com/v1"),

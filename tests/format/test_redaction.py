@@ -195,3 +195,23 @@ def test_an_argv_flag_value_is_redacted_as_a_list_item_and_in_a_command_string()
     assert redactor.redact({"argv": ["a.py", "--api-key", "k1", "--password=p2", "--name", "n"]}) == {
         "argv": ["a.py", "--api-key", REDACTED, "--password=" + REDACTED, "--name", "n"]}
     assert redactor.scrub_text("deploy --secret-key abc --verbose") == f"deploy --secret-key {REDACTED} --verbose"
+
+
+def test_the_hyperscan_database_is_cached_without_the_secret_values_and_a_damaged_cache_is_rebuilt(tmp_path,
+                                                                                                   monkeypatch):
+    pytest.importorskip("hyperscan")
+    import re
+
+    from openwop_cli.format.redact import HyperscanMatcher
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    secret = "cache-test-s3cr3t-value"
+    matcher = HyperscanMatcher([r"static-[a-z]{4}"], secret_parts=[re.escape(secret)])
+    assert matcher.search(b"x static-abcd y") and matcher.search(f'"{secret}"'.encode())
+    assert not matcher.search(b"static-AB nothing else")
+    cached = list((tmp_path / "wop").glob("hyperscan-*.db"))
+    assert len(cached) == 1 and b"s3cr3t" not in cached[0].read_bytes()
+    cached[0].write_bytes(cached[0].read_bytes()[:100])  # cut short, as a full disk would leave it
+    rebuilt = HyperscanMatcher([r"static-[a-z]{4}"])
+    assert rebuilt.search(b"static-wxyz") and not rebuilt.search(b"static-")
+    assert len(cached[0].read_bytes()) > 100

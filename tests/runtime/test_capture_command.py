@@ -445,3 +445,45 @@ def test_reading_the_capture_while_the_program_runs_shows_the_incomplete_prefix(
         wop.wait(timeout=30)
     assert manifest_of(out)["status"] == "error"
     assert "SIGTERM" in manifest_of(out)["error"]
+
+
+def test_the_closing_line_reads_the_same_printed_plain_and_coloured_and_replays_report_too(tmp_path):
+    """Without a terminal the closing line and a clean replay's report are printed without rich; coloured
+    (FORCE_COLOR), by rich: the same words either way."""
+    import re
+
+    def words(text: str) -> str:
+        return re.sub(r"\x1b\[[0-9;]*m", "", text).replace(str(tmp_path), "TMP")
+
+    outputs = []
+    for index, colour in enumerate(({"FORCE_COLOR": None}, {"FORCE_COLOR": "1", "NO_COLOR": None})):
+        out = tmp_path / f"run{index}"
+        captured = run_wop("capture", "--out", str(out), "--", sys.executable, "-c", "print(1)", env=colour)
+        replayed = run_wop("replay", "--strict", "--out", str(tmp_path / f"replay{index}"), str(out), env=colour)
+        assert captured.returncode == 0 and replayed.returncode == 0, captured.stderr + replayed.stderr
+        assert ("\x1b[" in captured.stderr + replayed.stdout) == (index == 1)
+        manifest, replay_manifest = manifest_of(out), manifest_of(tmp_path / f"replay{index}")
+        outputs.append(words(captured.stderr + replayed.stdout)
+                       .replace(manifest["captureId"], "ID").replace(replay_manifest["captureId"], "RID")
+                       .replace(f"run{index}", "RUN").replace(f"replay{index}", "REPLAY"))
+    assert outputs[0] == outputs[1]
+    assert "captured ID  TMP/RUN  2 events  ok" in outputs[0]
+    assert "no divergence: the run replays exactly" in outputs[0]
+
+
+def test_module_paths_resolve_as_realpath_does_through_symlinked_directories_files_and_dotdot(tmp_path, monkeypatch):
+    """local_modules resolves each directory once; what it finds must be exactly what os.path.realpath says."""
+    from openwop_cli.runtime.program import _real_path
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "pkg" / "m.py").write_text("")
+    (tmp_path / "elsewhere.py").write_text("")
+    (tmp_path / "real" / "linked.py").symlink_to(tmp_path / "elsewhere.py")
+    (tmp_path / "linkdir").symlink_to(tmp_path / "real" / "pkg")
+    (tmp_path / "up").symlink_to(tmp_path / "real" / "pkg")  # `up/..` is real/, not tmp_path
+    monkeypatch.chdir(tmp_path)
+    paths = [str(tmp_path / "linkdir" / "m.py"), str(tmp_path / "real" / "pkg" / "m.py"),
+             str(tmp_path / "real" / "linked.py"), str(tmp_path / "up" / ".." / "linked.py"),
+             "linkdir/m.py", str(tmp_path / "real" / "." / "pkg" / "m.py")]
+    resolved: dict[str, str] = {}
+    assert [_real_path(path, resolved) for path in paths] == [os.path.realpath(path) for path in paths]
