@@ -23,16 +23,15 @@ def patch(module: Any) -> None:
         async_transport.handle_async_request = _async_handler(module, async_transport.handle_async_request, streams)
 
 
-def _exchange(session: Any, request: Any, body: bytes) -> Exchange:
-    return Exchange(session, request.method, str(request.url), request.headers, body)
 
 
 def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
         session = recording_session()
-        if session is None or to_wop_proxy(str(request.url)):
+        url = str(request.url) if session is not None else ""
+        if session is None or to_wop_proxy(url):
             return original(self, request)
-        exchange = _exchange(session, request, request.read())
+        exchange = Exchange(session, request.method, url, request.headers, request.read())
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
@@ -54,9 +53,10 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
 def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     async def handle_async_request(self: Any, request: Any) -> Any:
         session = recording_session()
-        if session is None or to_wop_proxy(str(request.url)):
+        url = str(request.url) if session is not None else ""
+        if session is None or to_wop_proxy(url):
             return await original(self, request)
-        exchange = _exchange(session, request, await request.aread())
+        exchange = Exchange(session, request.method, url, request.headers, await request.aread())
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
