@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_spread, realistic_data  # noqa: E402
+from common import median_spread, realistic_data, user_environment  # noqa: E402
 
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
@@ -73,7 +73,8 @@ def diffed(paths: tuple[Path, Path]) -> tuple[float, float, float]:
     """Wall and CPU seconds of `wop diff --json` (start-up included), and its peak RSS in MiB."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "openwop_cli", "diff", *map(str, paths), "--json"], capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "openwop_cli", "diff", *map(str, paths), "--json"], capture_output=True,
+                          env=user_environment())
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = orjson.loads(done.stdout)

@@ -8,7 +8,6 @@ writes its bytecode caches here as it would on a user's machine (PYTHONDONTWRITE
 Run: python bench/bench_startup.py [RUNS]
 """
 
-import os
 import resource
 import statistics
 import subprocess
@@ -16,6 +15,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import user_environment  # noqa: E402
 
 PROGRAM = [sys.executable, "-c", "print(1)"]
 
@@ -33,7 +35,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     with tempfile.TemporaryDirectory() as temp:
-        env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+        env = user_environment()
         env["WOP_HOME"] = str(Path(temp) / "home")
         wop = [sys.executable, "-m", "openwop_cli"]
         subprocess.run([*wop, "capture", "--out", str(Path(temp) / "trivial"), "--", *PROGRAM], env=env, check=True,

@@ -1,5 +1,6 @@
 """Shared pieces of the benchmarks: a realistic ~900-byte event and a timer."""
 
+import os
 import time
 from typing import Callable
 
@@ -38,3 +39,9 @@ def median_spread(values: list[float], spec: str = ",.0f") -> tuple[float, str]:
     import statistics
 
     return statistics.median(values), f"{min(values):{spec}}–{max(values):{spec}} over {len(values)} runs"
+
+
+def user_environment() -> dict[str, str]:
+    """This environment as a user's machine has it: Python writes and reuses its bytecode caches (some sandboxes
+    set PYTHONDONTWRITEBYTECODE, which makes every wop run compile its sources again)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
