@@ -55,6 +55,13 @@ def to_json(value: Any) -> Any:
     return value
 
 
+def json_form(value: Any) -> Any:
+    """The value exactly as a capture's JSON holds it: tuples as lists, SDK objects and dataclasses through
+    json_default, bytes as {"$bytes": base64}. What an LLM request's keys are computed from, in a capture (by
+    the process that writes it) and in a replay (by the program) alike."""
+    return orjson.loads(dumps(value))
+
+
 def revive_bytes(value: Any) -> Any:
     """value with every {"$bytes": base64} stand-in turned back into bytes (the sink stores them as blobs)."""
     kind = type(value)

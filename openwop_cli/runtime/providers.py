@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
+from openwop_cli.runtime.jsonable import json_form
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +135,15 @@ RECIPE_ALIASES = {"top_p": "topP", "top_k": "topK", "response_format": "response
 
 def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
     """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
-    input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`."""
+    input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`.
+
+    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used)."""
     if not isinstance(request, dict):
         return {"cacheKey": None}
     recipe = recipe_input(provider, model, request)
     try:
         keys: dict[str, Any] = {"cacheKey": cache_key(recipe)}
-    except CacheKeyInputError:
+    except (CacheKeyInputError, TypeError, ValueError):  # not the recipe's shape, or not JSON: no key, never a failure
         return {"cacheKey": None}
     schema_hash = tool_schema_hash(recipe)
     if schema_hash is not None:
@@ -154,7 +157,8 @@ def with_request_keys(data: dict[str, Any]) -> dict[str, Any]:
     replay computes them in the program, where it matches calls by them."""
     if "cacheKey" in data:
         return data
-    return {**data, **request_keys(str(data.get("provider", "")), str(data.get("model", "")), data.get("request"))}
+    return {**data, **request_keys(str(data.get("provider", "")), str(data.get("model", "")),
+                                   json_form(data.get("request")))}
 
 
 def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,18 @@ class ReplayDivergenceError(Exception):
         prefix = "replay already stopped: " if after_stop else ""
         super().__init__(f"{prefix}{divergence.code}{where}{path}: {divergence.detail}")
 
+    def __reduce__(self) -> tuple:
+        """Raised in a multiprocessing worker, the error reaches the parent process as its message (a pool whose
+        result thread cannot unpickle an error hangs)."""
+        return _rebuilt, (str(self),)
+
+
+def _rebuilt(message: str) -> ReplayDivergenceError:
+    error = ReplayDivergenceError.__new__(ReplayDivergenceError)
+    Exception.__init__(error, message)
+    error.divergence = None
+    return error
+
 
 class ReplayedToolError(Exception):
     """A tool failed in the capture with an exception type this program cannot rebuild; its message is kept."""

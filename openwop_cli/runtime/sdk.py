@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 
 from openwop_cli.format.canonical import content_hash
-from openwop_cli.runtime.jsonable import revive, to_json, type_name
+from openwop_cli.runtime.jsonable import json_form, revive, to_json, type_name
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     AppendRecorder,
@@ -200,7 +200,7 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
     session = current()
     if session is None:
         return call()
-    request = to_json(request)
+    request = json_form(request)  # tuples, dataclasses, SDK objects: as the capture holds them, in capture and replay
     call_id = session.new_call_id("llm")
     context = {"provider": provider, "model": model, "callId": call_id}
     if session.replayer is not None:

@@ -487,3 +487,54 @@ def test_module_paths_resolve_as_realpath_does_through_symlinked_directories_fil
              "linkdir/m.py", str(tmp_path / "real" / "." / "pkg" / "m.py")]
     resolved: dict[str, str] = {}
     assert [_real_path(path, resolved) for path in paths] == [os.path.realpath(path) for path in paths]
+
+
+def test_llm_requests_in_any_python_shape_get_the_same_keys_in_capture_and_replay(tmp_path):
+    done, out = capture(tmp_path, """
+        from dataclasses import dataclass
+        import openwop_cli as wop
+
+        @dataclass
+        class Message:
+            role: str
+            content: object
+
+        shapes = [
+            {"messages": ({"role": "user", "content": "a tuple of messages"},)},
+            {"messages": [Message("user", "a dataclass message")]},
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"$bytes": "aGVsbG8="}]}]},
+            {"messages": [{"role": "user", "content": b"raw bytes"}]},
+        ]
+        for request in shapes:
+            print(wop.llm_call("openai", "gpt-4o", request, lambda: {"content": "ok"})["content"])
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "were left out" not in done.stderr
+    requests = [event["data"] for event in events_of(out) if event["type"] == "llm_request"]
+    assert len(requests) == 4 and all(len(request["cacheKey"]) == 64 for request in requests)
+    for _ in range(2):
+        replayed = run_wop("replay", "--strict", str(out), "--out", str(tmp_path / f"replay{_}"), cwd=tmp_path)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+def test_a_divergence_in_a_pool_worker_ends_the_replay_instead_of_hanging_the_pool(tmp_path):
+    done, out = capture(tmp_path, """
+        import multiprocessing, os
+        import openwop_cli as wop
+
+        @wop.tool
+        def lookup(order):
+            return {"order": order}
+
+        def work(_):
+            return lookup(os.environ.get("ORDER", "A-1"))["order"]
+
+        if __name__ == "__main__":
+            with multiprocessing.get_context("fork").Pool(1) as pool:
+                print(pool.map(work, [0]))
+    """)
+    assert done.returncode == 0, done.stderr
+    replayed = run_wop("replay", "--strict", str(out), "--out", str(tmp_path / "replay"), cwd=tmp_path,
+                       env={"ORDER": "B-2"})
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "the strict replay stopped the program" in replayed.stdout
