@@ -538,3 +538,40 @@ def test_a_divergence_in_a_pool_worker_ends_the_replay_instead_of_hanging_the_po
                        env={"ORDER": "B-2"})
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "the strict replay stopped the program" in replayed.stdout
+
+
+def test_sigterm_without_a_handler_still_sends_what_the_program_recorded(tmp_path):
+    done, out = capture(tmp_path, """
+        import os, signal
+        import openwop_cli as wop
+
+        @wop.tool
+        def step(index):
+            return index
+
+        for index in range(20):
+            step(index)
+        os.kill(os.getpid(), signal.SIGTERM)
+    """)
+    assert done.returncode == 128 + signal.SIGTERM
+    assert [event["data"]["result"] for event in events_of(out) if event["type"] == "tool_result"] == list(range(20))
+
+
+def test_workers_a_with_pool_block_terminates_lose_no_event(tmp_path):
+    done, out = capture(tmp_path, """
+        import multiprocessing
+        import openwop_cli as wop
+
+        @wop.tool
+        def step(task, index):
+            return index
+
+        def work(task):
+            return sum(step(task, index) for index in range(30))
+
+        if __name__ == "__main__":
+            with multiprocessing.get_context("fork").Pool(4) as pool:  # the block's end terminates the workers
+                print(sum(pool.map(work, range(8))))
+    """)
+    assert done.returncode == 0, done.stderr
+    assert sum(event["type"] == "tool_result" for event in events_of(out)) == 8 * 30
