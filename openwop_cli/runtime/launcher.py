@@ -23,8 +23,8 @@ import orjson
 import openwop_cli
 from openwop_cli.config import read_json_file
 from openwop_cli.errors import UsageError
-from openwop_cli.format.redact import Redactor
 from openwop_cli.format.events import LLM_REQUEST
+from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink, new_id
 from openwop_cli.runtime.ambient import ENV_AMBIENT
 from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
