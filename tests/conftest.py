@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -106,6 +107,21 @@ def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: 
     if args and args[0] == "diff" and "--json" in args and "--detail" not in args and done.returncode in (0, 1):
         assert_run_diff_schema(orjson.loads(done.stdout))
     return done
+
+
+def start_capture(program: Path, out: Path) -> subprocess.Popen:
+    """`wop capture --out OUT -- python PROGRAM` running in the background, in a process group of its own (end it
+    with os.killpg), its stdout a text pipe the test reads the program's lines from."""
+    return subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
+                             sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for_events(out: Path, count: int, seconds: float = 30) -> None:
+    """Wait until the capture at out has count lines in events.jsonl, or seconds have passed."""
+    deadline = time.monotonic() + seconds
+    path = out / "events.jsonl"
+    while (len(path.read_bytes().splitlines()) if path.exists() else 0) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def assert_run_diff_schema(result: dict) -> dict:

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import ROOT, run_wop
+from tests.conftest import ROOT, run_wop, start_capture, wait_for_events
 
 EXAMPLE = ROOT / "examples" / "support_agent.py"
 
@@ -133,14 +133,10 @@ def test_killing_wop_itself_leaves_an_incomplete_capture_that_verify_explains(tm
                        "wop.llm_call('openai', 'm', {'messages': []}, lambda: {'content': 'x'})\n"
                        "print('ready', flush=True)\ntime.sleep(60)\n")
     out = tmp_path / "capture"
-    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
-                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    wop = start_capture(program, out)
     try:
         assert wop.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 20
-        while len((out / "events.jsonl").read_bytes().splitlines()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_events(out, 3, seconds=20)
     finally:
         os.killpg(wop.pid, signal.SIGKILL)
         wop.wait()
@@ -432,13 +428,10 @@ def test_reading_the_capture_while_the_program_runs_shows_the_incomplete_prefix(
     program.write_text("import time, openwop_cli as wop\nwop.llm_call('openai','m',{'messages':[]},lambda: {})\n"
                        "print('ready', flush=True)\ntime.sleep(30)\n")
     out = tmp_path / "capture"
-    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
-                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    wop = start_capture(program, out)
     try:
         assert wop.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 20
-        while not (out / "events.jsonl").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_events(out, 1, seconds=20)
         assert manifest_of(out)["status"] == "incomplete"
     finally:
         os.killpg(wop.pid, signal.SIGTERM)

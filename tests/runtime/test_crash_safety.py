@@ -14,7 +14,7 @@ import pytest
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from tests.conftest import run_wop
+from tests.conftest import run_wop, start_capture, wait_for_events
 
 STEADY_PROGRAM = """
     import os, sys, time
@@ -47,8 +47,7 @@ def test_kill_9_of_wop_capture_keeps_what_it_received_and_the_child_ends(tmp_pat
     program = tmp_path / "steady.py"
     program.write_text(textwrap.dedent(STEADY_PROGRAM))
     out = tmp_path / "capture"
-    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
-                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    wop = start_capture(program, out)
     try:
         child = int(wop.stdout.readline())
         assert wop.stdout.readline().strip() == "recorded"
@@ -84,13 +83,10 @@ def test_a_program_that_records_then_idles_has_its_events_on_disk_while_it_runs(
     program.write_text("import time, openwop_cli as wop\nwop.tool(lambda: 1)()\nprint('ready', flush=True)\n"
                        "time.sleep(120)\n")
     out = tmp_path / "capture"
-    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
-                            sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    wop = start_capture(program, out)
     try:
         assert wop.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 30
-        while len((out / "events.jsonl").read_bytes().splitlines()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_events(out, 3)
         assert [event["type"] for event in CaptureReader(out)] == ["run_start", "tool_call", "tool_result"]
     finally:
         os.killpg(wop.pid, signal.SIGKILL)
