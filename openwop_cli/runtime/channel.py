@@ -130,21 +130,6 @@ class ChannelSender:
         """Send every queued event now."""
         self._send_queued()
 
-    def flush_if_free(self, timeout: float) -> None:
-        """flush() from a signal handler, which may have interrupted this very sender: it sends nothing rather than
-        wait for a lock the interrupted code holds."""
-        if not self._send_lock.acquire(timeout=timeout):
-            return
-        try:
-            if not self._lock.acquire(blocking=False):
-                return
-            lines, self._buffer, self._buffered = self._buffer, [], 0
-            self._lock.release()
-            if lines:
-                self._send_now(lines)
-        finally:
-            self._send_lock.release()
-
     def flush_due(self) -> float | None:
         """(The flusher thread's call.) Send the queue if it holds a full batch or its oldest event has waited
         FLUSH_SECONDS; return when to ask again (None: nothing is queued)."""

@@ -211,12 +211,11 @@ def _standalone_capture(capture_dir: str) -> Session | None:
 
 
 def attach_channel(sender: Any) -> None:
-    """Wire a channel sender into this process: close at exit, flush before new processes, before an os._exit and
-    on SIGTERM, report a crash."""
+    """Wire a channel sender into this process: close at exit, flush before new processes and before an
+    os._exit, report a crash."""
     atexit.register(_close_channel, sender)
     _flush_before_new_processes(sender)
     _flush_before_hard_exit(sender)
-    _flush_on_sigterm(sender)
     on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
 
 
@@ -294,22 +293,6 @@ def _flush_before_hard_exit(sender: Any) -> None:
         hard_exit(status)
 
     os._exit = exit_after_flush
-
-
-def _flush_on_sigterm(sender: Any) -> None:
-    """SIGTERM's default ends a process without atexit (multiprocessing's Pool.terminate sends it to its workers):
-    while the program has no handler of its own, send what is queued, then end as SIGTERM ends it."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-        return
-
-    def flush_then_end(signum: int, frame: Any) -> None:
-        sender.flush_if_free(timeout=1.0)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, flush_then_end)
 
 
 def _after_fork_in_child() -> None:
