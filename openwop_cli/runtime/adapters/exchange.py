@@ -14,7 +14,7 @@ import orjson
 
 from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.connections import ENV_PROXY
-from openwop_cli.runtime.jsonable import json_form, to_json
+from openwop_cli.runtime.jsonable import json_form
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
@@ -65,7 +65,7 @@ class Exchange:
         self.session = session
         self.method = method.upper()
         self.url = url_without_secrets(url)
-        self.body_value = to_json(json) if json is not None else _body_value(body, headers.get("content-type"))
+        self.body_value = json_form(json) if json is not None else _body_value(body, headers.get("content-type"))
         self.llm: LLMCall | None = recognize(self.method, url, self.body_value, headers.get("user-agent", ""))
         self.call_id = session.new_call_id("llm" if self.llm else "h")
         if self.llm is not None:
@@ -74,7 +74,7 @@ class Exchange:
             self.request_data = {**self.context, "request": self.body_value,
                                  "http": {"method": self.method, "url": self.url}}
             if session.replayer is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
-                self.request_data.update(request_keys(self.llm.provider, self.llm.model, json_form(self.body_value)))
+                self.request_data.update(request_keys(self.llm.provider, self.llm.model, self.body_value))
         else:
             self.request_type, self.result_type = "tool_call", "tool_result"
             self.context = {"callId": self.call_id}
