@@ -20,6 +20,7 @@ from collections import deque
 from typing import Any, Iterable, Iterator
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.replay.divergence import differences, json_path
 from openwop_cli.state.fold import CHANNEL_WRITTEN, TERMINAL_RUN_EVENTS, StateFold
 
 RFC_EXCLUDED_KEYS = frozenset({
@@ -113,8 +114,6 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
 
 def changed_paths(left: Any, right: Any) -> list[str]:
     """Every JSON path where two values differ."""
-    from openwop_cli.replay.divergence import differences, json_path
-
     return sorted({json_path(parts) for parts, _, _ in differences(left, right)})
 
 
