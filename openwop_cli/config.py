@@ -11,9 +11,8 @@
 """
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from openwop_cli.errors import UsageError
 
@@ -23,18 +22,18 @@ RECORD_MODES = ("none", "once", "new", "all")
 _WOP_KEY = re.compile(r"""(?:^|[\s.\[{,"'])wop(?:[\s.=\]"']|$)""", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The project's wop settings (defaults when there is no [tool.wop])."""
+class Settings(NamedTuple):
+    """The project's wop settings (defaults when there is no [tool.wop]); a named tuple, not a dataclass, because
+    `wop capture` reads it before it starts the program, when importing dataclasses would cost that start."""
 
     root: Path
     capture_dir: Path
-    redact: str = "default"
-    policy: str = "strict"
-    record: str = "once"
-    ignore: list[str] = field(default_factory=list)
-    ambient: bool = True
-    replay: list[Path] = field(default_factory=list)
+    redact: str
+    policy: str
+    record: str
+    ignore: list[str]
+    ambient: bool
+    replay: list[Path]
 
 
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:

@@ -17,23 +17,9 @@ import orjson
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
+from openwop_cli.home import captures_root
 
 LAST = "last"
-
-
-def wop_home() -> Path:
-    """WOP_HOME, or the platform's per-user data directory for wop."""
-    home = os.environ.get("WOP_HOME")
-    if home:
-        return Path(home).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("wop", appauthor=False))
-
-
-def captures_root() -> Path:
-    """The directory that holds one sub-directory per stored capture."""
-    return wop_home() / "captures"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
     from openwop_cli.config import load_settings
     from openwop_cli.report.plain import print_warning
     from openwop_cli.runtime.launcher import run_captured
-    from openwop_cli.store import captures_root
+    from openwop_cli.home import captures_root
 
     settings = load_settings()
     outcome = run_captured(

@@ -91,15 +91,38 @@ def fast_command(args: list[str]) -> Callable[[], None] | None:
     name, arguments = parsed
 
     def run() -> None:
-        if name == "capture":
-            from openwop_cli.cli.capturing import capture
+        try:
+            if name == "capture":
+                from openwop_cli.cli.capturing import capture
 
-            sys.exit(capture(**arguments))
-        from openwop_cli.cli.replaying import replay_captures
+                code: Any = capture(**arguments)
+            else:
+                from openwop_cli.cli.replaying import replay_captures
 
-        replay_captures(**arguments)
+                replay_captures(**arguments)
+                code = 0
+        except SystemExit as exc:
+            code = exc.code
+        leave(code)
 
     return run
+
+
+def leave(code: Any) -> None:
+    """Exit with code once the output is flushed, without tearing the interpreter down: after a capture or a
+    replay every file is closed and every thread done, and unloading the modules they imported took longer than
+    a small capture itself. Where a thread still runs, the usual exit waits for it."""
+    import threading
+
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()  # a closed pipe raises PipeClosed here, which `guarded` turns into exit 0
+    if any(not thread.daemon for thread in threading.enumerate() if thread is not threading.current_thread()):
+        sys.exit(code)
+    os._exit(code or 0)
 
 
 def fast_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:

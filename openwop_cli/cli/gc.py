@@ -20,7 +20,8 @@ def command(
       wop gc --older-than 7 --yes
     """
     from openwop_cli.cli.confirm import confirm_or_refuse
-    from openwop_cli.store import captures_root, deletable_problem, delete_capture, is_inside_store, list_stored
+    from openwop_cli.home import captures_root
+    from openwop_cli.store import deletable_problem, delete_capture, is_inside_store, list_stored
 
     root = captures_root()
     cutoff = time.time() * 1000 - older_than * 86_400_000

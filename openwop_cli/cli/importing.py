@@ -36,7 +36,7 @@ def vcr(
     """
     from openwop_cli.config import load_settings
     from openwop_cli.importers.vcr import import_cassette
-    from openwop_cli.store import captures_root
+    from openwop_cli.home import captures_root
 
     imported = import_cassette(cassette, out=out, store_root=captures_root(), name=name, argv=list(argv or []),
                                redact=redact.value if redact is not None else load_settings().redact)

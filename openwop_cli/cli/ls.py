@@ -13,7 +13,8 @@ def command(json_output: bool = typer.Option(False, "--json", help="Print the li
       wop ls
       wop ls --json | jq '.[].captureId'
     """
-    from openwop_cli.store import captures_root, list_stored
+    from openwop_cli.home import captures_root
+    from openwop_cli.store import list_stored
 
     rows = [capture_row(entry.path, entry.manifest, entry.problem) for entry in list_stored()]
     if json_output:

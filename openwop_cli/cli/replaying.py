@@ -24,7 +24,7 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
     from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.run import run_replay
     from openwop_cli.report.plain import print_warning
-    from openwop_cli.store import captures_root
+    from openwop_cli.home import captures_root
 
     json_output = options.pop("json_output")
     controls = replace(options.pop("controls", None) or ReplayControls(), quiet=quiet)
@@ -117,7 +117,8 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
     from openwop_cli.replay.batch import find_captures
     from openwop_cli.replay.repeat import run_repeated
     from openwop_cli.report.plain import print_warning
-    from openwop_cli.store import captures_root, resolve_capture
+    from openwop_cli.home import captures_root
+    from openwop_cli.store import resolve_capture
 
     sources = find_captures(references, resolve_capture, print_warning)
     if len(sources) != 1:

@@ -4,6 +4,8 @@
 Events are plain dicts straight from orjson; this module names their parts (format/schema.py checks them).
 """
 
+import os
+
 EVENT_VERSION = 1
 
 RUN_START = "run_start"
@@ -32,3 +34,8 @@ EVENT_TYPES = frozenset(
         REPLAY_NOTE,
     }
 )
+
+
+def new_id() -> str:
+    """A random 16-hex-digit id (a captureId, a runId): short to type, unique enough to address by prefix."""
+    return os.urandom(8).hex()

@@ -20,7 +20,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 import zlib
 from array import array
 from pathlib import Path
@@ -31,7 +30,7 @@ import orjson
 from openwop_cli._version import __version__
 from openwop_cli.errors import UsageError
 from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore, write_private
-from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST
+from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST, new_id
 from openwop_cli.format.manifest import (
     EVENTS_NAME,
     FORMAT_VERSION,
@@ -55,11 +54,6 @@ _NEWLINE = orjson.OPT_APPEND_NEWLINE
 def now_ms() -> int:
     """Wall-clock epoch milliseconds, the unit of every event's ts."""
     return time.time_ns() // 1_000_000
-
-
-def new_id() -> str:
-    """A random 16-hex-digit id: short to type, unique enough to address by prefix."""
-    return uuid.uuid4().hex[:16]
 
 
 class CaptureSink:

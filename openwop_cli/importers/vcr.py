@@ -69,7 +69,8 @@ def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str
                     redact: str) -> Imported:
     """Write the cassette at path as a new capture (in out, else in the store)."""
     from openwop_cli.format.redact import Redactor
-    from openwop_cli.format.sink import CaptureSink, new_id
+    from openwop_cli.format.events import new_id
+    from openwop_cli.format.sink import CaptureSink
     from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
     from openwop_cli.runtime.program import run_end_data, run_start_data
     from openwop_cli.runtime.session import AppendRecorder, Session

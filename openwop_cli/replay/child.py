@@ -3,7 +3,8 @@
 The child bootstrap calls `install()` when WOP_MODE is replay or fork. The process asks `wop` which
 recorded process it stands for, loads that process's units from the source capture, attaches the
 engine to its session, serves the clock, uuid and random reads its code makes (when the capture
-recorded them) and, for a replay, blocks outbound network.
+recorded them) and, for a replay, blocks outbound network. The capture and the engine are loaded when the
+program first reaches a recorded boundary.
 """
 
 import json
@@ -20,35 +21,20 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
-    from openwop_cli.replay.boundaries import Replayer
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.replay.debugger import ReplayDebugger
-    from openwop_cli.replay.engine import ReplayEngine
-    from openwop_cli.replay.source import ReplaySource
     from openwop_cli.runtime import adapters, ambient, session as runtime_session
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
+    os.environ.pop(ENV_GATE, None)  # the answer to replayHello below is this process's go
     controls = ReplayControls.from_environment()
     address = os.environ[ENV_ADDRESS]
     sender = ChannelSender(address)
     answer = sender.request({"replayHello": process_info()})
-    source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=answer.get("recordedPid"))
-    source.set_edits(list(controls.edits))
-    engine = ReplayEngine(
-        source,
-        policy=os.environ.get(ENV_POLICY, "strict"),
-        from_seq=int(os.environ.get(ENV_FROM_SEQ, "0")),
-        branch=mode == "fork",
-        overrides=json.loads(os.environ.get(ENV_OVERRIDES, "{}")),
-        live_after_mismatch=bool(controls.edits),
-    )
     session = runtime_session.Session(sender, mode=mode)
-    debugger = ReplayDebugger(controls.pdb, controls.break_at) if controls.debugging else None
-    session.replayer = Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))),
-                                debugger)
+    session.replayer = ReplayerOnFirstUse(session, lambda: _replayer(session, mode, controls, answer.get("recordedPid")))
     if not controls.verbose:
-        _shorten_tracebacks_after_a_stop(engine)
+        _shorten_tracebacks_after_a_stop(session)
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
     adapters.install()
@@ -59,10 +45,65 @@ def install() -> None:
         from openwop_cli.runtime.netguard import block_network
 
         channel = tcp_address(address)
-        block_network({*proxy_address(), *((channel,) if channel else ())}, session.replayer.network_blocked)
+        block_network({*proxy_address(), *((channel,) if channel else ())},
+                      lambda *args, **kwargs: session.replayer.network_blocked(*args, **kwargs))
 
 
-def _shorten_tracebacks_after_a_stop(engine: Any) -> None:
+class ReplayerOnFirstUse:
+    """Stands in for the session's Replayer until the program first reaches a recorded boundary, and then puts the
+    real one in its place: a program that reaches none never loads its capture or the replay engine, which cost
+    more than a small program's whole run."""
+
+    def __init__(self, session: Any, build: Any) -> None:
+        import threading
+
+        self._session = session
+        self._build = build
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            if self._session.replayer is self:
+                self._session.replayer = self._build()
+        return getattr(self._session.replayer, name)
+
+
+def built_replayer(session: Any) -> Any:
+    """The session's Replayer if the program has reached a boundary yet, else None."""
+    replayer = session.replayer
+    return None if isinstance(replayer, ReplayerOnFirstUse) else replayer
+
+
+def _replayer(session: Any, mode: str, controls: Any, recorded_pid: Any) -> Any:
+    """The Replayer serving this process: the units of its recorded process, loaded from the source capture. A
+    capture that cannot be loaded ends the process: running on would reach the network."""
+    import sys
+
+    from openwop_cli.replay.boundaries import Replayer
+    from openwop_cli.replay.debugger import ReplayDebugger
+    from openwop_cli.replay.engine import ReplayEngine
+    from openwop_cli.replay.source import ReplaySource
+
+    try:
+        source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=recorded_pid)
+        source.set_edits(list(controls.edits))
+        engine = ReplayEngine(
+            source,
+            policy=os.environ.get(ENV_POLICY, "strict"),
+            from_seq=int(os.environ.get(ENV_FROM_SEQ, "0")),
+            branch=mode == "fork",
+            overrides=json.loads(os.environ.get(ENV_OVERRIDES, "{}")),
+            live_after_mismatch=bool(controls.edits),
+        )
+    except Exception as exc:
+        print(f"wop: could not load the capture to {mode} from ({type(exc).__name__}: {exc}); stopping",
+              file=sys.stderr)
+        os._exit(3)
+    debugger = ReplayDebugger(controls.pdb, controls.break_at) if controls.debugging else None
+    return Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))), debugger)
+
+
+def _shorten_tracebacks_after_a_stop(session: Any) -> None:
     """Once a strict replay has stopped the program, the traceback that stop causes is one line: the report
     that follows says where and why (`wop replay --verbose` keeps the whole traceback)."""
     import sys
@@ -76,14 +117,18 @@ def _shorten_tracebacks_after_a_stop(engine: Any) -> None:
         print(f"wop: the replay stopped the program here; it ended with {kind.__qualname__}: {message} "
               "(--verbose shows the traceback)", file=sys.stderr)
 
+    def stopped() -> bool:
+        replayer = built_replayer(session)
+        return replayer is not None and replayer.engine.stopped is not None
+
     def hook(kind: Any, exc: BaseException, tb: Any) -> None:
-        if engine.stopped is None or kind is KeyboardInterrupt:
+        if not stopped() or kind is KeyboardInterrupt:
             previous(kind, exc, tb)
         else:
             one_line(kind, exc)
 
     def thread_hook(args: Any) -> None:
-        if engine.stopped is None or args.exc_type is SystemExit:
+        if not stopped() or args.exc_type is SystemExit:
             previous_thread_hook(args)
         else:
             one_line(args.exc_type, args.exc_value)

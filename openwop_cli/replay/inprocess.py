@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from openwop_cli.format.sink import CaptureSink, new_id
+from openwop_cli.format.events import new_id
+from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
 from openwop_cli.replay.run import ReplayAccount, ReplayOutcome

@@ -24,6 +24,7 @@ import time
 from typing import Any, Callable
 
 ENV_ADDRESS = "WOP_SINK"
+ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
@@ -204,6 +205,37 @@ def process_info() -> dict[str, Any]:
     }
 
 
+class Listener:
+    """The channel's listening socket, in a private temporary directory (a unix socket; TCP on 127.0.0.1 where there
+    is none). Made before the collector that serves it, so a child can be started while the parent gets ready:
+    what the child sends waits in the socket."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._dir = tempfile.mkdtemp(prefix="wop-")
+        if hasattr(socket, "AF_UNIX"):
+            path = os.path.join(self._dir, "sink")
+            self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.socket.bind(path)
+            self.address = f"unix:{path}"
+        else:
+            self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.socket.bind(("127.0.0.1", 0))
+            self.address = f"tcp:127.0.0.1:{self.socket.getsockname()[1]}"
+        self.socket.listen(64)
+        self.socket.setblocking(False)
+
+    def remove(self) -> None:
+        """Close the socket and remove it and its directory."""
+        self.socket.close()
+        for remove, path in ((os.unlink, os.path.join(self._dir, "sink")), (os.rmdir, self._dir)):
+            try:
+                remove(path)
+            except OSError:
+                pass
+
+
 class Collector:
     """The parent's end: accepts any number of processes and appends their events to one sink.
 
@@ -221,9 +253,9 @@ class Collector:
         on_message: Callable[[int | None, dict[str, Any]], dict[str, Any] | None],
         on_idle: Callable[[], None] = lambda: None,
         append_raw: Callable[..., Any] | None = None,
+        listener: "Listener | None" = None,
     ) -> None:
         import selectors
-        import tempfile
 
         import orjson
 
@@ -234,8 +266,8 @@ class Collector:
         self._append_raw = append_raw
         self._on_message = on_message
         self._on_idle = on_idle
-        self._dir = tempfile.mkdtemp(prefix="wop-")
-        self._listener, self.address = self._listen()
+        self._listening = listener or Listener()
+        self._listener, self.address = self._listening.socket, self._listening.address
         self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = socket.socketpair()
         self._readable = selectors.EVENT_READ
@@ -249,20 +281,6 @@ class Collector:
         self.left_running: list[int | None] = []
         self._thread = threading.Thread(target=self._serve, name="wop-collector", daemon=True)
 
-    def _listen(self) -> tuple[socket.socket, str]:
-        if hasattr(socket, "AF_UNIX"):
-            path = os.path.join(self._dir, "sink")
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(path)
-            address = f"unix:{path}"
-        else:
-            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            listener.bind(("127.0.0.1", 0))
-            address = f"tcp:127.0.0.1:{listener.getsockname()[1]}"
-        listener.listen(64)
-        listener.setblocking(False)
-        return listener, address
-
     def start(self) -> None:
         """Serve connections on a background thread."""
         self._thread.start()
@@ -274,11 +292,7 @@ class Collector:
         self._thread.join()
         self._wake_read.close()
         self._wake_write.close()
-        for remove, path in ((os.unlink, os.path.join(self._dir, "sink")), (os.rmdir, self._dir)):
-            try:
-                remove(path)
-            except OSError:
-                pass
+        self._listening.remove()
 
     def _serve(self) -> None:
         while True:

@@ -8,28 +8,25 @@ questions, a look at each event, and last events before the manifest is written.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import orjson
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import openwop_cli
-from openwop_cli.config import read_json_file
 from openwop_cli.errors import UsageError
-from openwop_cli.format.events import LLM_REQUEST
-from openwop_cli.format.redact import Redactor
-from openwop_cli.format.sink import CaptureSink, new_id
-from openwop_cli.runtime.ambient import ENV_AMBIENT
-from openwop_cli.runtime.channel import ENV_ADDRESS, Collector
-from openwop_cli.runtime.program import ENV_WORKFLOW, pin_files, run_end_data, run_start_data, script_of
-from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID, AppendRecorder, Session
+from openwop_cli.format.events import LLM_REQUEST, new_id
+from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, Collector, Listener
+
+if TYPE_CHECKING:
+    from openwop_cli.format.redact import Redactor
+    from openwop_cli.format.sink import CaptureSink
+    from openwop_cli.runtime.session import Session
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
@@ -48,7 +45,7 @@ class RunHooks:
         """Extra environment for the child."""
         return {}
 
-    def started(self, sink: CaptureSink) -> None:
+    def started(self, sink: "CaptureSink") -> None:
         """The new capture exists (its ids are in sink.manifest)."""
 
     def manifest_seed(self) -> dict[str, Any]:
@@ -67,11 +64,11 @@ class RunHooks:
         """The reply to a question a process asks (None: not a question)."""
         return None
 
-    def before_finish(self, sink: CaptureSink, exit_code: int) -> dict[str, Any]:
+    def before_finish(self, sink: "CaptureSink", exit_code: int) -> dict[str, Any]:
         """Last events before run_end; returns extra final manifest fields."""
         return {}
 
-    def prepare_proxy(self, session: Session) -> None:
+    def prepare_proxy(self, session: "Session") -> None:
         """Set up the --proxy session (a replay attaches its replayer here)."""
 
 
@@ -92,22 +89,23 @@ def _parsing_llm_requests(append_raw: Callable[..., int], append: Callable[..., 
                              source_seq: int | None = None) -> int:
         if event_type != LLM_REQUEST:
             return append_raw(event_type, data_json, ts=ts, origin_json=origin_json, source_seq=source_seq)
+        import orjson
+
         origin = orjson.loads(origin_json) if origin_json else None
         return append(event_type, orjson.loads(data_json), ts=ts, origin=origin, source_seq=source_seq)
 
     return append_raw_or_parsed
 
 
-@dataclass
-class CaptureOutcome:
+class CaptureOutcome(NamedTuple):
     """What `wop capture` reports: where the capture is, what it holds, and the child's exit code."""
 
     capture_id: str
     path: Path
     manifest: dict[str, Any]
     exit_code: int
-    stderr_tail: list[str] = field(default_factory=list)
-    unrecorded: list[dict[str, Any]] = field(default_factory=list)
+    stderr_tail: list[str] = []
+    unrecorded: list[dict[str, Any]] = []
 
 
 def run_captured(
@@ -127,82 +125,134 @@ def run_captured(
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring).
 
+    A Python program starts before the capture is set up, its interpreter's start-up overlapping the parent's,
+    and waits for the parent's go before its first line (ENV_GATE); any other command starts once the capture is
+    ready, as its first instruction could do anything.
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
     for runs made side by side."""
     hooks = hooks or RunHooks()
     _check_runnable(argv)
-    workflow_file = read_json_file(workflow, "--workflow") if workflow is not None else None
-    redactor = Redactor.from_environment(redact)
     capture_id = new_id()
     path = out if out is not None else store_root / capture_id
-    sink = CaptureSink(path, redactor=redactor, on_warning=warn)
-    cwd = os.getcwd()
-    script = script_of(argv)
-    program: dict[str, Any] = {"argv": argv, "cwd": cwd}
-    sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": program,
-                "mode": hooks.mode, "ambient": ambient, **hooks.manifest_seed()})
-    hooks.started(sink)
-    program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
-    if workflow_file is not None:
-        try:
-            program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
-        except OSError as exc:
-            warn(f"wop: could not store --workflow {workflow} in the capture: {exc.strerror or exc}")
-    processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
-    if workflow_file is not None:
-        processes.workflow_text = workflow_file[0].decode("utf-8")
-    append = _adding_request_keys(hooks.wrap_append(sink.append))
-    collector = Collector(append, processes.on_message, on_idle=sink.flush,
-                          append_raw=_parsing_llm_requests(hooks.wrap_append_raw(sink.append_raw, append), append))
-    collector.start()
-    llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
+    listener = Listener()
+    env = {**child_environment(listener.address, path, hooks.mode, ambient), **hooks.environment()}
+    tail = _StderrTail(echo=not quiet) if hooks.keep_stderr_tail or quiet else None
+    stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
+    stdin = subprocess.DEVNULL if quiet else None
+    child: subprocess.Popen | None = None
+    failed_start: OSError | None = None
+    try:
+        if workflow is None and not proxy and starts_python(argv):
+            try:
+                child = _start_child(argv, {**env, ENV_GATE: "1"}, stdout, tail, stdin)
+            except OSError as exc:
+                failed_start = exc
+        capture = _OpenCapture(argv, capture_id, path, name, redact, workflow, warn, hooks, ambient, proxy, listener)
+    except BaseException:
+        if child is not None:
+            child.kill()
+            child.wait()
+        listener.remove()
+        raise
     started = time.monotonic()
     try:
-        env = {**child_environment(collector.address, path, hooks.mode, ambient), **hooks.environment()}
-        if workflow_file is not None:
-            env[ENV_WORKFLOW] = program["workflow"]["sha256"]
-        if llm_proxy is not None:
-            env.update(llm_proxy.child_environment())
-        tail = _StderrTail(echo=not quiet) if hooks.keep_stderr_tail or quiet else None
-        stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
-        returncode = _run_child(argv, env, stdout, tail, stdin=subprocess.DEVNULL if quiet else None)
+        if child is None and failed_start is None:
+            env.update(capture.environment())
+            child = _start_child(argv, env, stdout, tail, stdin)
     except OSError as exc:
-        collector.stop(0)
-        if llm_proxy is not None:
-            llm_proxy.stop()
-        return _finish(sink, processes, program, cwd, capture_id, path, started, 127,
-                       f"cannot run {argv[0]}: {exc.strerror or exc}", hooks)
-    collector.stop(LATE_PROCESS_GRACE_SECONDS)
-    if llm_proxy is not None:
-        llm_proxy.stop()
-    _warn_about_collector(collector, warn)
+        failed_start = exc
+    if failed_start is not None:
+        capture.stop_collecting(0)
+        return capture.finish(started, 127, f"cannot run {argv[0]}: {failed_start.strerror or failed_start}")
+    returncode = _wait_for_child(child, tail)  # type: ignore[arg-type]
+    capture.stop_collecting(LATE_PROCESS_GRACE_SECONDS)
     exit_code, reason = _exit_status(returncode)
-    outcome = _finish(sink, processes, program, cwd, capture_id, path, started, exit_code, reason, hooks)
+    outcome = capture.finish(started, exit_code, reason)
     if tail is not None:
-        outcome.stderr_tail = [sink.redactor.scrub_text(line) for line in tail.lines()]
+        outcome = outcome._replace(stderr_tail=[capture.sink.redactor.scrub_text(line) for line in tail.lines()])
     return outcome
 
 
-def _finish(sink: CaptureSink, processes: "_Processes", program: dict[str, Any], cwd: str, capture_id: str,
-            path: Path, started: float, exit_code: int, reason: str | None, hooks: RunHooks) -> CaptureOutcome:
-    processes.write_run_start(None)
-    extra_fields = hooks.before_finish(sink, exit_code)
-    end = run_end_data(exit_code, None, time.monotonic() - started)
-    if reason and processes.uncaught and exit_code == 1:
-        reason = f"{processes.uncaught.get('type')}: {processes.uncaught.get('message')} (exit code 1)"
-    if reason:
-        end["error"] = reason
-        end["status"] = "error"
-    sink.append("run_end", end)
-    program.update(processes.summary())
-    program["modules"] = pin_files(processes.module_paths(), cwd, sink.blobs, sink.redactor.scrub_text)
-    manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
-    return CaptureOutcome(capture_id, path, manifest, exit_code, unrecorded=processes.unrecorded_connections())
+class _OpenCapture:
+    """A capture being written: its sink, the processes' collector and, with --proxy, the LLM proxy."""
+
+    def __init__(self, argv: list[str], capture_id: str, path: Path, name: str | None, redact: str,
+                 workflow: Path | None, warn: Callable[[str], None], hooks: RunHooks, ambient: bool, proxy: bool,
+                 listener: Listener) -> None:
+        from openwop_cli.config import read_json_file
+        from openwop_cli.format.redact import Redactor
+        from openwop_cli.format.sink import CaptureSink
+        from openwop_cli.runtime.program import pin_files, run_start_data, script_of
+
+        workflow_file = read_json_file(workflow, "--workflow") if workflow is not None else None
+        redactor = Redactor.from_environment(redact)
+        self.warn, self.hooks, self.capture_id, self.path = warn, hooks, capture_id, path
+        self.sink = sink = CaptureSink(path, redactor=redactor, on_warning=warn)
+        self.cwd = cwd = os.getcwd()
+        script = script_of(argv)
+        self.program: dict[str, Any] = {"argv": argv, "cwd": cwd}
+        sink.start({"captureId": capture_id, "name": name or _default_name(argv, script), "program": self.program,
+                    "mode": hooks.mode, "ambient": ambient, **hooks.manifest_seed()})
+        hooks.started(sink)
+        self.program["script"] = pin_files([script], cwd, sink.blobs, redactor.scrub_text) if script else []
+        if workflow_file is not None:
+            try:
+                self.program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
+            except OSError as exc:
+                warn(f"wop: could not store --workflow {workflow} in the capture: {exc.strerror or exc}")
+        self.processes = processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
+        if workflow_file is not None:
+            processes.workflow_text = workflow_file[0].decode("utf-8")
+        append = _adding_request_keys(hooks.wrap_append(sink.append))
+        self.collector = Collector(append, processes.on_message, on_idle=sink.flush, listener=listener,
+                                   append_raw=_parsing_llm_requests(hooks.wrap_append_raw(sink.append_raw, append),
+                                                                    append))
+        self.collector.start()
+        self.llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
+
+    def environment(self) -> dict[str, str]:
+        """What the child's environment needs from the open capture: the pinned workflow, the proxy's address."""
+        from openwop_cli.runtime.program import ENV_WORKFLOW
+
+        env = {}
+        if "workflow" in self.program:
+            env[ENV_WORKFLOW] = self.program["workflow"]["sha256"]
+        if self.llm_proxy is not None:
+            env.update(self.llm_proxy.child_environment())
+        return env
+
+    def stop_collecting(self, grace_seconds: float) -> None:
+        """Stop taking events (waiting grace_seconds for processes still connected) and stop the proxy."""
+        self.collector.stop(grace_seconds)
+        if self.llm_proxy is not None:
+            self.llm_proxy.stop()
+        _warn_about_collector(self.collector, self.warn)
+
+    def finish(self, started: float, exit_code: int, reason: str | None) -> CaptureOutcome:
+        """run_end and the final manifest."""
+        from openwop_cli.runtime.program import pin_files, run_end_data
+
+        sink, processes, program = self.sink, self.processes, self.program
+        processes.write_run_start(None)
+        extra_fields = self.hooks.before_finish(sink, exit_code)
+        end = run_end_data(exit_code, None, time.monotonic() - started)
+        if reason and processes.uncaught and exit_code == 1:
+            reason = f"{processes.uncaught.get('type')}: {processes.uncaught.get('message')} (exit code 1)"
+        if reason:
+            end["error"] = reason
+            end["status"] = "error"
+        sink.append("run_end", end)
+        program.update(processes.summary())
+        program["modules"] = pin_files(processes.module_paths(), self.cwd, sink.blobs, sink.redactor.scrub_text)
+        manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
+        return CaptureOutcome(self.capture_id, self.path, manifest, exit_code,
+                              unrecorded=processes.unrecorded_connections())
 
 
-def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks) -> Any:
+def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHooks) -> Any:
     from openwop_cli.runtime.proxy import LLMProxy, ProxySession
+    from openwop_cli.runtime.session import AppendRecorder
 
     session = ProxySession(AppendRecorder(append, sink.flush))
     hooks.prepare_proxy(session)
@@ -211,10 +261,8 @@ def _start_proxy(append: Callable[..., int], sink: CaptureSink, hooks: RunHooks)
     return llm_proxy
 
 
-def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "_StderrTail | None" = None,
-               stdin: Any = None) -> int:
-    """Start the child, pass on signals meant for it (from the main thread), and return its return code
-    (negative: signal).
+def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_StderrTail | None", stdin: Any) -> Any:
+    """Start the child (it ends when this process dies).
 
     With tail, the child's stderr is followed and its last lines are kept (and echoed to ours unless the tail is
     quiet); when its stdout goes to our stderr too (stdout is sys.stderr), both travel one pipe so their lines
@@ -225,6 +273,12 @@ def _run_child(argv: list[str], env: dict[str, str], stdout: Any = None, tail: "
                              preexec_fn=_ends_with_this_process())
     if tail is not None:
         tail.follow(child.stdout if merged else child.stderr)
+    return child
+
+
+def _wait_for_child(child: Any, tail: "_StderrTail | None") -> int:
+    """Pass on signals meant for the child (from the main thread) until it ends; its return code (negative:
+    signal)."""
     in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS} if in_main_thread else {}
 
@@ -337,6 +391,9 @@ def _exit_status(returncode: int) -> tuple[int, str | None]:
 def child_environment(address: str, capture_dir: Path, mode: str = "capture", ambient: bool = True) -> dict[str, str]:
     """The environment a recorded child runs with: mode, channel address, ambient values on or off, and the
     bootstrap on PYTHONPATH."""
+    from openwop_cli.runtime.ambient import ENV_AMBIENT
+    from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+
     env = dict(os.environ)
     env.update({
         ENV_MODE: mode,
@@ -362,8 +419,32 @@ def _check_runnable(argv: list[str]) -> None:
         raise UsageError(f"cannot run {command}: command not found on PATH")
 
 
-def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: CaptureSink, redactor: Redactor) -> dict[str, Any]:
+_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?")
+
+
+def starts_python(argv: list[str]) -> bool:
+    """True when argv's first process is a Python interpreter, so the child bootstrap runs before anything else
+    does: a `python…` executable, or a script whose `#!` line names one (`#!/usr/bin/env python3`)."""
+    command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if command is None:
+        return False
+    if _PYTHON_NAME.fullmatch(os.path.basename(command)):
+        return True
+    try:
+        with open(command, "rb") as handle:
+            first_line = handle.readline(256)
+    except OSError:
+        return False
+    words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
+    if words and os.path.basename(words[0]) == "env":
+        words = [word for word in words[1:] if not word.startswith("-")]
+    return bool(words) and _PYTHON_NAME.fullmatch(os.path.basename(words[0])) is not None
+
+
+def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink", redactor: "Redactor") -> dict[str, Any]:
     import hashlib
+
+    import orjson
 
     return {
         "path": str(workflow),
@@ -392,7 +473,7 @@ def _warn_about_collector(collector: Collector, warn: Callable[[str], None]) -> 
 class _Processes:
     """What the recorded processes told the parent: who they are and which local modules they imported."""
 
-    def __init__(self, sink: CaptureSink, run_start: dict[str, Any], hooks: RunHooks) -> None:
+    def __init__(self, sink: "CaptureSink", run_start: dict[str, Any], hooks: RunHooks) -> None:
         self.sink = sink
         self.hooks = hooks
         self.run_start: dict[str, Any] | None = run_start
@@ -426,6 +507,8 @@ class _Processes:
             return reply
         if message.get("workflow") is True:
             return {"workflow": self.workflow_text}
+        if message.get("ready") is True:  # a child started early asks for its go: the capture is ready by now
+            return {}
         hello = message.get("hello")
         if isinstance(hello, dict):
             self.write_run_start(hello.get("python"))

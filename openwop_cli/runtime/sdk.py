@@ -617,15 +617,16 @@ class capture:
 
     def open(self, *, make_active: bool = True) -> Session:
         """Create the capture and record run_start; the session is active unless make_active is False."""
+        from openwop_cli.format.events import new_id
         from openwop_cli.format.redact import Redactor
-        from openwop_cli.format.sink import CaptureSink, new_id
+        from openwop_cli.format.sink import CaptureSink
         from openwop_cli.runtime.program import run_start_data
 
         capture_id = new_id()
         if self.out is not None:
             self.path = Path(self.out)
         else:
-            from openwop_cli.store import captures_root
+            from openwop_cli.home import captures_root
 
             self.path = captures_root() / capture_id
         self._sink = CaptureSink(self.path, redactor=Redactor.from_environment(self.redact), on_warning=_warn)

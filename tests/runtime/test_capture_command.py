@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -382,6 +383,93 @@ def test_an_existing_capture_is_never_overwritten(tmp_path):
     assert again.returncode == 2 and "already holds a capture" in again.stderr
     assert "2" not in again.stdout
     assert {p: p.read_bytes() for p in (tmp_path / "c").rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("kind", ["python", "env-shebang", "shell"])
+def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
+    """A Python child starts while the capture is set up but waits for its go; any other command starts after."""
+    existing = tmp_path / "c"
+    assert run_wop("capture", "--out", str(existing), "--", sys.executable, "-c", "print(1)").returncode == 0
+    marker = tmp_path / "ran"
+    script = tmp_path / "program"
+    if kind == "shell":
+        command = ["sh", "-c", f"touch {marker}"]
+    else:
+        script.write_text(f"#!/usr/bin/env {Path(sys.executable).name}\nopen({str(marker)!r}, 'w').close()\n")
+        script.chmod(0o755)
+        command = [sys.executable, str(script)] if kind == "python" else [str(script)]
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = run_wop("capture", "--out", str(existing), "--", *command, env=env)
+    assert done.returncode == 2 and "already holds a capture" in done.stderr
+    time.sleep(0.5)  # a child that was not stopped would have run by now
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("parent_answers", [True, False])
+def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_it(tmp_path, parent_answers):
+    """The test is the parent: it holds the go back, then gives it (or goes away without it)."""
+    import socket
+
+    from openwop_cli.runtime.launcher import BOOTSTRAP_DIR, PACKAGE_ROOT
+
+    marker = tmp_path / "ran"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "sink"))
+    listener.listen(1)
+    env = {**os.environ, "WOP_MODE": "capture", "WOP_SINK": f"unix:{tmp_path / 'sink'}", "WOP_GATE": "1",
+           "WOP_PACKAGE_ROOT": str(PACKAGE_ROOT), "PYTHONPATH": str(BOOTSTRAP_DIR)}
+    child = subprocess.Popen([sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"], env=env,
+                             stderr=subprocess.PIPE, text=True)
+    listener.settimeout(30)
+    conn, _ = listener.accept()
+    conn.settimeout(30)
+    received = b""
+    while b'"ready"' not in received:
+        chunk = conn.recv(65536)
+        assert chunk, f"the child never asked for its go; it sent {received!r}"
+        received += chunk
+    assert b'"hello"' in received
+    time.sleep(1.0)
+    assert not marker.exists() and child.poll() is None
+    if parent_answers:
+        conn.sendall(b"{}\n")
+    conn.close()
+    _, stderr = child.communicate(timeout=30)
+    assert marker.exists() == parent_answers
+    assert child.returncode == (0 if parent_answers else 3)
+    assert parent_answers or "went away before the program started" in stderr
+
+
+def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_trace_of_it(tmp_path):
+    done, out = capture(tmp_path, """
+        import os, subprocess, sys
+        print("gate" in " ".join(os.environ).lower())
+        subprocess.run([sys.executable, "-c", "import os, time; print('WOP_GATE' in os.environ); time.time()"])
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+    processes = manifest_of(out)["program"]["processes"]
+    assert len(processes) == 2 and processes[0]["python"]
+
+
+def test_starts_python_knows_interpreters_and_python_scripts_and_nothing_else(tmp_path):
+    from openwop_cli.runtime.launcher import starts_python
+
+    def script(name: str, first_line: str) -> str:
+        path = tmp_path / name
+        path.write_text(first_line + "\nprint(1)\n")
+        return str(path)
+
+    assert starts_python([sys.executable, "-c", "print(1)"])
+    assert starts_python(["python3", "-V"]) == (shutil.which("python3") is not None)
+    assert starts_python([script("a", "#!/usr/bin/env python3")])
+    assert starts_python([script("b", "#!/usr/bin/env -S python3.11 -u")])
+    assert starts_python([script("c", f"#!{sys.executable}")])
+    assert not starts_python([script("d", "#!/bin/sh")])
+    assert not starts_python([script("e", "#!/usr/bin/env bash")])
+    assert not starts_python([script("f", "print(1)")])
+    assert not starts_python(["sh", "-c", "python3 -c 1"])
+    assert not starts_python([str(tmp_path / "missing")])
 
 
 def test_captures_go_to_the_store_and_are_found_by_name(tmp_path, wop_home):
