@@ -19,15 +19,13 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
 
 def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options: Any) -> Any:
     """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
-    from dataclasses import replace
-
     from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.run import run_replay
     from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
 
     json_output = options.pop("json_output")
-    controls = replace(options.pop("controls", None) or ReplayControls(), quiet=quiet)
+    controls = (options.pop("controls", None) or ReplayControls())._replace(quiet=quiet)
     if controls.debugging:
         check_terminal()
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),

@@ -6,10 +6,10 @@ The parent (`wop replay`/`wop fork`) hands them to the replayed program through 
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-from openwop_cli.replay.edits import Edit
+if TYPE_CHECKING:
+    from openwop_cli.replay.edits import Edit
 
 ENV_EDITS = "WOP_EDITS"
 ENV_OFFLINE = "WOP_OFFLINE"
@@ -18,14 +18,16 @@ ENV_PDB = "WOP_PDB"
 ENV_BREAK_AT = "WOP_BREAK_AT"
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayControls:
+class ReplayControls(NamedTuple):
     """edits: served results with values changed (a fork then runs live from the first call that no longer
     matches, or with offline stops there); verbose: keep the whole traceback after a strict stop; pdb: stop
     in the debugger at the first divergence; break_at: stop in the debugger just before seq is served; quiet:
-    the program's output is not passed on (one of several replays running side by side)."""
+    the program's output is not passed on (one of several replays running side by side).
 
-    edits: tuple[Edit, ...] = ()
+    A named tuple, and edits loaded only when there are some: a replayed process reads its controls before its
+    program's first line."""
+
+    edits: "tuple[Edit, ...]" = ()
     offline: bool = False
     verbose: bool = False
     pdb: bool = False
@@ -53,7 +55,11 @@ class ReplayControls:
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> "ReplayControls":
         """The controls `environment()` wrote."""
         env: Mapping[str, Any] = os.environ if environ is None else environ
-        edits = tuple(Edit.from_json(item) for item in json.loads(env.get(ENV_EDITS) or "[]"))
+        edits: tuple[Any, ...] = ()
+        if env.get(ENV_EDITS):
+            from openwop_cli.replay.edits import Edit
+
+            edits = tuple(Edit.from_json(item) for item in json.loads(env[ENV_EDITS]))
         break_at = env.get(ENV_BREAK_AT)
         return cls(edits, bool(env.get(ENV_OFFLINE)), bool(env.get(ENV_VERBOSE)), bool(env.get(ENV_PDB)),
                    int(break_at) if break_at else None)

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
@@ -25,14 +25,15 @@ from openwop_cli.format.events import (
     STATE_MUTATION,
     TOOL_CALL,
 )
-from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
-from openwop_cli.replay.edits import check_edits
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
+
+if TYPE_CHECKING:
+    from openwop_cli.format.sink import CaptureSink
 
 EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
@@ -95,6 +96,8 @@ def run_replay(
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count, bool(controls.edits))
         if controls.edits:
+            from openwop_cli.replay.edits import check_edits
+
             check_edits(list(controls.edits), source.event, source.event_count)
             source.set_edits(list(controls.edits))
         program = source.manifest.get("program") or {}
@@ -173,7 +176,7 @@ class ReplayAccount:
         self._run_id = ""
         self._live: dict[tuple, dict[str, Any]] = {}
 
-    def started(self, sink: CaptureSink) -> None:
+    def started(self, sink: "CaptureSink") -> None:
         self._run_id = sink.manifest.get("runId", "")
 
     def manifest_seed(self) -> dict[str, Any]:
@@ -223,7 +226,7 @@ class ReplayAccount:
 
         return watched_raw
 
-    def before_finish(self, sink: CaptureSink, exit_code: int | None) -> dict[str, Any]:
+    def before_finish(self, sink: "CaptureSink", exit_code: int | None) -> dict[str, Any]:
         stopped = self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)
         late: list[Divergence] = []
         if not stopped:
