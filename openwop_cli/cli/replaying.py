@@ -19,17 +19,24 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
 
 def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options: Any) -> Any:
     """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
-    from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.replay.run import run_replay
-    from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
+    from openwop_cli.replay.controls import ReplayControls
+    from openwop_cli.replay.launch import launched_early
+    from openwop_cli.report.plain import print_warning
 
     json_output = options.pop("json_output")
     controls = (options.pop("controls", None) or ReplayControls())._replace(quiet=quiet)
     if controls.debugging:
         check_terminal()
+    early = {key: options[key] for key in ("policy", "from_seq", "branch", "overrides", "allow_tools", "out", "proxy")}
+    launch = launched_early(source, list(argv or []), store_root=captures_root(), output_to_stderr=json_output,
+                            controls=controls, **early)
+    from openwop_cli.replay.run import run_replay  # after the launch: the program starts while the replay loads
+
+
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
-                      store_root=captures_root(), output_to_stderr=json_output, controls=controls, **options)
+                      store_root=captures_root(), output_to_stderr=json_output, controls=controls, launch=launch,
+                      **options)
 
 
 def check_terminal() -> None:

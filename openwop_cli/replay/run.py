@@ -7,7 +7,6 @@ could not see: recorded calls never made (event_missing), an exit code that chan
 determinism score. The replay is written as a new capture linked to its source.
 """
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +24,12 @@ from openwop_cli.format.events import (
     STATE_MUTATION,
     TOOL_CALL,
 )
-from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
+from openwop_cli.replay.launch import replay_environment
 from openwop_cli.replay.source import ReplaySource
-from openwop_cli.runtime.launcher import CaptureOutcome, RunHooks, run_captured
+from openwop_cli.runtime.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
 
 if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
@@ -90,9 +89,18 @@ def run_replay(
     output_to_stderr: bool = False,
     proxy: bool = False,
     controls: ReplayControls = ReplayControls(),
+    launch: ChildLaunch | None = None,
 ) -> ReplayOutcome:
-    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls."""
-    source = ReplaySource(source_dir, keyed=False)
+    """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls.
+
+    launch: the command replay.launch.launched_early started for these options (cancelled when the capture turns
+    out to need another start)."""
+    try:
+        source = ReplaySource(source_dir, keyed=False)
+    except BaseException:
+        if launch is not None:
+            launch.cancel()
+        raise
     try:
         start = _checked_from_seq(from_seq, branch, source.event_count, bool(controls.edits))
         if controls.edits:
@@ -114,16 +122,23 @@ def run_replay(
             warn(f"wop: in the capture, {describe(recorded)}")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, controls)
         proxy = proxy or (not branch and recorded_through_proxy(source))
+        if launch is not None and (proxy or launch.argv != command):
+            launch.cancel()  # it was started for a run without the proxy
+            launch = None
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
-                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet)
+                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet, launch=launch)
         outcome = hooks.outcome(capture)
         if controls.edits:
             outcome.diff = diff_against_source(source_dir, capture.path)
         return outcome
+    except BaseException:
+        if launch is not None:
+            launch.cancel()
+        raise
     finally:
         source.close()
 
@@ -344,17 +359,8 @@ class ReplayHooks(ReplayAccount, RunHooks):
         self._assigned: set[Any] = set()
 
     def environment(self) -> dict[str, str]:
-        from openwop_cli.replay.credentials import placeholder_credentials
-
-        return {
-            **({} if self.branch else placeholder_credentials()),
-            ENV_SOURCE: str(self.source_dir.resolve()),
-            ENV_POLICY: self.policy,
-            ENV_FROM_SEQ: str(self.from_seq),
-            ENV_ALLOW_TOOLS: json.dumps(self.allow_tools),
-            ENV_OVERRIDES: json.dumps(self.overrides),
-            **self.controls.environment(),
-        }
+        return replay_environment(self.source_dir, self.policy, self.from_seq, self.branch, self.overrides,
+                                  self.allow_tools, self.controls)
 
     def prepare_proxy(self, session: Any) -> None:
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""

@@ -122,6 +122,7 @@ def run_captured(
     proxy: bool = False,
     ambient: bool = True,
     quiet: bool = False,
+    launch: "ChildLaunch | None" = None,
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring).
 
@@ -130,48 +131,72 @@ def run_captured(
     ready, as its first instruction could do anything.
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
-    for runs made side by side."""
+    for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
+    it reads its source capture), made with the same options."""
     hooks = hooks or RunHooks()
-    _check_runnable(argv)
-    capture_id = new_id()
-    path = out if out is not None else store_root / capture_id
-    listener = Listener()
-    env = {**child_environment(listener.address, path, hooks.mode, ambient), **hooks.environment()}
-    tail = _StderrTail(echo=not quiet) if hooks.keep_stderr_tail or quiet else None
-    stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
-    stdin = subprocess.DEVNULL if quiet else None
-    child: subprocess.Popen | None = None
-    failed_start: OSError | None = None
-    try:
+    if launch is None:
+        launch = ChildLaunch(argv, out=out, store_root=store_root, mode=hooks.mode, ambient=ambient,
+                             extra_env=hooks.environment(), keep_stderr_tail=hooks.keep_stderr_tail,
+                             output_to_stderr=output_to_stderr, quiet=quiet)
         if workflow is None and not proxy and starts_python(argv):
-            try:
-                child = _start_child(argv, {**env, ENV_GATE: "1"}, stdout, tail, stdin)
-            except OSError as exc:
-                failed_start = exc
-        capture = _OpenCapture(argv, capture_id, path, name, redact, workflow, warn, hooks, ambient, proxy, listener)
+            launch.start(gated=True)
+    try:
+        capture = _OpenCapture(argv, launch.capture_id, launch.path, name, redact, workflow, warn, hooks, ambient,
+                               proxy, launch.listener)
     except BaseException:
-        if child is not None:
-            child.kill()
-            child.wait()
-        listener.remove()
+        launch.cancel()
         raise
     started = time.monotonic()
-    try:
-        if child is None and failed_start is None:
-            env.update(capture.environment())
-            child = _start_child(argv, env, stdout, tail, stdin)
-    except OSError as exc:
-        failed_start = exc
-    if failed_start is not None:
+    if launch.child is None and launch.failed_start is None:
+        launch.start(gated=False, more_env=capture.environment())
+    if launch.failed_start is not None:
         capture.stop_collecting(0)
-        return capture.finish(started, 127, f"cannot run {argv[0]}: {failed_start.strerror or failed_start}")
-    returncode = _wait_for_child(child, tail)  # type: ignore[arg-type]
+        failure = launch.failed_start
+        return capture.finish(started, 127, f"cannot run {argv[0]}: {failure.strerror or failure}")
+    returncode = _wait_for_child(launch.child, launch.tail)
     capture.stop_collecting(LATE_PROCESS_GRACE_SECONDS)
     exit_code, reason = _exit_status(returncode)
     outcome = capture.finish(started, exit_code, reason)
-    if tail is not None:
-        outcome = outcome._replace(stderr_tail=[capture.sink.redactor.scrub_text(line) for line in tail.lines()])
+    if launch.tail is not None:
+        outcome = outcome._replace(stderr_tail=[capture.sink.redactor.scrub_text(line) for line in launch.tail.lines()])
     return outcome
+
+
+class ChildLaunch:
+    """The command's process and what it is given: the channel's listener, the capture directory, its environment.
+
+    Started gated (a Python command: its bootstrap waits for the parent's go before the program's first line), it
+    can start before the capture is set up, and a launch whose capture cannot be made is cancelled before the
+    program ran."""
+
+    def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
+                 extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool) -> None:
+        _check_runnable(argv)
+        self.argv = argv
+        self.capture_id = new_id()
+        self.path = out if out is not None else store_root / self.capture_id
+        self.listener = Listener()
+        self.env = {**child_environment(self.listener.address, self.path, mode, ambient), **extra_env}
+        self.tail = _StderrTail(echo=not quiet) if keep_stderr_tail or quiet else None
+        self._stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
+        self._stdin = subprocess.DEVNULL if quiet else None
+        self.child: Any = None
+        self.failed_start: OSError | None = None
+
+    def start(self, *, gated: bool, more_env: dict[str, str] | None = None) -> None:
+        """Start the command (an OSError is kept in failed_start: the capture then says it could not run)."""
+        env = {**self.env, **(more_env or {}), **({ENV_GATE: "1"} if gated else {})}
+        try:
+            self.child = _start_child(self.argv, env, self._stdout, self.tail, self._stdin)
+        except OSError as exc:
+            self.failed_start = exc
+
+    def cancel(self) -> None:
+        """End a command that must not run (it is still waiting for its go) and remove the listener."""
+        if self.child is not None:
+            self.child.kill()
+            self.child.wait()
+        self.listener.remove()
 
 
 class _OpenCapture:

@@ -186,11 +186,15 @@ def test_a_corrupt_or_incomplete_capture_is_exit_3_and_never_modified(tmp_path, 
         manifest["status"] = "incomplete"
         (source / "manifest.json").write_bytes(orjson.dumps(manifest))
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.rglob("*") if p.is_file()}
-    done = run_wop("replay", str(source), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    temporary = tmp_path / "tmp"  # where the replay's channel would stay if its early-started program were not ended
+    temporary.mkdir()
+    done = run_wop("replay", str(source), "--out", str(tmp_path / "r"), cwd=tmp_path, env={"TMPDIR": str(temporary)})
     assert done.returncode == 3, done.stderr
     assert "cannot replay" in done.stderr and "Traceback" not in done.stderr
+    assert "['A', 'B']" not in done.stdout  # the program never ran
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.rglob("*") if p.is_file()} == before
     assert not (tmp_path / "r").exists()
+    assert list(temporary.iterdir()) == []
 
 
 def test_fork_serves_history_then_runs_live_with_overrides(tmp_path):

@@ -1,0 +1,57 @@
+"""Starting a replay's program early: before the replay reads its source capture, and before it imports what it
+needs for that, so the program's interpreter starts meanwhile (runtime.launcher.ChildLaunch; the program waits for
+its replayHello's answer before its first line)."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from openwop_cli.errors import UsageError, WopError
+from openwop_cli.format.manifest import read_manifest
+from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
+from openwop_cli.replay.controls import ReplayControls
+from openwop_cli.runtime.launcher import ChildLaunch, starts_python
+
+
+def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],
+                       allow_tools: list[str], controls: ReplayControls) -> dict[str, str]:
+    """What a replayed process is told through its environment (replay.child reads it)."""
+    from openwop_cli.replay.credentials import placeholder_credentials
+
+    return {
+        **({} if branch else placeholder_credentials()),
+        ENV_SOURCE: str(source_dir.resolve()),
+        ENV_POLICY: policy,
+        ENV_FROM_SEQ: str(from_seq),
+        ENV_ALLOW_TOOLS: json.dumps(allow_tools),
+        ENV_OVERRIDES: json.dumps(overrides),
+        **controls.environment(),
+    }
+
+
+def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: int | None, branch: bool,
+                   overrides: dict[str, Any], allow_tools: list[str], out: Path | None, store_root: Path,
+                   output_to_stderr: bool, proxy: bool, controls: ReplayControls) -> ChildLaunch | None:
+    """A plain replay of a Python command (no --from-seq, --set, edits, pdb or --proxy) starts it, gated, before the
+    replay reads and checks its source capture: the interpreter starts meanwhile, and runs nothing until its
+    replayHello is answered. None for any other run, or where the manifest cannot say the command (the replay then
+    reports why)."""
+    if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
+        return None
+    try:
+        manifest = read_manifest(source_dir)
+    except WopError:
+        return None
+    program = manifest.get("program") if isinstance(manifest.get("program"), dict) else {}
+    recorded = program.get("argv")
+    command = argv or (recorded if isinstance(recorded, list) and all(type(word) is str for word in recorded) else [])
+    if not command or (program.get("pytest") and not argv) or not starts_python(command):
+        return None
+    try:
+        launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=manifest.get("ambient") is True,
+                             extra_env=replay_environment(source_dir, policy, 0, False, {}, allow_tools, controls),
+                             keep_stderr_tail=True, output_to_stderr=output_to_stderr, quiet=controls.quiet)
+    except UsageError:
+        return None
+    launch.start(gated=True)
+    return launch
