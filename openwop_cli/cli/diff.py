@@ -46,38 +46,7 @@ def command(
       wop diff last 3f2a --ignore '$.response.id' --align content
       wop diff run-a.jsonl run-b.jsonl --ignore-run-metadata
     """
-    from openwop_cli.cli.sources import diff_readers, open_run
-    from openwop_cli.diff import rfc_result
-    from openwop_cli.errors import UsageError
+    from openwop_cli.cli.diffing import diff
 
-    if detail and not json_output:
-        raise UsageError("--detail adds wop's fields to the JSON object: use it with --json")
-    from openwop_cli.config import load_settings
-
-    ignore = [*(ignore or []), *load_settings().ignore]
-    reader_a, reader_b = open_run(run_a, resolve_blobs=True), open_run(run_b, resolve_blobs=True)
-    result = diff_readers(reader_a, reader_b, ignore=ignore, max_diffs=max_diffs, align=align.value,
-                          ignore_run_metadata=None if run_metadata is None else not run_metadata)
-    for reader in (reader_a, reader_b):
-        _refuse_damaged(reader)
-    if json_output:
-        from openwop_cli.cli.output import print_json
-
-        print_json(result if detail else rfc_result(result))
-    else:
-        from openwop_cli.report.console import make_console
-        from openwop_cli.report.diff import render_diff
-
-        render_diff(make_console(), result, reader_a.manifest, reader_b.manifest)
-    if result["divergedAtSeq"] is not None or result["stateDiff"]["status"]["changed"]:
-        raise typer.Exit(1)
-
-
-def _refuse_damaged(reader) -> None:
-    """A diff of a damaged capture would compare a prefix as if it were the run: refuse (exit 3)."""
-    from openwop_cli.errors import CorruptCapture
-
-    problems = getattr(reader, "problems", [])
-    if problems:
-        where = getattr(reader, "capture_dir", "")
-        raise CorruptCapture(f"cannot diff {where}: {problems[0]} (run `wop verify` for a full check)")
+    raise typer.Exit(diff(run_a=run_a, run_b=run_b, ignore=ignore, max_diffs=max_diffs, align=align.value,
+                          run_metadata=run_metadata, json_output=json_output, detail=detail))

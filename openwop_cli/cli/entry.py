@@ -1,4 +1,4 @@
-"""The `wop` entry point: `wop capture` and `wop replay` in their everyday shapes start without the Typer app.
+"""The `wop` entry point: `wop capture`, `wop replay` and `wop diff` in their everyday shapes start without the Typer app.
 
 Building the app and its parameters imports Typer and Pydantic, which cost more than a small capture
 takes: a CI suite of many short captures paid it on every run. So a command line made only of words
@@ -39,6 +39,14 @@ _REPLAY_OPTIONS: dict[str, tuple[str, Any]] = {
     "--shard": ("shard", "text"),
     "--json": ("json_output", "flag"),
     "--verbose": ("verbose", "flag"), "-v": ("verbose", "flag"),
+}
+_DIFF_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--ignore": ("ignore", "many"),
+    "--max-diffs": ("max_diffs", "positive"),
+    "--align": ("align", ("seq", "content")),
+    "--compare-run-metadata": ("run_metadata", "flag"), "--ignore-run-metadata": ("run_metadata", "unflag"),
+    "--json": ("json_output", "flag"),
+    "--detail": ("detail", "flag"),
 }
 
 
@@ -96,6 +104,10 @@ def fast_command(args: list[str]) -> Callable[[], None] | None:
                 from openwop_cli.cli.capturing import capture
 
                 code: Any = capture(**arguments)
+            elif name == "diff":
+                from openwop_cli.cli.diffing import diff
+
+                code = diff(**arguments)
             else:
                 from openwop_cli.cli.replaying import replay_captures
 
@@ -134,6 +146,8 @@ def fast_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
         return _capture_arguments(args[1:])
     if args[0] == "replay":
         return _replay_arguments(args[1:])
+    if args[0] == "diff":
+        return _diff_arguments(args[1:])
     return None
 
 
@@ -171,6 +185,18 @@ def _replay_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
     }
 
 
+def _diff_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
+    parsed = _parse(args, _DIFF_OPTIONS, interspersed=True)
+    if parsed is None or len(parsed[1]) != 2 or "--" in args:
+        return None
+    options, (run_a, run_b) = parsed
+    return "diff", {
+        "run_a": run_a, "run_b": run_b, "ignore": options.get("ignore"), "max_diffs": options.get("max_diffs"),
+        "align": options.get("align", "seq"), "run_metadata": options.get("run_metadata"),
+        "json_output": options.get("json_output", False), "detail": options.get("detail", False),
+    }
+
+
 def _parse(args: list[str], known: dict[str, tuple[str, Any]],
            interspersed: bool) -> tuple[dict[str, Any], list[str]] | None:
     """Options and positional words, as click would parse them; None at the first word this parser is unsure of."""
@@ -190,8 +216,8 @@ def _parse(args: list[str], known: dict[str, tuple[str, Any]],
         if word not in known:
             return None
         parameter, kind = known[word]
-        if kind == "flag":
-            options[parameter] = True
+        if kind in ("flag", "unflag"):
+            options[parameter] = kind == "flag"
             index += 1
             continue
         if index + 1 >= len(args):
@@ -213,6 +239,7 @@ def _value(word: str, kind: Any) -> Any:
         return None
     if isinstance(kind, tuple):
         return word if word in kind else None
-    if kind == "count":
-        return int(word) if word.isascii() and word.isdigit() else None
+    if kind in ("count", "positive"):
+        number = int(word) if word.isascii() and word.isdigit() else None
+        return None if number is None or (kind == "positive" and number < 1) else number
     return Path(word) if kind == "path" else word
