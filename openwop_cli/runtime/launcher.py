@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import dropwhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -448,13 +449,14 @@ _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?")
 
 
 def starts_python(argv: list[str]) -> bool:
-    """True when argv's first process is a Python interpreter, so the child bootstrap runs before anything else
-    does: a `python…` executable, or a script whose `#!` line names one (`#!/usr/bin/env python3`)."""
+    """True when argv's first process is a Python interpreter that runs the child bootstrap before anything else:
+    a `python…` executable, or a script whose `#!` line names one (`#!/usr/bin/env python3`), without an option
+    that skips the bootstrap."""
     command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if command is None:
         return False
     if _PYTHON_NAME.fullmatch(os.path.basename(command)):
-        return True
+        return _runs_site(argv[1:])
     try:
         with open(command, "rb") as handle:
             first_line = handle.readline(256)
@@ -462,8 +464,31 @@ def starts_python(argv: list[str]) -> bool:
         return False
     words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
     if words and os.path.basename(words[0]) == "env":
-        words = [word for word in words[1:] if not word.startswith("-")]
-    return bool(words) and _PYTHON_NAME.fullmatch(os.path.basename(words[0])) is not None
+        words = list(dropwhile(lambda word: word.startswith("-"), words[1:]))
+    return bool(words) and _PYTHON_NAME.fullmatch(os.path.basename(words[0])) is not None and _runs_site(words[1:])
+
+
+def _runs_site(options: list[str]) -> bool:
+    """False when the interpreter's options skip the bootstrap on PYTHONPATH: -I (isolated), -E (PYTHON* variables
+    ignored), -S (no site)."""
+    takes_value = False
+    for word in options:
+        if takes_value:
+            takes_value = False
+            continue
+        if not word.startswith("-") or word in ("-", "--"):
+            return True
+        if word.startswith("--"):
+            continue
+        for index, letter in enumerate(word[1:]):
+            if letter in "ISE":
+                return False
+            if letter in "cm":  # what follows is the program
+                return True
+            if letter in "XW":
+                takes_value = index == len(word) - 2
+                break
+    return True
 
 
 def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink", redactor: "Redactor") -> dict[str, Any]:

@@ -385,9 +385,10 @@ def test_an_existing_capture_is_never_overwritten(tmp_path):
     assert {p: p.read_bytes() for p in (tmp_path / "c").rglob("*") if p.is_file()} == before
 
 
-@pytest.mark.parametrize("kind", ["python", "env-shebang", "shell"])
+@pytest.mark.parametrize("kind", ["python", "env-shebang", "shell", "isolated-python"])
 def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
-    """A Python child starts while the capture is set up but waits for its go; any other command starts after."""
+    """A Python child starts while the capture is set up but waits for its go; any other command (a Python whose
+    options skip the bootstrap, `-I`, among them) starts after."""
     existing = tmp_path / "c"
     assert run_wop("capture", "--out", str(existing), "--", sys.executable, "-c", "print(1)").returncode == 0
     marker = tmp_path / "ran"
@@ -397,7 +398,8 @@ def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
     else:
         script.write_text(f"#!/usr/bin/env {Path(sys.executable).name}\nopen({str(marker)!r}, 'w').close()\n")
         script.chmod(0o755)
-        command = [sys.executable, str(script)] if kind == "python" else [str(script)]
+        command = {"python": [sys.executable, str(script)], "isolated-python": [sys.executable, "-I", str(script)],
+                   "env-shebang": [str(script)]}[kind]
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = run_wop("capture", "--out", str(existing), "--", *command, env=env)
     assert done.returncode == 2 and "already holds a capture" in done.stderr
@@ -463,13 +465,19 @@ def test_starts_python_knows_interpreters_and_python_scripts_and_nothing_else(tm
     assert starts_python([sys.executable, "-c", "print(1)"])
     assert starts_python(["python3", "-V"]) == (shutil.which("python3") is not None)
     assert starts_python([script("a", "#!/usr/bin/env python3")])
-    assert starts_python([script("b", "#!/usr/bin/env -S python3.11 -u")])
     assert starts_python([script("c", f"#!{sys.executable}")])
     assert not starts_python([script("d", "#!/bin/sh")])
     assert not starts_python([script("e", "#!/usr/bin/env bash")])
     assert not starts_python([script("f", "print(1)")])
     assert not starts_python(["sh", "-c", "python3 -c 1"])
     assert not starts_python([str(tmp_path / "missing")])
+    for skips_the_bootstrap in (["-I", "-c", "1"], ["-E", "x.py"], ["-S", "x.py"], ["-uI", "x.py"], ["-X", "dev", "-I"]):
+        assert not starts_python([sys.executable, *skips_the_bootstrap]), skips_the_bootstrap
+    for runs_it in (["-u", "x.py"], ["-X", "importtime", "x.py"], ["-Wignore", "-c", "import sys; sys.exit(1)"],
+                    ["-c", "-I"], ["-m", "pytest", "-I"], ["x.py", "-I"]):
+        assert starts_python([sys.executable, *runs_it]), runs_it
+    assert not starts_python([script("g", "#!/usr/bin/env -S python3 -I")])
+    assert starts_python([script("h", "#!/usr/bin/env -S python3 -u")])
 
 
 def test_captures_go_to_the_store_and_are_found_by_name(tmp_path, wop_home):
