@@ -211,10 +211,11 @@ def _standalone_capture(capture_dir: str) -> Session | None:
 
 
 def attach_channel(sender: Any) -> None:
-    """Wire a channel sender into this process: close at exit, flush before new processes and before an
-    os._exit, report a crash."""
+    """Wire a channel sender into this process: close at exit, flush before new processes, before messages to
+    other processes and before an os._exit, report a crash."""
     atexit.register(_close_channel, sender)
     _flush_before_new_processes(sender)
+    _flush_before_messages(sender)
     _flush_before_hard_exit(sender)
     on_uncaught_exception(lambda exc: sender.send_message({"uncaught": describe_exception(exc)}))
 
@@ -265,20 +266,35 @@ def _flush_before_new_processes(sender: Any) -> None:
 
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=sender.flush)
+    when_imported("subprocess", lambda subprocess: _flush_before(subprocess.Popen, "_execute_child", sender))
 
-    def patch(subprocess: Any) -> None:
-        execute_child = getattr(subprocess.Popen, "_execute_child", None)
-        if execute_child is None or getattr(execute_child, "__wop_flushes__", False):
-            return
 
-        def flushing_execute_child(self: Any, *args: Any, **kwargs: Any) -> Any:
-            sender.flush()
-            return execute_child(self, *args, **kwargs)
+def _flush_before_messages(sender: Any) -> None:
+    """Send queued events before this process sends anything through multiprocessing (a pool worker its result):
+    the capture holds them before what the message leads to, and a worker the parent then ends with SIGTERM
+    (the end of a `with Pool()` block) has nothing left to lose."""
+    from openwop_cli.runtime.imports import when_imported
 
-        flushing_execute_child.__wop_flushes__ = True  # type: ignore[attr-defined]
-        subprocess.Popen._execute_child = flushing_execute_child
+    def patch(connection: Any) -> None:
+        for name in ("Connection", "PipeConnection"):
+            if hasattr(connection, name):
+                _flush_before(getattr(connection, name), "_send_bytes", sender)
 
-    when_imported("subprocess", patch)
+    when_imported("multiprocessing.connection", patch)
+
+
+def _flush_before(owner: Any, name: str, sender: Any) -> None:
+    """owner.name, sending the queued events first (patched once per process)."""
+    method = getattr(owner, name, None)
+    if method is None or getattr(method, "__wop_flushes__", False):
+        return
+
+    def flushing(*args: Any, **kwargs: Any) -> Any:
+        sender.flush()
+        return method(*args, **kwargs)
+
+    flushing.__wop_flushes__ = True  # type: ignore[attr-defined]
+    setattr(owner, name, flushing)
 
 
 def _flush_before_hard_exit(sender: Any) -> None:
