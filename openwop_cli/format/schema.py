@@ -70,7 +70,7 @@ EVENT_DATA: dict[str, Fields] = {
     REPLAY_DIVERGED: (("code", OPT_STR), ("divergencePoint", OPT_INT), ("jsonPath", OPT_STR), ("detail", OPT_STR)),
 }
 OPENWOP_DATA: dict[str, Fields] = {"channel.written": EVENT_DATA[STATE_MUTATION]}  # run logs of OpenWOP hosts
-ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("site", OPT_DICT))
+ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("poolTask", KEY), ("site", OPT_DICT))
 SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
 
 

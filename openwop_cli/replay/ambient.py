@@ -5,7 +5,9 @@ of unmodified code, runtime.ambient) by (source, key, call site, thread, task) i
 a unit: ambient values are never matched, ordered or counted like calls. A value nobody reads is no
 divergence, and a read with no value left gets a live one that the replay report notes — what
 strict replay judges are the boundaries those values flow into. A fork serves only the values
-recorded before its branch point.
+recorded before its branch point. A multiprocessing pool's workers (processes, or threads in a
+ThreadPool) take its tasks in a different order each run, so the values a pool task read are keyed
+by the task and served to whichever worker runs it, in any replayed process.
 """
 
 from typing import Any
@@ -14,10 +16,18 @@ KIND_AMBIENT = 6
 
 
 def ambient_key(data: dict[str, Any], origin: dict[str, Any]) -> tuple:
-    """Where an ambient value belongs: its source and key, the call site, and the thread/task that read it."""
+    """Where an ambient value belongs: its source and key, the call site, and the thread/task that read it — or,
+    instead of the thread, the multiprocessing pool task it ran (runtime.pooltasks)."""
     site = origin.get("site") or {}
+    pool_task = origin.get("poolTask")
     return (data.get("source"), data.get("key"), site.get("file"), site.get("line"), site.get("function"),
-            origin.get("thread"), origin.get("task"))
+            origin.get("thread") if pool_task is None else None, origin.get("task"), pool_task)
+
+
+def served_to_any_process(origin: dict[str, Any]) -> bool:
+    """True for a value a pool task read: a replay serves it to whichever worker runs that task, not only to the
+    process that stands for the recorded one."""
+    return "poolTask" in origin
 
 
 class AmbientValues:

@@ -36,7 +36,7 @@ from openwop_cli.format.events import (
     TOOL_RESULT,
 )
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key
+from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key, served_to_any_process
 from openwop_cli.format.schema import EventChecker
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 
@@ -47,7 +47,8 @@ _RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
 class ReplaySource:
     """Everything replay needs from one capture; see the module docstring.
 
-    only_pid keeps the units one recorded process made (a replayed process serves only its own);
+    only_pid keeps the units one recorded process made (a replayed process serves only its own, and the ambient
+    values of every pool task);
     keyed=False skips the content keys (the parent only counts and checks units).
     """
 
@@ -196,7 +197,8 @@ class ReplaySource:
                     self._note_declaration(event, line)
                     continue
             origin = event.get("origin") or {}
-            if self.only_pid is not None and origin.get("pid") != self.only_pid:
+            if self.only_pid is not None and origin.get("pid") != self.only_pid and not (
+                    kind == KIND_AMBIENT and served_to_any_process(origin)):
                 continue
             if kind == KIND_AMBIENT:
                 if self.keyed:

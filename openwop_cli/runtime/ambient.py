@@ -19,6 +19,9 @@ Each read is a `nondeterministic` event with `ambient: true`, whose origin carri
 A replay serves each (call site, thread/task) its recorded values in order (replay.ambient); a
 read with none left gets a live value, which the replay report notes but never calls a divergence.
 
+In a multiprocessing pool's worker the events also name the task it runs (pooltasks.py), and a replay
+serves a task's values to whichever worker runs it.
+
 A random function's value is the list of primitive draws (random(), getrandbits(), randbytes()) it
 made (draws.py), so choice/shuffle/sample replay exactly without recording their population.
 """
@@ -55,10 +58,12 @@ def install() -> None:
         _installs[0] += 1
         if _installs[0] > 1:
             return
-    from openwop_cli.runtime import draws
+    from openwop_cli.runtime import draws, pooltasks
 
     for name, patch in (("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime),
-                        ("uuid", _patch_uuid), ("random", draws.patch_random), ("secrets", draws.patch_secrets)):
+                        ("uuid", _patch_uuid), ("random", draws.patch_random), ("secrets", draws.patch_secrets),
+                        ("multiprocessing.pool", pooltasks.patch_pool),
+                        ("concurrent.futures.process", pooltasks.patch_executor)):
         when_imported(name, _once(name, patch))
 
 
@@ -95,13 +100,14 @@ def _once(name: str, patch: Callable[[Any], None]) -> Callable[[Any], None]:
     return patch_if_installed
 
 
-def replace(target: Any, name: str, value: Any) -> None:
+def replace(target: Any, name: str, value: Any, by_name: bool = False) -> None:
     """target.name = value (a module, class or instance), undone by the last `uninstall`.
 
     A function put on a module is wrapped in staticmethod (callable, and no descriptor): code that keeps
     a module function as a class attribute (logging.Formatter.converter = time.localtime) must not get
-    it back as a method, just as with the built-in it replaces."""
-    if isinstance(target, types.ModuleType) and isinstance(value, types.FunctionType):
+    it back as a method, just as with the built-in it replaces. One pickled by name (by_name: a Process
+    target) is put as it is."""
+    if isinstance(target, types.ModuleType) and isinstance(value, types.FunctionType) and not by_name:
         value = staticmethod(value)
     own = vars(target)
     if name in own:

@@ -60,8 +60,12 @@ class Session:
         return f"{self._id_prefix}{kind}{next(self._counter)}"
 
     def origin(self) -> dict[str, Any]:
-        """The process, thread and asyncio task making the current call (a new dict: `record` adds the site)."""
+        """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
+        site)."""
         where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
+        pool_task = _running.pool_task
+        if pool_task is not None:
+            where["poolTask"] = pool_task
         asyncio = sys.modules.get("asyncio")
         if asyncio is not None and asyncio._get_running_loop() is not None:
             task = asyncio.current_task()
@@ -101,6 +105,18 @@ class AppendRecorder:
 
             data = with_request_keys(data)
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
+
+
+class _Running(threading.local):
+    pool_task: str | None = None
+
+
+_running = _Running()
+
+
+def set_pool_task(name: str | None) -> None:
+    """Note the multiprocessing pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
+    _running.pool_task = name
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)

@@ -210,6 +210,62 @@ def test_threads_and_tasks_reading_at_one_call_site_are_each_served_their_own_va
         assert program_output(done.stderr) == captured
 
 
+POOL_PROGRAM = """
+import concurrent.futures, multiprocessing, os, random, time, uuid
+
+def task(number):
+    time.sleep(random.random() / 20)  # which worker takes which task then changes from run to run
+    return f"{number} {random.random()} {time.time()} {uuid.uuid4()}"
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    for batch in (range(3), range(3, 6)):  # a new pool for each batch: its tasks are told apart from the last's
+        if os.environ["POOL"] == "Pool":
+            with context.Pool(2) as pool:  # its end sends the workers SIGTERM
+                print(*pool.map(task, batch), sep="\\n")
+        else:
+            with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as executor:
+                print(*executor.map(task, batch), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("pool", ["Pool", "ProcessPoolExecutor"])
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver", "fork"])
+def test_pool_workers_values_are_recorded_per_task_and_served_to_whichever_worker_runs_it(tmp_path, start_method,
+                                                                                          pool):
+    env = {"START_METHOD": start_method, "POOL": pool}
+    source = capture(tmp_path, POOL_PROGRAM, env=env)
+    reads = [event for event in ambient_events(source) if event["origin"]["site"]["function"] == "task"]
+    assert len(reads) == 6 * 4, [event["data"]["key"] for event in reads]
+    assert len({event["origin"]["poolTask"] for event in reads}) == 6
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 6
+    done, report = replay(tmp_path, source, "--strict", env=env)
+    assert done.returncode == 0, done.stderr
+    assert report["liveValues"] == []
+    assert program_output(done.stderr) == captured
+
+
+def test_a_thread_pools_tasks_are_served_their_values_whichever_thread_runs_them(tmp_path):
+    source = capture(tmp_path, """
+        import multiprocessing.pool, random, time, uuid
+
+        def task(number):
+            time.sleep(random.random() / 20)
+            return f"{number} {uuid.uuid4()}"
+
+        with multiprocessing.pool.ThreadPool(3) as pool:
+            print(*pool.map(task, range(8)), sep="\\n")
+    """)
+    assert len({event["origin"]["poolTask"] for event in ambient_events(source)}) == 8
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    for number in range(2):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["liveValues"] == []
+        assert program_output(done.stderr) == captured
+
+
 EVERY_SOURCE = """
 import datetime, os, random, secrets, time, uuid, logging, tempfile, email.utils
 
