@@ -63,7 +63,7 @@ class Session:
         """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
         site)."""
         where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
-        pool_task = _running.pool_task
+        pool_task = _pool_task.get()
         if pool_task is not None:
             where["poolTask"] = pool_task
         asyncio = sys.modules.get("asyncio")
@@ -107,16 +107,12 @@ class AppendRecorder:
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
 
 
-class _Running(threading.local):
-    pool_task: str | None = None
-
-
-_running = _Running()
+_pool_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("wop_pool_task", default=None)
 
 
 def set_pool_task(name: str | None) -> None:
     """Note the multiprocessing pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
-    _running.pool_task = name
+    _pool_task.set(name)
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)
