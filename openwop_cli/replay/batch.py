@@ -6,7 +6,6 @@ every replay writes its own new capture (random id, its own directory and channe
 nothing is shared between them but the store directory itself.
 """
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -95,6 +94,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def shard_of(manifest: dict[str, Any] | None, capture: Path, count: int) -> int:
     """The shard (1..count) a capture belongs to: a hash of its captureId (its directory name when the
     manifest cannot be read), so it is the same on every machine and independent of the other captures."""
+    import hashlib  # here: a replay's start-up does not load OpenSSL before its program starts
+
     key = str((manifest or {}).get("captureId") or capture.name)
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % count + 1
 
