@@ -52,7 +52,8 @@ def install() -> None:
 class ReplayerOnFirstUse:
     """Stands in for the session's Replayer until the program first reaches a recorded boundary, and then puts the
     real one in its place: a program that reaches none never loads its capture or the replay engine, which cost
-    more than a small program's whole run."""
+    more than a small program's whole run. A fork waits for a build under way in another thread: the child would
+    find the lock (and the build's imports) taken for good."""
 
     def __init__(self, session: Any, build: Any) -> None:
         import threading
@@ -60,6 +61,9 @@ class ReplayerOnFirstUse:
         self._session = session
         self._build = build
         self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(before=self._lock.acquire, after_in_parent=self._lock.release,
+                                after_in_child=self._lock.release)
 
     def __getattr__(self, name: str) -> Any:
         with self._lock:

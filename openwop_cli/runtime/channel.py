@@ -75,13 +75,7 @@ class ChannelSender:
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
     ) -> None:
         """Queue one event; sent by the flusher thread when the batch is full or soon after, or on flush."""
-        dumps = self._dumps
-        if dumps is None:
-            from openwop_cli.format import flusher
-            from openwop_cli.runtime.jsonable import dumps as orjson_dumps
-
-            dumps = self._dumps = orjson_dumps
-            self._flusher = flusher
+        dumps = self._dumps or self._load_encoder()
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
@@ -101,6 +95,23 @@ class ChannelSender:
             self._send_queued()
         elif hand_off:
             self._flusher.flush_later(self, 0.0)
+
+    def _load_encoder(self) -> Callable[[Any], bytes]:
+        """Load what events need (orjson, the flusher) on the first one; the flusher first, as `_dumps` set says both
+        are there."""
+        from openwop_cli.format import flusher
+        from openwop_cli.runtime.jsonable import dumps
+
+        self._flusher = flusher
+        self._dumps = dumps
+        return dumps
+
+    def before_fork(self) -> None:
+        """(os.fork's hook.) Send the queue, once what the first event loads is loaded: forked while another thread
+        was still importing it, the child would find that import's lock taken for good and hang on its first event."""
+        if self._dumps is None:
+            self._load_encoder()
+        self.flush()
 
     @property
     def silent(self) -> bool:

@@ -277,7 +277,7 @@ def _flush_before_new_processes(sender: Any) -> None:
     from openwop_cli.runtime.imports import when_imported
 
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=sender.flush)
+        os.register_at_fork(before=sender.before_fork)
     when_imported("subprocess", lambda subprocess: _flush_before(subprocess.Popen, "_execute_child", sender))
 
 

@@ -265,6 +265,57 @@ def test_forked_multiprocessing_workers_lose_no_event_although_they_end_with_os_
     assert results == {"a": 500, "b": 500}
 
 
+FORK_DURING_FIRST_READ = """
+    import os, signal, sys, threading, time
+
+    first_import, forked = threading.Event(), threading.Event()
+
+    class HoldFirstImport:
+        # holds the first import the reader thread makes (one wop makes for its first read) until the fork is done
+        def find_spec(self, name, path=None, target=None):
+            if threading.current_thread().name == "reader" and not first_import.is_set():
+                first_import.set()
+                forked.wait(1)
+            return None
+
+    def read_clock():
+        time.time()
+
+    sys.meta_path.insert(0, HoldFirstImport())
+    reader = threading.Thread(target=read_clock, name="reader")
+    reader.start()
+    first_import.wait(5)
+    pid = os.fork()
+    if pid == 0:
+        time.time()
+        os._exit(0)
+    forked.set()
+    for _ in range(100):
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            print("the forked process ended with", os.waitstatus_to_exitcode(status))
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        print("the forked process hung")
+    reader.join()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_fork_while_another_thread_makes_the_first_recorded_read_leaves_a_working_child(tmp_path):
+    """The first read loads what events need (and, in a replay, the capture and the engine) under import locks and
+    a lock of wop's: a fork meanwhile used to leave them taken in the child, which hung on its first read."""
+    done, out = capture(tmp_path, FORK_DURING_FIRST_READ)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the forked process ended with 0"
+    replayed = run_wop("replay", "--strict", str(out), "--out", str(tmp_path / "replay"), cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.startswith("the forked process ended with 0\n")
+
+
 def test_no_secret_from_the_environment_reaches_the_capture(tmp_path):
     secrets = {"OPENAI_API_KEY": "sk-test-0123456789abcdefghij", "MY_SERVICE_TOKEN": "tok-9f8e7d6c5b4a",
                "DB_PASSWORD": "hunter2-but-longer"}
