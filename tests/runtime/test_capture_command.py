@@ -458,9 +458,10 @@ def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("parent_answers", [True, False])
-def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_it(tmp_path, parent_answers):
-    """The test is the parent: it holds the go back, then gives it (or goes away without it)."""
+@pytest.mark.parametrize("parent", ["answers", "goes away", "is interrupted"])
+def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_it(tmp_path, parent):
+    """The test is the parent: it holds the go back, then gives it, goes away without it, or is interrupted by Ctrl-C
+    (which the terminal sends to the waiting child too: it ends of SIGINT, not of a fatal error in site)."""
     import socket
 
     from openwop_cli.runtime.launcher import BOOTSTRAP_DIR, PACKAGE_ROOT
@@ -484,13 +485,18 @@ def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_i
     assert b'"hello"' in received
     time.sleep(1.0)
     assert not marker.exists() and child.poll() is None
-    if parent_answers:
+    if parent == "answers":
         conn.sendall(b"{}\n")
-    conn.close()
+    if parent == "is interrupted":
+        child.send_signal(signal.SIGINT)
+    else:
+        conn.close()
     _, stderr = child.communicate(timeout=30)
-    assert marker.exists() == parent_answers
-    assert child.returncode == (0 if parent_answers else 3)
-    assert parent_answers or "went away before the program started" in stderr
+    conn.close()
+    assert marker.exists() == (parent == "answers")
+    assert child.returncode == {"answers": 0, "goes away": 3, "is interrupted": -signal.SIGINT}[parent], stderr
+    assert parent != "goes away" or "went away before the program started" in stderr
+    assert "Fatal Python error" not in stderr
 
 
 def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_trace_of_it(tmp_path):

@@ -36,6 +36,8 @@ def _install_wop() -> None:
         else:
             from openwop_cli.runtime.bootstrap import install
         install()
+    except KeyboardInterrupt:  # Ctrl-C before the program's first line (often while it waits for its go)
+        _end_interrupted()
     except Exception as exc:
         mode = os.environ.get("WOP_MODE")
         problem = f"wop: could not install the {mode} runtime in {sys.executable} ({type(exc).__name__}: {exc})"
@@ -43,6 +45,16 @@ def _install_wop() -> None:
             print(f"{problem}; stopping", file=sys.stderr)
             os._exit(3)
         print(f"{problem}; this process is not recorded", file=sys.stderr)
+
+
+def _end_interrupted() -> None:
+    """End as a process Ctrl-C interrupted does (of SIGINT), not with the fatal error Python reports for an exception
+    in site: the program never started."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(128 + signal.SIGINT)
 
 
 def _load_openwop_cli(package_root: str) -> None:
