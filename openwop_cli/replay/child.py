@@ -9,6 +9,7 @@ program first reaches a recorded boundary.
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,10 @@ class ReplayerOnFirstUse:
     """Stands in for the session's Replayer until the program first reaches a recorded boundary, and then puts the
     real one in its place: a program that reaches none never loads its capture or the replay engine, which cost
     more than a small program's whole run. A fork waits for a build under way in another thread: the child would
-    find the lock (and the build's imports) taken for good."""
+    find the lock (and the build's imports) taken for good; and the program's signal handlers wait for a build in the
+    main thread (see _built_with_signal_handlers_held)."""
 
     def __init__(self, session: Any, build: Any) -> None:
-        import threading
-
         self._session = session
         self._build = build
         self._lock = threading.Lock()
@@ -66,10 +66,35 @@ class ReplayerOnFirstUse:
                                 after_in_child=self._lock.release)
 
     def __getattr__(self, name: str) -> Any:
+        came: dict[int, None] = {}
         with self._lock:
             if self._session.replayer is self:
-                self._session.replayer = self._build()
+                self._session.replayer = _built_with_signal_handlers_held(self._build, came)
+        if came:
+            import signal
+
+            for signum in came:  # the handlers held back now find the replayer built
+                signal.raise_signal(signum)
         return getattr(self._session.replayer, name)
+
+
+def _built_with_signal_handlers_held(build: Any, came: dict[int, None]) -> Any:
+    """build(), with the program's signal handlers held back when it runs in the main thread (where they run), and the
+    signals that came meanwhile noted in came: a handler reaching a boundary (a timer's handler reading the clock)
+    would wait for this very build."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return build()
+    handlers = {signum: signal.getsignal(signum) for signum in signal.valid_signals()}
+    handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
+    for signum in handlers:
+        signal.signal(signum, lambda signum, _frame: came.setdefault(signum))
+    try:
+        return build()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def built_replayer(session: Any) -> Any:
@@ -111,7 +136,6 @@ def _shorten_tracebacks_after_a_stop(session: Any) -> None:
     """Once a strict replay has stopped the program, the traceback that stop causes is one line: the report
     that follows says where and why (`wop replay --verbose` keeps the whole traceback)."""
     import sys
-    import threading
 
     previous, previous_thread_hook = sys.excepthook, threading.excepthook
 

@@ -59,7 +59,7 @@ class ChannelSender:
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._lock = threading.Lock()  # the buffer and its bookkeeping
+        self._lock = threading.RLock()  # the buffer and its bookkeeping (a signal handler may record inside)
         self._send_lock = threading.Lock()  # the socket: one batch at a time, in the order taken
         self._buffer: list[bytes] = []
         self._buffered = 0
@@ -70,12 +70,17 @@ class ChannelSender:
         self._buffer_started = 0.0
         self._flush_scheduled = False
         self._handed_off = False
+        self._loading_in: set[int] = set()  # the threads loading what events need (see _load_encoder)
+        self._recorded_while_loading: list[tuple] = []
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
     ) -> None:
         """Queue one event; sent by the flusher thread when the batch is full or soon after, or on flush."""
         dumps = self._dumps or self._load_encoder()
+        if dumps is None:
+            self._recorded_while_loading.append((event_type, data, ts, origin, source_seq))
+            return
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
         with self._lock:
@@ -96,14 +101,24 @@ class ChannelSender:
         elif hand_off:
             self._flusher.flush_later(self, 0.0)
 
-    def _load_encoder(self) -> Callable[[Any], bytes]:
-        """Load what events need (orjson, the flusher) on the first one; the flusher first, as `_dumps` set says both
-        are there."""
-        from openwop_cli.format import flusher
-        from openwop_cli.runtime.jsonable import dumps
-
+    def _load_encoder(self) -> Callable[[Any], bytes] | None:
+        """Load what events need (orjson, the flusher) on the first one (the flusher first, as `_dumps` set says both
+        are there). None to a signal handler that records while its thread is loading them: its event waits for the
+        load, as the handler's exception (a module half loaded) would reach orjson's initialization, which then
+        crashes the process."""
+        thread = threading.get_ident()
+        if thread in self._loading_in:
+            return None
+        self._loading_in.add(thread)
+        try:
+            from openwop_cli.format import flusher
+            from openwop_cli.runtime.jsonable import dumps
+        finally:
+            self._loading_in.discard(thread)
         self._flusher = flusher
         self._dumps = dumps
+        while self._recorded_while_loading:
+            self.emit(*self._recorded_while_loading.pop(0))
         return dumps
 
     def before_fork(self) -> None:
@@ -167,7 +182,7 @@ class ChannelSender:
 
     def reconnect_after_fork(self) -> None:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
-        self._lock, self._send_lock = threading.Lock(), threading.Lock()
+        self._lock, self._send_lock = threading.RLock(), threading.Lock()
         self._buffer, self._buffered = [], 0
         self._flush_scheduled = self._handed_off = False
         self._sock = None

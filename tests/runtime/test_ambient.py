@@ -3,6 +3,7 @@
 import datetime
 import os
 import random
+import signal
 import sys
 import textwrap
 import time
@@ -263,6 +264,38 @@ def test_a_thread_pools_tasks_are_served_their_values_whichever_thread_runs_them
         done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
         assert done.returncode == 0, done.stderr
         assert report["liveValues"] == []
+
+
+TIMER_PROGRAM = """
+import random, signal, time
+
+ticks = []
+
+def tick(signum, frame):
+    ticks.append(time.time())
+
+signal.signal(signal.SIGALRM, tick)
+signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+value = random.random()  # the first read: wop loads what events need, or in a replay the capture and its engine
+for _ in range(20):
+    time.sleep(0.01)
+signal.setitimer(signal.ITIMER_REAL, 0)
+print("value", value, "ticks", len(ticks) > 0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="signal.setitimer")
+def test_a_timer_whose_handler_reads_the_clock_is_captured_and_replayed(tmp_path):
+    """The handler runs inside wop's first-read loading: the capture used to crash (its read, failing on a half-loaded
+    module, broke orjson's initialization) and the replay to wait on its own build until the recursion limit."""
+    source = capture(tmp_path, TIMER_PROGRAM)
+    assert orjson.loads((source / "manifest.json").read_bytes())["status"] == "ok"
+    assert any(event["origin"]["site"]["function"] == "tick" for event in ambient_events(source))
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert captured[0].endswith("ticks True")
+    for number in range(2):
+        done, _report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
         assert program_output(done.stderr) == captured
 
 
