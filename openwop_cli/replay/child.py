@@ -66,22 +66,19 @@ class ReplayerOnFirstUse:
                                 after_in_child=self._lock.release)
 
     def __getattr__(self, name: str) -> Any:
-        came: dict[int, None] = {}
+        came: dict[int, Any] = {}
         with self._lock:
             if self._session.replayer is self:
                 self._session.replayer = _built_with_signal_handlers_held(self._build, came)
-        if came:
-            import signal
-
-            for signum in came:  # the handlers held back now find the replayer built
-                signal.raise_signal(signum)
+        for signum, handler in came.items():  # the handlers held back now find the replayer built
+            handler(signum, None)
         return getattr(self._session.replayer, name)
 
 
-def _built_with_signal_handlers_held(build: Any, came: dict[int, None]) -> Any:
-    """build(), with the program's signal handlers held back when it runs in the main thread (where they run), and the
-    signals that came meanwhile noted in came: a handler reaching a boundary (a timer's handler reading the clock)
-    would wait for this very build."""
+def _built_with_signal_handlers_held(build: Any, came: dict[int, Any]) -> Any:
+    """build(), with the program's signal handlers held back when it runs in the main thread (where they run), and
+    those of the signals that came meanwhile put in came, to call after: a handler reaching a boundary (a timer's
+    handler reading the clock) would wait for this very build."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -89,7 +86,7 @@ def _built_with_signal_handlers_held(build: Any, came: dict[int, None]) -> Any:
     handlers = {signum: signal.getsignal(signum) for signum in signal.valid_signals()}
     handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
     for signum in handlers:
-        signal.signal(signum, lambda signum, _frame: came.setdefault(signum))
+        signal.signal(signum, lambda signum, _frame: came.setdefault(signum, handlers[signum]))
     try:
         return build()
     finally:
