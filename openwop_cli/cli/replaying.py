@@ -33,7 +33,6 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
                             controls=controls, **early)
     from openwop_cli.replay.run import run_replay  # after the launch: the program starts while the replay loads
 
-
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
                       store_root=captures_root(), output_to_stderr=json_output, controls=controls, launch=launch,
                       **options)

@@ -93,15 +93,11 @@ def run_replay(
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls.
 
-    launch: the command replay.launch.launched_early started for these options (cancelled when the capture turns
-    out to need another start)."""
+    launch: the command replay.launch.launched_early started before the capture was read (cancelled when the replay
+    stops before running it, or turns out to need another start)."""
+    source = None
     try:
         source = ReplaySource(source_dir, keyed=False)
-    except BaseException:
-        if launch is not None:
-            launch.cancel()
-        raise
-    try:
         start = _checked_from_seq(from_seq, branch, source.event_count, bool(controls.edits))
         if controls.edits:
             from openwop_cli.replay.edits import check_edits
@@ -122,9 +118,6 @@ def run_replay(
             warn(f"wop: in the capture, {describe(recorded)}")
         hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, controls)
         proxy = proxy or (not branch and recorded_through_proxy(source))
-        if launch is not None and (proxy or launch.argv != command):
-            launch.cancel()  # it was started for a run without the proxy
-            launch = None
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
@@ -137,10 +130,11 @@ def run_replay(
         return outcome
     except BaseException:
         if launch is not None:
-            launch.cancel()
+            launch.cancel()  # where run_captured got that far it ended the launch already: no harm done
         raise
     finally:
-        source.close()
+        if source is not None:
+            source.close()
 
 
 def diff_against_source(source_dir: Path, fork_dir: Path, max_diffs: int = 50) -> dict[str, Any]:

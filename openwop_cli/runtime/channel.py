@@ -292,12 +292,12 @@ class Collector:
         self._append_raw = append_raw
         self._on_message = on_message
         self._on_idle = on_idle
-        self._listening = listener or Listener()
-        self._listener, self.address = self._listening.socket, self._listening.address
+        self._listener = listener or Listener()
+        self.address = self._listener.address
         self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = socket.socketpair()
         self._readable = selectors.EVENT_READ
-        self._selector.register(self._listener, self._readable, "accept")
+        self._selector.register(self._listener.socket, self._readable, "accept")
         self._selector.register(self._wake_read, self._readable, "wake")
         self._pending: dict[socket.socket, bytearray] = {}
         self._pids: dict[socket.socket, int | None] = {}
@@ -318,7 +318,7 @@ class Collector:
         self._thread.join()
         self._wake_read.close()
         self._wake_write.close()
-        self._listening.remove()
+        self._listener.remove()
 
     def _serve(self) -> None:
         while True:
@@ -339,7 +339,7 @@ class Collector:
 
     def _accept(self) -> None:
         try:
-            conn, _ = self._listener.accept()
+            conn, _ = self._listener.socket.accept()
         except BlockingIOError:
             return
         conn.setblocking(False)
@@ -425,6 +425,6 @@ class Collector:
         self.left_running = [self._pids[conn] for conn in self._pending]
         for conn in list(self._pending):
             self._drop(conn)
-        self._selector.unregister(self._listener)
-        self._listener.close()
+        self._selector.unregister(self._listener.socket)
+        self._listener.socket.close()
         self._selector.close()

@@ -133,13 +133,18 @@ def run_captured(
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
     for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
-    it reads its source capture), made with the same options."""
+    it reads its source capture); one made for other options than these is cancelled and the command started anew."""
     hooks = hooks or RunHooks()
+    options = {"out": out, "store_root": store_root, "mode": hooks.mode, "ambient": ambient,
+               "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
+               "output_to_stderr": output_to_stderr, "quiet": quiet}
+    early = workflow is None and not proxy and starts_python(argv)
+    if launch is not None and not (early and launch.made_for(argv, options)):
+        launch.cancel()  # started for another run than this one turned out to be (a capture recorded via --proxy)
+        launch = None
     if launch is None:
-        launch = ChildLaunch(argv, out=out, store_root=store_root, mode=hooks.mode, ambient=ambient,
-                             extra_env=hooks.environment(), keep_stderr_tail=hooks.keep_stderr_tail,
-                             output_to_stderr=output_to_stderr, quiet=quiet)
-        if workflow is None and not proxy and starts_python(argv):
+        launch = ChildLaunch(argv, **options)
+        if early:
             launch.start(gated=True)
     try:
         capture = _OpenCapture(argv, launch.capture_id, launch.path, name, redact, workflow, warn, hooks, ambient,
@@ -174,6 +179,8 @@ class ChildLaunch:
                  extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool) -> None:
         _check_runnable(argv)
         self.argv = argv
+        self._options = {"out": out, "store_root": store_root, "mode": mode, "ambient": ambient, "extra_env": extra_env,
+                         "keep_stderr_tail": keep_stderr_tail, "output_to_stderr": output_to_stderr, "quiet": quiet}
         self.capture_id = new_id()
         self.path = out if out is not None else store_root / self.capture_id
         self.listener = Listener()
@@ -183,6 +190,10 @@ class ChildLaunch:
         self._stdin = subprocess.DEVNULL if quiet else None
         self.child: Any = None
         self.failed_start: OSError | None = None
+
+    def made_for(self, argv: list[str], options: dict[str, Any]) -> bool:
+        """True when this launch is the one ChildLaunch(argv, **options) would make."""
+        return self.argv == argv and self._options == options
 
     def start(self, *, gated: bool, more_env: dict[str, str] | None = None) -> None:
         """Start the command (an OSError is kept in failed_start: the capture then says it could not run)."""
@@ -452,6 +463,8 @@ def starts_python(argv: list[str]) -> bool:
     """True when argv's first process is a Python interpreter that runs the child bootstrap before anything else:
     a `python…` executable, or a script whose `#!` line names one (`#!/usr/bin/env python3`), without an option
     that skips the bootstrap."""
+    if not argv:
+        return False
     command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if command is None:
         return False
@@ -491,7 +504,8 @@ def _runs_site(options: list[str]) -> bool:
     return True
 
 
-def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink", redactor: "Redactor") -> dict[str, Any]:
+def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink",
+                  redactor: "Redactor") -> dict[str, Any]:
     import hashlib
 
     import orjson
