@@ -24,10 +24,9 @@ def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.runtime import adapters, ambient, session as runtime_session
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, ChannelSender, process_info, tcp_address
+    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
-    os.environ.pop(ENV_GATE, None)  # the answer to replayHello below is this process's go
     controls = ReplayControls.from_environment()
     address = os.environ[ENV_ADDRESS]
     sender = ChannelSender(address)

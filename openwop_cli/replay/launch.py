@@ -1,6 +1,6 @@
 """Starting a replay's program early: before the replay reads its source capture, and before it imports what it
 needs for that, so the program's interpreter starts meanwhile (runtime.launcher.ChildLaunch; the program waits for
-its replayHello's answer before its first line)."""
+its go before anything of its own runs)."""
 
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ from openwop_cli.errors import UsageError, WopError
 from openwop_cli.format.manifest import read_manifest
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
-from openwop_cli.runtime.launcher import ChildLaunch, starts_python
+from openwop_cli.runtime.launcher import ChildLaunch, starts_own_python
 
 
 def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],
@@ -32,10 +32,10 @@ def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: boo
 def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: int | None, branch: bool,
                    overrides: dict[str, Any], allow_tools: list[str], out: Path | None, store_root: Path,
                    output_to_stderr: bool, proxy: bool, controls: ReplayControls) -> ChildLaunch | None:
-    """A plain replay of a Python command (no --from-seq, --set, edits, pdb or --proxy) starts it, gated, before the
-    replay reads and checks its source capture: the interpreter starts meanwhile, and runs nothing until its
-    replayHello is answered. None for any other run, or where the manifest cannot say the command (the replay then
-    reports why)."""
+    """A plain replay (no --from-seq, --set, edits, pdb or --proxy) of a command wop's own Python runs starts it,
+    gated, before the replay reads and checks its source capture: the interpreter starts meanwhile, and runs nothing
+    of the program's until its go. None for any other run, or where the manifest cannot say the command (the replay
+    then reports why)."""
     if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
         return None
     try:
@@ -45,7 +45,7 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
     program = manifest.get("program") if isinstance(manifest.get("program"), dict) else {}
     recorded = program.get("argv")
     command = argv or (recorded if isinstance(recorded, list) and all(type(word) is str for word in recorded) else [])
-    if not command or (program.get("pytest") and not argv) or not starts_python(command):
+    if not command or (program.get("pytest") and not argv) or not starts_own_python(command):
         return None
     try:
         launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=manifest.get("ambient") is True,

@@ -41,6 +41,20 @@ def _connect(address: str) -> socket.socket:
     raise ValueError(f"{ENV_ADDRESS} must be unix:PATH or tcp:HOST:PORT, got {address!r}")
 
 
+def wait_for_go(address: str) -> None:
+    """Ask `wop` whether the capture is ready and wait for its answer, on a connection of this call's own: what a
+    process started before then (ENV_GATE) does in its bootstrap before anything of its program runs. OSError when
+    `wop` cannot be reached or closes the connection unanswered (it failed, or was killed)."""
+    with _connect(address) as sock:
+        sock.sendall(b'{"ready": true}\n')
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(64)
+            if not chunk:
+                raise ConnectionError(f"`wop` at {address} closed the connection")
+            reply += chunk
+
+
 def tcp_address(address: str) -> tuple[str, int] | None:
     """(host, port) of a `tcp:HOST:PORT` channel address; None for a unix socket."""
     if not address.startswith("tcp:"):

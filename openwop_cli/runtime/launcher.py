@@ -8,7 +8,6 @@ questions, a look at each event, and last events before the manifest is written.
 """
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -127,9 +126,10 @@ def run_captured(
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring).
 
-    A Python program starts before the capture is set up, its interpreter's start-up overlapping the parent's,
-    and waits for the parent's go before its first line (ENV_GATE); any other command starts once the capture is
-    ready, as its first instruction could do anything.
+    A program run by wop's own Python starts before the capture is set up, its interpreter's start-up overlapping
+    the parent's, and waits for the parent's go before anything of its own runs (ENV_GATE); any other command starts
+    once the capture is ready, as its first instruction could do anything (another Python too: the runtime may not
+    load in it, and it could not hold the program back).
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
     for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
@@ -138,7 +138,7 @@ def run_captured(
     options = {"out": out, "store_root": store_root, "mode": hooks.mode, "ambient": ambient,
                "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
                "output_to_stderr": output_to_stderr, "quiet": quiet}
-    early = workflow is None and not proxy and starts_python(argv)
+    early = workflow is None and not proxy and starts_own_python(argv)
     if launch is not None and not (early and launch.made_for(argv, options)):
         launch.cancel()  # started for another run than this one turned out to be (a capture recorded via --proxy)
         launch = None
@@ -171,9 +171,9 @@ def run_captured(
 class ChildLaunch:
     """The command's process and what it is given: the channel's listener, the capture directory, its environment.
 
-    Started gated (a Python command: its bootstrap waits for the parent's go before the program's first line), it
-    can start before the capture is set up, and a launch whose capture cannot be made is cancelled before the
-    program ran."""
+    Started gated (a command wop's own Python runs: its bootstrap waits for the parent's go before anything of the
+    program's runs), it can start before the capture is set up, and a launch whose capture cannot be made is
+    cancelled before the program ran."""
 
     def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
                  extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool) -> None:
@@ -456,19 +456,17 @@ def _check_runnable(argv: list[str]) -> None:
         raise UsageError(f"cannot run {command}: command not found on PATH")
 
 
-_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?")
-
-
-def starts_python(argv: list[str]) -> bool:
-    """True when argv's first process is a Python interpreter that runs the child bootstrap before anything else:
-    a `python…` executable, or a script whose `#!` line names one (`#!/usr/bin/env python3`), without an option
-    that skips the bootstrap."""
+def starts_own_python(argv: list[str]) -> bool:
+    """True when argv's first process is the Python wop itself runs in — the same interpreter in the same environment,
+    where the runtime is known to load — and runs the child bootstrap before anything else: named directly, or by a
+    script's `#!` line (`#!/usr/bin/env python3` as found on PATH), without an option that skips the bootstrap.
+    Another Python (another version or virtual environment, one without wop's dependencies) is like any command."""
     if not argv:
         return False
     command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if command is None:
         return False
-    if _PYTHON_NAME.fullmatch(os.path.basename(command)):
+    if _is_own_python(command):
         return _runs_site(argv[1:])
     try:
         with open(command, "rb") as handle:
@@ -478,7 +476,18 @@ def starts_python(argv: list[str]) -> bool:
     words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
     if words and os.path.basename(words[0]) == "env":
         words = list(dropwhile(lambda word: word.startswith("-"), words[1:]))
-    return bool(words) and _PYTHON_NAME.fullmatch(os.path.basename(words[0])) is not None and _runs_site(words[1:])
+        interpreter = shutil.which(words[0]) if words else None
+    else:
+        interpreter = words[0] if words else None
+    return interpreter is not None and _is_own_python(interpreter) and _runs_site(words[1:])
+
+
+def _is_own_python(path: str) -> bool:
+    """True when path runs this process's interpreter in this process's environment: the same binary, found in the
+    same directory (where Python looks for the pyvenv.cfg that makes a virtual environment)."""
+    own = sys.executable
+    realpath, dirname = os.path.realpath, os.path.dirname
+    return bool(own) and realpath(path) == realpath(own) and realpath(dirname(path)) == realpath(dirname(own))
 
 
 def _runs_site(options: list[str]) -> bool:

@@ -438,12 +438,13 @@ def test_an_existing_capture_is_never_overwritten(tmp_path):
 
 @pytest.mark.parametrize("kind", ["python", "env-shebang", "shell", "isolated-python"])
 def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
-    """A Python child starts while the capture is set up but waits for its go; any other command (a Python whose
+    """wop's own Python starts while the capture is set up but waits for its go; any other command (a Python whose
     options skip the bootstrap, `-I`, among them) starts after."""
     existing = tmp_path / "c"
     assert run_wop("capture", "--out", str(existing), "--", sys.executable, "-c", "print(1)").returncode == 0
     marker = tmp_path / "ran"
     script = tmp_path / "program"
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     if kind == "shell":
         command = ["sh", "-c", f"touch {marker}"]
     else:
@@ -451,27 +452,30 @@ def test_a_command_never_runs_when_its_capture_cannot_be_made(tmp_path, kind):
         script.chmod(0o755)
         command = {"python": [sys.executable, str(script)], "isolated-python": [sys.executable, "-I", str(script)],
                    "env-shebang": [str(script)]}[kind]
-    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = run_wop("capture", "--out", str(existing), "--", *command, env=env)
     assert done.returncode == 2 and "already holds a capture" in done.stderr
     time.sleep(0.5)  # a child that was not stopped would have run by now
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("mode", ["capture", "replay"])
 @pytest.mark.parametrize("parent", ["answers", "goes away", "is interrupted"])
-def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_it(tmp_path, parent):
+def test_a_gated_child_runs_nothing_of_the_program_before_the_go_and_never_without_it(tmp_path, parent, mode):
     """The test is the parent: it holds the go back, then gives it, goes away without it, or is interrupted by Ctrl-C
-    (which the terminal sends to the waiting child too: it ends of SIGINT, not of a fatal error in site)."""
+    (which the terminal sends to the waiting child too: it ends of SIGINT, not of a fatal error in site). Neither the
+    program nor the sitecustomize its environment brings runs before the go."""
     import socket
 
     from openwop_cli.runtime.launcher import BOOTSTRAP_DIR, PACKAGE_ROOT
 
-    marker = tmp_path / "ran"
+    marker, site_marker = tmp_path / "ran", tmp_path / "site-ran"
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(f"open({str(site_marker)!r}, 'w').close()\n")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(tmp_path / "sink"))
-    listener.listen(1)
-    env = {**os.environ, "WOP_MODE": "capture", "WOP_SINK": f"unix:{tmp_path / 'sink'}", "WOP_GATE": "1",
-           "WOP_PACKAGE_ROOT": str(PACKAGE_ROOT), "PYTHONPATH": str(BOOTSTRAP_DIR)}
+    listener.listen(2)
+    env = {**os.environ, "WOP_MODE": mode, "WOP_SINK": f"unix:{tmp_path / 'sink'}", "WOP_GATE": "1",
+           "WOP_PACKAGE_ROOT": str(PACKAGE_ROOT), "PYTHONPATH": f"{BOOTSTRAP_DIR}{os.pathsep}{tmp_path / 'site'}"}
     child = subprocess.Popen([sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"], env=env,
                              stderr=subprocess.PIPE, text=True)
     listener.settimeout(30)
@@ -482,21 +486,32 @@ def test_a_gated_child_runs_its_first_line_only_after_the_go_and_never_without_i
         chunk = conn.recv(65536)
         assert chunk, f"the child never asked for its go; it sent {received!r}"
         received += chunk
-    assert b'"hello"' in received
     time.sleep(1.0)
-    assert not marker.exists() and child.poll() is None
+    assert not marker.exists() and not site_marker.exists() and child.poll() is None
     if parent == "answers":
         conn.sendall(b"{}\n")
+        if mode == "replay":  # the replayed process then says which process it is, on a connection of its own
+            answer_replay_hello(listener)
     if parent == "is interrupted":
         child.send_signal(signal.SIGINT)
     else:
         conn.close()
     _, stderr = child.communicate(timeout=30)
     conn.close()
-    assert marker.exists() == (parent == "answers")
+    assert marker.exists() == site_marker.exists() == (parent == "answers")
     assert child.returncode == {"answers": 0, "goes away": 3, "is interrupted": -signal.SIGINT}[parent], stderr
     assert parent != "goes away" or "went away before the program started" in stderr
     assert "Fatal Python error" not in stderr
+
+
+def answer_replay_hello(listener) -> None:
+    """Play `wop replay` for a replayed process's replayHello (it stands for no recorded process)."""
+    conn, _ = listener.accept()
+    conn.settimeout(30)
+    received = b""
+    while b"replayHello" not in received:
+        received += conn.recv(65536)
+    conn.sendall(b'{"recordedPid": null}\n')
 
 
 def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_trace_of_it(tmp_path):
@@ -511,30 +526,39 @@ def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_tr
     assert len(processes) == 2 and processes[0]["python"]
 
 
-def test_starts_python_knows_interpreters_and_python_scripts_and_nothing_else(tmp_path):
-    from openwop_cli.runtime.launcher import starts_python
+def test_only_wops_own_python_is_started_before_its_capture_is_ready(tmp_path, monkeypatch):
+    """The interpreter wop runs in, in its environment, named or in a `#!` line: the runtime is known to load there.
+    The same binary elsewhere (another virtual environment, or none) may lack what the runtime needs."""
+    from openwop_cli.runtime.launcher import starts_own_python
 
     def script(name: str, first_line: str) -> str:
         path = tmp_path / name
         path.write_text(first_line + "\nprint(1)\n")
         return str(path)
 
-    assert starts_python([sys.executable, "-c", "print(1)"])
-    assert starts_python(["python3", "-V"]) == (shutil.which("python3") is not None)
-    assert starts_python([script("a", "#!/usr/bin/env python3")])
-    assert starts_python([script("c", f"#!{sys.executable}")])
-    assert not starts_python([script("d", "#!/bin/sh")])
-    assert not starts_python([script("e", "#!/usr/bin/env bash")])
-    assert not starts_python([script("f", "print(1)")])
-    assert not starts_python(["sh", "-c", "python3 -c 1"])
-    assert not starts_python([str(tmp_path / "missing")])
+    own = Path(sys.executable)
+    monkeypatch.setenv("PATH", f"{own.parent}{os.pathsep}{os.environ['PATH']}")
+    elsewhere = tmp_path / "bin" / own.name
+    elsewhere.parent.mkdir()
+    elsewhere.symlink_to(own.resolve())
+    assert starts_own_python([str(own), "-c", "print(1)"])
+    assert starts_own_python([own.name, "-V"])
+    assert starts_own_python([script("a", f"#!/usr/bin/env {own.name}")])
+    assert starts_own_python([script("c", f"#!{own}")])
+    assert not starts_own_python([str(elsewhere), "-c", "print(1)"])
+    assert not starts_own_python([script("i", f"#!{elsewhere}")])
+    assert not starts_own_python([script("d", "#!/bin/sh")])
+    assert not starts_own_python([script("e", "#!/usr/bin/env bash")])
+    assert not starts_own_python([script("f", "print(1)")])
+    assert not starts_own_python(["sh", "-c", f"{own} -c 1"])
+    assert not starts_own_python([str(tmp_path / "missing")])
     for skips_the_bootstrap in (["-I", "-c", "1"], ["-E", "x.py"], ["-S", "x.py"], ["-uI", "x.py"], ["-X", "dev", "-I"]):
-        assert not starts_python([sys.executable, *skips_the_bootstrap]), skips_the_bootstrap
+        assert not starts_own_python([str(own), *skips_the_bootstrap]), skips_the_bootstrap
     for runs_it in (["-u", "x.py"], ["-X", "importtime", "x.py"], ["-Wignore", "-c", "import sys; sys.exit(1)"],
                     ["-c", "-I"], ["-m", "pytest", "-I"], ["x.py", "-I"]):
-        assert starts_python([sys.executable, *runs_it]), runs_it
-    assert not starts_python([script("g", "#!/usr/bin/env -S python3 -I")])
-    assert starts_python([script("h", "#!/usr/bin/env -S python3 -u")])
+        assert starts_own_python([str(own), *runs_it]), runs_it
+    assert not starts_own_python([script("g", f"#!/usr/bin/env -S {own.name} -I")])
+    assert starts_own_python([script("h", f"#!/usr/bin/env -S {own.name} -u")])
 
 
 def test_captures_go_to_the_store_and_are_found_by_name(tmp_path, wop_home):

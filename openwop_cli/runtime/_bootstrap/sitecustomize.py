@@ -1,8 +1,11 @@
 """Put first on PYTHONPATH by `wop capture`: installs the wop runtime in every Python the command starts.
 
-It first runs the sitecustomize the environment already had (Python imports only the first one it
-finds), then loads openwop_cli from the wop that launched the command (WOP_PACKAGE_ROOT), without
-putting that wop's other packages ahead of the program's own.
+It loads openwop_cli from the wop that launched the command (WOP_PACKAGE_ROOT), without putting that wop's other
+packages ahead of the program's own. A process started before its capture was ready (WOP_GATE) then waits for the
+parent's go, before anything the program contributes runs: the sitecustomize the environment already had (Python
+imports only the first one it finds; it runs now), usercustomize, the program. Only the .pth files of the
+interpreter's site directories run earlier, as Python processes them before any sitecustomize; wop starts early only
+its own interpreter in its own environment, whose .pth files ran in wop's own start-up too.
 """
 
 import os
@@ -26,25 +29,55 @@ def _run_existing_sitecustomize() -> None:
         print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-def _install_wop() -> None:
-    if os.environ.get("WOP_MODE", "off") in ("", "off"):
+def _start() -> None:
+    mode = os.environ.get("WOP_MODE", "off")
+    if mode in ("", "off"):
+        _run_existing_sitecustomize()
+        return
+    gated = os.environ.pop("WOP_GATE", None) is not None  # popped: the processes this one starts do not wait
+    try:
+        install = _runtime(mode)
+    except Exception as exc:
+        _not_installed(mode, exc, gated)
+        install = None
+    if gated:
+        _wait_for_go()
+    _run_existing_sitecustomize()
+    if install is None:
         return
     try:
-        _load_openwop_cli(os.environ.get("WOP_PACKAGE_ROOT", ""))
-        if os.environ["WOP_MODE"] in ("replay", "fork"):
-            from openwop_cli.replay.child import install  # this script sits above every layer
-        else:
-            from openwop_cli.runtime.bootstrap import install
         install()
-    except KeyboardInterrupt:  # Ctrl-C before the program's first line (often while it waits for its go)
-        _end_interrupted()
     except Exception as exc:
-        mode = os.environ.get("WOP_MODE")
-        problem = f"wop: could not install the {mode} runtime in {sys.executable} ({type(exc).__name__}: {exc})"
-        if mode in ("replay", "fork"):  # running live instead would reach the network: stop
-            print(f"{problem}; stopping", file=sys.stderr)
-            os._exit(3)
-        print(f"{problem}; this process is not recorded", file=sys.stderr)
+        _not_installed(mode, exc, gated)
+
+
+def _runtime(mode: str):  # type: ignore[no-untyped-def]
+    """The mode's install function, the runtime loaded (before the go: it is wop's, and loads meanwhile)."""
+    _load_openwop_cli(os.environ.get("WOP_PACKAGE_ROOT", ""))
+    if mode in ("replay", "fork"):
+        from openwop_cli.replay.child import install  # this script sits above every layer
+    else:
+        from openwop_cli.runtime.bootstrap import install
+    return install
+
+
+def _wait_for_go() -> None:
+    """Wait for `wop`'s go; without one (it failed or was killed) the program must not run: this process ends."""
+    from openwop_cli.runtime.channel import wait_for_go
+
+    try:
+        wait_for_go(os.environ.get("WOP_SINK", ""))
+    except (OSError, ValueError) as exc:
+        print(f"wop: `wop` went away before the program started ({exc}); stopping", file=sys.stderr)
+        os._exit(3)
+
+
+def _not_installed(mode: str, exc: Exception, gated: bool) -> None:
+    problem = f"wop: could not install the {mode} runtime in {sys.executable} ({type(exc).__name__}: {exc})"
+    if mode in ("replay", "fork") or gated:  # running live would reach the network; unrecorded, before its go
+        print(f"{problem}; stopping", file=sys.stderr)
+        os._exit(3)
+    print(f"{problem}; this process is not recorded", file=sys.stderr)
 
 
 def _end_interrupted() -> None:
@@ -73,5 +106,7 @@ def _load_openwop_cli(package_root: str) -> None:
         sys.path.append(package_root)
 
 
-_run_existing_sitecustomize()
-_install_wop()
+try:
+    _start()
+except KeyboardInterrupt:  # Ctrl-C before the program's first line (often while it waits for its go)
+    _end_interrupted()
