@@ -39,8 +39,9 @@ def command(
     Python process CMD starts): their LLM and HTTP calls, and the time, datetime, uuid, random,
     secrets and os.urandom values their own code and its libraries read (not the standard library's
     own reads; --ambient off records none). `import openwop_cli as wop` marks tools and values
-    explicitly. The command's output passes through unchanged, and wop exits with its exit code. The
-    last line on stderr names the capture, and the connections the program opened that no adapter
+    explicitly. The command's output passes through unchanged, and wop exits with its exit code (3,
+    the program not run, when its Python cannot run the runtime: older than 3.11, or without orjson).
+    The last line on stderr names the capture, and the connections the program opened that no adapter
     recorded (a raw-socket client, an unsupported library): record those with --proxy.
 
     \b

@@ -93,7 +93,8 @@ class ChannelSender:
         """Queue one event; sent by the flusher thread when the batch is full or soon after, or on flush."""
         dumps = self._dumps or self._load_encoder()
         if dumps is None:
-            self._recorded_while_loading.append((event_type, data, ts, origin, source_seq))
+            if not self._broken:
+                self._recorded_while_loading.append((event_type, data, ts, origin, source_seq))
             return
         line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
@@ -119,14 +120,21 @@ class ChannelSender:
         """Load what events need (orjson, the flusher) on the first one (the flusher first, as `_dumps` set says both
         are there). None to a signal handler that records while its thread is loading them: its event waits for the
         load, as the handler's exception (a module half loaded) would reach orjson's initialization, which then
-        crashes the process."""
+        crashes the process. None for good, and one warning, where orjson does not load (the bootstrap found it, but
+        it was built for another Python): the program runs on unrecorded rather than fail in its own call."""
         thread = threading.get_ident()
-        if thread in self._loading_in:
+        if thread in self._loading_in or self._broken:
             return None
         self._loading_in.add(thread)
         try:
             from openwop_cli.format import flusher
             from openwop_cli.runtime.jsonable import dumps
+        except ImportError as exc:
+            self._broken = True
+            self._recorded_while_loading.clear()
+            print(f"wop: process {os.getpid()} ({sys.executable}) cannot load what recording needs ({exc}); its events "
+                  "are not recorded", file=sys.stderr)
+            return None
         finally:
             self._loading_in.discard(thread)
         self._flusher = flusher
