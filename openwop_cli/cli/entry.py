@@ -61,11 +61,12 @@ def main() -> None:
 
 
 def guarded(run: Callable[[], Any]) -> None:
-    """Run a command; a WopError becomes one red line and its exit code, never a traceback (unless --debug)."""
-    from openwop_cli.cli.pipes import PipeClosed, guard_stdout, silence_stdout
-    from openwop_cli.errors import WopError
+    """Run a command; a WopError becomes one red line and its exit code, never a traceback (unless --debug); a
+    failure to write the output ends as cli.pipes says."""
+    from openwop_cli.cli.pipes import OutputFailed, PipeClosed, guard_streams, silence_stdout
+    from openwop_cli.errors import EXIT_USAGE, WopError
 
-    guard_stdout()
+    guard_streams()
     try:
         run()
     except WopError as exc:
@@ -76,6 +77,10 @@ def guarded(run: Callable[[], Any]) -> None:
     except PipeClosed:
         silence_stdout()
         sys.exit(0)
+    except OutputFailed as exc:
+        silence_stdout()
+        _report(f"cannot write the output: {exc.reason}", exc)
+        sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug in wop: say so in one line, keep the traceback for --debug
         _report(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", exc)
         sys.exit(EXIT_INTERNAL)
@@ -131,7 +136,7 @@ def leave(code: Any) -> None:
         code = 1
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
-            stream.flush()  # a closed pipe raises PipeClosed here, which `guarded` turns into exit 0
+            stream.flush()  # stdout's failures raise here (PipeClosed, OutputFailed): `guarded` says what they mean
     if any(not thread.daemon for thread in threading.enumerate() if thread is not threading.current_thread()):
         sys.exit(code)
     os._exit(code or 0)
