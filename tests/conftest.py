@@ -109,11 +109,12 @@ def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: 
     return done
 
 
-def start_capture(program: Path, out: Path) -> subprocess.Popen:
-    """`wop capture --out OUT -- python PROGRAM` running in the background, in a process group of its own (end it
-    with os.killpg), its stdout a text pipe the test reads the program's lines from."""
+def start_capture(program: Path, out: Path, *args: str) -> subprocess.Popen:
+    """`wop capture --out OUT -- python PROGRAM ARGS…` running in the background, in a session and process group of
+    its own (end it with os.killpg), its stdout a text pipe the test reads the program's lines from."""
     return subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
-                             sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+                             sys.executable, str(program), *args], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def wait_for_events(out: Path, count: int, seconds: float = 30) -> None:

@@ -33,6 +33,7 @@ PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
 LATE_PROCESS_GRACE_SECONDS = 2.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+TERMINAL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
 class RunHooks:
@@ -303,11 +304,15 @@ def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_Stde
 
     With tail, the child's stderr is followed and its last lines are kept (and echoed to ours unless the tail is
     quiet); when its stdout goes to our stderr too (stdout is sys.stderr), both travel one pipe so their lines
-    keep their order."""
+    keep their order. Without a controlling terminal, a child started from the main thread (which passes signals on:
+    _wait_for_child) gets a process group of its own, so a signal sent to ours reaches it once, passed on by us,
+    and not a second time directly; with one, it stays in ours for the terminal's job control (Ctrl-Z, fg)."""
     merged = tail is not None and stdout is sys.stderr
+    own_group = (hasattr(os, "killpg") and threading.current_thread() is threading.main_thread()
+                 and _terminal_foreground() is None)
     child = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.PIPE if merged else stdout,
                              stderr=(subprocess.STDOUT if merged else subprocess.PIPE) if tail is not None else None,
-                             preexec_fn=_ends_with_this_process())
+                             preexec_fn=_ends_with_this_process(), process_group=0 if own_group else None)
     if tail is not None:
         tail.follow(child.stdout if merged else child.stderr)
     return child
@@ -315,16 +320,22 @@ def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_Stde
 
 def _wait_for_child(child: Any, tail: "_StderrTail | None") -> int:
     """Pass on signals meant for the child (from the main thread) until it ends; its return code (negative:
-    signal)."""
+    signal). A child with a process group of its own (see _start_child) gets them as the group it leads, as if they
+    had been sent to ours; one in ours gets them from us, but for the terminal's (Ctrl-C, a hang-up), which it got
+    with us when we are in the terminal's foreground."""
     in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
     previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS} if in_main_thread else {}
+    leads_a_group = _leads_a_group(child.pid)
 
     def forward(signum: int, _frame: Any) -> None:
-        if signum == signal.SIGINT and _terminal_already_told_child():
-            return
         try:
-            child.send_signal(signum)
-        except OSError:
+            if leads_a_group:
+                os.killpg(child.pid, signum)
+            elif signum in TERMINAL_SIGNALS and _terminal_foreground():
+                return
+            else:
+                child.send_signal(signum)
+        except OSError:  # it has ended
             pass
 
     for signum in previous:
@@ -404,12 +415,27 @@ def _ends_with_this_process() -> Callable[[], None] | None:
     return terminate_with_parent
 
 
-def _terminal_already_told_child() -> bool:
-    """True when Ctrl-C came from our terminal, which delivers it to the child (same process group) too."""
+def _leads_a_group(pid: int) -> bool:
+    """True when process pid leads a process group (see _start_child)."""
     try:
-        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except (OSError, ValueError, AttributeError):
+        return os.getpgid(pid) == pid
+    except (OSError, AttributeError):  # it has ended; no process groups here
         return False
+
+
+def _terminal_foreground() -> bool | None:
+    """Whether this process is in its controlling terminal's foreground process group (the one the terminal sends
+    Ctrl-C and a hang-up to); None when it has no controlling terminal."""
+    try:
+        terminal = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.tcgetpgrp(terminal) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(terminal)
 
 
 def _exit_status(returncode: int) -> tuple[int, str | None]:

@@ -10,6 +10,7 @@ import textwrap
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -112,6 +113,80 @@ def test_a_child_interrupted_by_sigint_still_finalizes_with_what_it_recorded(tmp
     assert manifest["status"] == "error" and manifest["error"] == "interrupted (SIGINT)"
     assert [e["type"] for e in events_of(out)] == ["run_start", "tool_call", "tool_result", "run_end"]
     assert run_wop("verify", str(out)).returncode == 0
+
+
+COUNTS_ITS_SIGNALS = """
+    import os, signal, sys, time
+    read_end, write_end = os.pipe()  # the C-level handler writes a byte per delivery (Python's handler may run once)
+    os.set_blocking(write_end, False)
+    os.set_blocking(read_end, False)
+    signal.set_wakeup_fd(write_end)
+    signal.signal(getattr(signal, sys.argv[1]), lambda signum, _frame: None)
+    for _ in range(int(sys.argv[2])):
+        print("ready", flush=True)
+        received = b""
+        while not received:  # on the CPU, not asleep: a signal is delivered at once, not merged with one after it
+            try:
+                received = os.read(read_end, 100)
+            except BlockingIOError:
+                pass
+        time.sleep(0.3)  # a second delivery would have come by now
+        try:
+            received += os.read(read_end, 100)
+        except BlockingIOError:
+            pass
+        print(len(received), flush=True)
+"""
+ROUNDS = 5
+
+
+def signals_received(wop: subprocess.Popen, send: Any) -> list[str]:
+    """Send a signal ROUNDS times (send()) to a `wop capture` of COUNTS_ITS_SIGNALS; how many its program got each
+    time."""
+    counts = []
+    try:
+        for _ in range(ROUNDS):
+            assert wop.stdout.readline().strip() == "ready"
+            send()
+            counts.append(wop.stdout.readline().strip())
+        assert wop.wait(timeout=30) == 0
+    finally:
+        if wop.poll() is None:
+            os.killpg(wop.pid, signal.SIGKILL)
+            wop.wait()
+    return counts
+
+
+@pytest.mark.parametrize("sent_to", ["the process group", "wop capture"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_without_a_terminal_reaches_the_program_once_whether_sent_to_wop_or_its_process_group(
+        tmp_path, sent_to, signame):
+    """Ctrl-C in CI, a supervisor ending a job: no terminal, and the signal sent to wop's process group or to wop."""
+    program = tmp_path / "counts.py"
+    program.write_text(textwrap.dedent(COUNTS_ITS_SIGNALS))
+    wop = start_capture(program, tmp_path / "c", signame, str(ROUNDS))
+    kill = os.killpg if sent_to == "the process group" else os.kill
+    assert signals_received(wop, lambda: kill(wop.pid, getattr(signal, signame))) == ["1"] * ROUNDS
+    assert manifest_of(tmp_path / "c")["status"] == "ok"
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_program_once_even_with_stdin_elsewhere(tmp_path):
+    """The terminal sends SIGINT to its foreground process group: wop's and its program's."""
+    import fcntl
+    import termios
+
+    program = tmp_path / "counts.py"
+    program.write_text(textwrap.dedent(COUNTS_ITS_SIGNALS))
+    controller, terminal = os.openpty()
+    wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(tmp_path / "c"), "--",
+                            sys.executable, str(program), "SIGINT", str(ROUNDS)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal, text=True,
+                           start_new_session=True, preexec_fn=lambda: fcntl.ioctl(terminal, termios.TIOCSCTTY, 0))
+    os.close(terminal)
+    try:
+        assert signals_received(wop, lambda: os.write(controller, b"\x03")) == ["1"] * ROUNDS
+    finally:
+        os.close(controller)
 
 
 def test_a_child_killed_by_sigkill_leaves_a_valid_capture_saying_so(tmp_path):

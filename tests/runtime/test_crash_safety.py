@@ -59,7 +59,8 @@ def test_kill_9_of_wop_capture_keeps_what_it_received_and_the_child_ends(tmp_pat
             time.sleep(0.05)
         assert process_ended(child), "the recorded program ran on after wop capture was killed"
     finally:
-        os.killpg(wop.pid, signal.SIGKILL)
+        if wop.poll() is None:
+            os.killpg(wop.pid, signal.SIGKILL)
     events = list(CaptureReader(out))
     assert [event["type"] for event in events] == ["run_start"] + ["tool_call", "tool_result"] * 150
     verified = run_wop("verify", str(out))
