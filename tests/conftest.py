@@ -1,10 +1,13 @@
 """Shared test helpers: real captures written by the real sink, and the real `wop` entry point."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 import pytest
@@ -66,25 +69,43 @@ def _listing(store: Path) -> list[tuple[str, int]]:
 
 REAL_STORE = _real_store()
 REAL_STORE_AT_START = _listing(REAL_STORE)
+# Each test's TMPDIR is made in here: short, as the unix sockets wop makes there (TMPDIR/wop-XXXXXXXX/sink) must fit
+# in 107 bytes, and in one place, so the run can check that none was left behind. Made when pytest starts (this
+# module is imported twice: as pytest's conftest and as tests.conftest).
+SUITE_TEMP: list[Path] = []
+
+
+def pytest_configure(config):
+    SUITE_TEMP.append(Path(tempfile.mkdtemp(prefix="wopt-", dir="/tmp" if os.path.isdir("/tmp") else None)))
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the run when any test wrote into (or deleted from) the user's real store."""
+    """Fail the run when any test wrote into (or deleted from) the user's real store, or left temporary files."""
     if _listing(REAL_STORE) != REAL_STORE_AT_START:
         session.exitstatus = 1
         print(f"\nFAILED: the test run changed the user's real wop store {REAL_STORE}: a test escaped its WOP_HOME")
+    left = sorted(str(path) for path in SUITE_TEMP[0].rglob("*"))
+    shutil.rmtree(SUITE_TEMP[0], ignore_errors=True)
+    if left:
+        session.exitstatus = 1
+        print(f"\nFAILED: temporary files outlived their test (a process still running after it?): {left[:10]}")
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own empty store (WOP_HOME), HOME and XDG directories, passed on to subprocesses."""
+def isolated_home(tmp_path_factory, monkeypatch) -> Iterator[Path]:
+    """Every test gets its own empty store (WOP_HOME), HOME and XDG directories, and TMPDIR, passed on to
+    subprocesses; its TMPDIR is removed after it (a `wop capture` a test kills leaves its channel's directory)."""
     base = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
     for name in ISOLATED_VARIABLES:
         directory = base / name.lower()
         directory.mkdir()
         monkeypatch.setenv(name, str(directory))
-    return base / "wop-home"
+    temporary = tempfile.mkdtemp(dir=SUITE_TEMP[0])
+    monkeypatch.setenv("TMPDIR", temporary)
+    monkeypatch.setattr(tempfile, "tempdir", temporary)
+    yield base / "wop-home"
+    shutil.rmtree(temporary, ignore_errors=True)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: i
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
+MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
 
 
 def _connect(address: str) -> socket.socket:
@@ -264,6 +265,10 @@ class Listener:
         self._dir = tempfile.mkdtemp(prefix="wop-")
         if hasattr(socket, "AF_UNIX"):
             path = os.path.join(self._dir, "sink")
+            if len(os.fsencode(path)) > MAX_SOCKET_PATH and os.path.isdir("/tmp"):  # a long TMPDIR
+                os.rmdir(self._dir)
+                self._dir = tempfile.mkdtemp(prefix="wop-", dir="/tmp")
+                path = os.path.join(self._dir, "sink")
             self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.socket.bind(path)
             self.address = f"unix:{path}"

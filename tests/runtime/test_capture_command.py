@@ -636,6 +636,16 @@ def test_only_wops_own_python_is_started_before_its_capture_is_ready(tmp_path, m
     assert starts_own_python([script("h", f"#!/usr/bin/env -S {own.name} -u")])
 
 
+def test_a_long_tmpdir_still_gets_its_channel_a_unix_socket_path_that_fits(tmp_path):
+    """A unix socket's path has at most 103 bytes everywhere; wop's is TMPDIR/wop-XXXXXXXX/sink."""
+    long_tmpdir = tmp_path / ("t" * 120)
+    long_tmpdir.mkdir()
+    done, out = capture(tmp_path, "import time; time.time()", env={"TMPDIR": str(long_tmpdir)})
+    assert done.returncode == 0, done.stderr
+    assert [e["type"] for e in events_of(out)] == ["run_start", "nondeterministic", "run_end"]
+    assert list(long_tmpdir.iterdir()) == []
+
+
 def test_captures_go_to_the_store_and_are_found_by_name(tmp_path, wop_home):
     done = run_wop("capture", "--", sys.executable, str(EXAMPLE))
     assert done.returncode == 0, done.stderr
