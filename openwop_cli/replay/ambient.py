@@ -25,8 +25,8 @@ def ambient_key(data: dict[str, Any], origin: dict[str, Any]) -> tuple:
 
 
 def served_to_any_process(origin: dict[str, Any]) -> bool:
-    """True for a value a pool task read: a replay serves it to whichever worker runs that task, not only to the
-    process that stands for the recorded one."""
+    """True for what a pool task did (a value it read, a call it made): a replay serves it to whichever worker runs
+    that task, not only to the process that stands for the recorded one."""
     return "poolTask" in origin
 
 

@@ -31,7 +31,7 @@ from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
 from openwop_cli.runtime.jsonable import revive, to_json, type_name
 from openwop_cli.runtime.replaying import ReplayDivergenceError
-from openwop_cli.runtime.session import Session, describe_exception
+from openwop_cli.runtime.session import Session, current_pool_task, describe_exception
 from openwop_cli.state.reducers import is_entry
 
 
@@ -105,6 +105,7 @@ class Replayer:
         self._blocked: set[str] = set()
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
+        engine.caller_pool_task = current_pool_task
 
     # ---- tools ------------------------------------------------------------------------------
 

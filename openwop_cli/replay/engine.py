@@ -3,7 +3,8 @@
 Matching is by content key through an index (never a scan). Order is enforced per origin: a
 recorded unit can be served once every earlier unit of the same process/thread/task that did not
 overlap it in time has been served, so thread and task scheduling can never fail a strict replay,
-while two sequential calls made in swapped order do.
+while two sequential calls made in swapped order do. A multiprocessing pool task is an origin of its
+own: its calls are served, in their order, to whichever worker runs it today, and only to it.
 
 Policies: strict raises ReplayDivergenceError at the first divergence (and at every call after
 it); lenient records every divergence and serves the closest recorded unit so the run goes on
@@ -28,7 +29,7 @@ from openwop_cli.replay.divergence import (
     refusal_nature,
 )
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
-from openwop_cli.replay.source import ReplaySource
+from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.state.reducers import legacy_reducer, unwrapped
 
@@ -87,11 +88,14 @@ class ReplayEngine:
         self._unit_position = [0] * count
         self._unserved_start = 0
         self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
+        self.caller_pool_task: Callable[[], str | None] = lambda: None  # the pool task calling now (the replayer's)
         self._origins_by_name: dict[tuple, list[int]] = {}
-        for (_, thread, task), number in source.origin_ids.items():
-            self._origins_by_name.setdefault((thread, task), []).append(number)
+        for key, number in source.origin_ids.items():
+            self._origins_by_name.setdefault(key[1:], []).append(number)
+        pool_tasks = source.pool_task_origins
         for unit in range(count):
-            self._by_key.setdefault(source.keys[unit], []).append(unit)
+            task = pool_tasks.get(source.origins[unit]) if pool_tasks else None
+            self._by_key.setdefault(source.keys[unit] if task is None else (source.keys[unit], task), []).append(unit)
             self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
             queue = self._origin_units.setdefault(source.origins[unit], [])
             self._unit_position[unit] = len(queue)
@@ -108,7 +112,11 @@ class ReplayEngine:
         override = self._override(kind, data)
         if self.went_live:
             return Match(None, live=True, **override)
-        key = unit_key(kind, data, self.source.redactor)
+        key: Any = unit_key(kind, data, self.source.redactor)
+        if self.source.pool_task_origins:  # a pool task is served the calls recorded in that task, by any worker
+            task = self.caller_pool_task()
+            if task is not None:
+                key = (key, task)
         unit = self._available(key)
         if unit is not None:
             return self._serve(unit, self._state_difference(kind, data, unit), override)
@@ -319,8 +327,7 @@ class ReplayEngine:
         first = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, name))
         if first is None or kind == KIND_LLM or self.caller_origin is None:
             return first
-        today = self.caller_origin()
-        for origin in self._origins_by_name.get((today.get("thread"), today.get("task")), ()):
+        for origin in self._origins_by_name.get(origin_key(self.caller_origin())[1:], ()):
             head = self._origin_head_unit(origin)
             if not self._consumed[head] and self.source.kinds[head] == kind and self.source.names[head] == name:
                 return head

@@ -47,8 +47,8 @@ _RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
 class ReplaySource:
     """Everything replay needs from one capture; see the module docstring.
 
-    only_pid keeps the units one recorded process made (a replayed process serves only its own, and the ambient
-    values of every pool task);
+    only_pid keeps the units one recorded process made (a replayed process serves only its own, and those of every
+    multiprocessing pool task: whichever worker runs the task today is served them);
     keyed=False skips the content keys (the parent only counts and checks units).
     """
 
@@ -74,7 +74,8 @@ class ReplaySource:
         self.result_seqs = array("q")
         self.origins = array("i")
         self.groups = array("i")
-        self.origin_ids: dict[tuple, int] = {}
+        self.origin_ids: dict[tuple, int] = {}  # origin_key → origin id
+        self.pool_task_origins: dict[int, str] = {}  # origin id → the pool task it stands for
         self.edits: dict[int, list[Any]] = {}
         self.ambient: dict[tuple, list[int]] = {}
         self.declarations: list[tuple[int, str, Any]] = []  # (seq, channel, declaration) of wop.state.declare
@@ -197,8 +198,7 @@ class ReplaySource:
                     self._note_declaration(event, line)
                     continue
             origin = event.get("origin") or {}
-            if self.only_pid is not None and origin.get("pid") != self.only_pid and not (
-                    kind == KIND_AMBIENT and served_to_any_process(origin)):
+            if self.only_pid is not None and origin.get("pid") != self.only_pid and not served_to_any_process(origin):
                 continue
             if kind == KIND_AMBIENT:
                 if self.keyed:
@@ -231,11 +231,22 @@ class ReplaySource:
             self.declarations.append((event["seq"], str(data.get("channel")), data.get("declaration")))
 
     def _origin_id(self, origin: dict[str, Any]) -> int:
-        key = (origin.get("pid"), origin.get("thread"), origin.get("task"))
+        key = origin_key(origin)
         found = self.origin_ids.get(key)
         if found is None:
             found = self.origin_ids[key] = len(self.origin_ids)
+            if key[3] is not None:
+                self.pool_task_origins[found] = key[3]
         return found
+
+
+def origin_key(origin: dict[str, Any]) -> tuple:
+    """Whose calls are ordered together: (pid, thread, asyncio task, None), or for a multiprocessing pool task
+    (None, None, asyncio task, pool task) — whichever worker ran it, in whatever thread."""
+    pool_task = origin.get("poolTask")
+    if pool_task is not None:
+        return None, None, origin.get("task"), pool_task
+    return origin.get("pid"), origin.get("thread"), origin.get("task"), None
 
 
 def _unit_name(kind: int, data: dict[str, Any]) -> str | None:

@@ -115,6 +115,11 @@ def set_pool_task(name: str | None) -> None:
     _pool_task.set(name)
 
 
+def current_pool_task() -> str | None:
+    """The multiprocessing pool task this thread runs (None outside one)."""
+    return _pool_task.get()
+
+
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)
 
 
