@@ -292,7 +292,8 @@ SUB_FIELDS = {
     "integrity": INTEGRITY,
 }
 LINE_CHECKSUMS = (("algorithm", OPT_STR), ("path", OPT_STR))
-PROCESS = (("pid", OPT_INT), ("ppid", OPT_INT), ("python", OPT_STR), ("executable", OPT_STR), ("argv", OPT_LIST))
+PROCESS = (("pid", OPT_INT), ("ppid", OPT_INT), ("python", OPT_STR), ("executable", OPT_STR), ("argv", OPT_LIST),
+           ("mpIdentity", OPT_LIST))
 
 
 def manifest_problem(manifest: Any, statuses: tuple[str, ...], events_name: str, checksums_name: str) -> str | None:
@@ -358,6 +359,10 @@ def _program_problem(program: dict[str, Any] | None) -> str | None:
         problem = fields_problem(process, PROCESS, where)
         if problem is None and process.get("argv") is not None:
             problem = strings_problem(process["argv"], f"{where}.argv")
+        if problem is None and process.get("mpIdentity") is not None:
+            problem = next((f"field {where}.mpIdentity[{index}] must be a non-negative integer"
+                            for index, number in enumerate(process["mpIdentity"])
+                            if type(number) is not int or not 0 <= number <= MAX_INT), None)
         if problem is not None:
             return problem
     workflow = program.get("workflow")

@@ -1,7 +1,7 @@
 """Inside a process started by `wop replay` or `wop fork`: load the source capture and answer from it.
 
 The child bootstrap calls `install()` when WOP_MODE is replay or fork. The process asks `wop` which
-recorded process it stands for, loads that process's units from the source capture, attaches the
+recorded process it stands for (a forked child too), loads that process's units from the source capture, attaches the
 engine to its session, serves the clock, uuid and random reads its code makes (when the capture
 recorded them) and, for a replay, blocks outbound network. The capture and the engine are loaded when the
 program first reaches a recorded boundary.
@@ -30,9 +30,15 @@ def install() -> None:
     controls = ReplayControls.from_environment()
     address = os.environ[ENV_ADDRESS]
     sender = ChannelSender(address)
-    answer = sender.request({"replayHello": process_info()})
+    sender.request({"replayHello": process_info()})
     session = runtime_session.Session(sender, mode=mode)
-    session.replayer = ReplayerOnFirstUse(session, lambda: _replayer(session, mode, controls, answer.get("recordedPid")))
+
+    def serve_from_first_use() -> None:
+        session.replayer = ReplayerOnFirstUse(session, lambda: _replayer(session, mode, controls, sender))
+
+    serve_from_first_use()
+    if hasattr(os, "register_at_fork"):  # a forked child stands for a recorded process of its own
+        os.register_at_fork(after_in_child=serve_from_first_use)
     if not controls.verbose:
         _shorten_tracebacks_after_a_stop(session)
     runtime_session.attach_channel(sender)
@@ -99,17 +105,21 @@ def built_replayer(session: Any) -> Any:
     return None if isinstance(replayer, ReplayerOnFirstUse) else replayer
 
 
-def _replayer(session: Any, mode: str, controls: Any, recorded_pid: Any) -> Any:
-    """The Replayer serving this process: the units of its recorded process, loaded from the source capture. A
-    capture that cannot be loaded ends the process: running on would reach the network."""
+def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
+    """The Replayer serving this process: the units of the recorded process `wop` pairs it with (asked now, when its
+    multiprocessing identity is known), loaded from the source capture. A capture that cannot be loaded ends the
+    process: running on would reach the network."""
     import sys
 
     from openwop_cli.replay.boundaries import Replayer
     from openwop_cli.replay.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
+    from openwop_cli.runtime.channel import process_info
+    from openwop_cli.runtime.processname import identity
 
     try:
+        recorded_pid = sender.request({"replayPair": {**process_info(), "mpIdentity": identity()}}).get("recordedPid")
         source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=recorded_pid)
         source.set_edits(list(controls.edits))
         engine = ReplayEngine(

@@ -350,7 +350,9 @@ class ReplayHooks(ReplayAccount, RunHooks):
         self.edits = list(controls.edits)
         self.offline = controls.offline
         self.keep_stderr_tail = not controls.debugging  # pdb needs the program's stderr on the terminal
-        self._assigned: set[Any] = set()
+        self._assigned: set[Any] = set()  # recorded pids taken
+        self._today: dict[Any, dict[str, Any]] = {}  # today's processes that asked: pid → who they are
+        self._paired: dict[Any, Any] = {}  # today's pid → the recorded pid it stands for
 
     def environment(self) -> dict[str, str]:
         return replay_environment(self.source_dir, self.policy, self.from_seq, self.branch, self.overrides,
@@ -368,19 +370,53 @@ class ReplayHooks(ReplayAccount, RunHooks):
 
     def answer(self, pid: int | None, message: dict[str, Any]) -> dict[str, Any] | None:
         hello = message.get("replayHello")
-        if not isinstance(hello, dict):
-            return None
-        return {"recordedPid": self._recorded_pid(hello)}
+        if isinstance(hello, dict):  # the go for a process started early; it asks for its pairing on first use
+            self._today[hello.get("pid")] = hello
+            return {}
+        pair = message.get("replayPair")
+        if isinstance(pair, dict):
+            return {"recordedPid": self._recorded_pid(pair)}
+        return None
 
-    def _recorded_pid(self, hello: dict[str, Any]) -> Any:
-        processes = (self.source.manifest.get("program") or {}).get("processes") or []
-        argv = hello.get("argv")
-        for wanted in (lambda p: p.get("argv") == argv, lambda p: True):
-            for process in processes:
-                if process.get("pid") not in self._assigned and wanted(process):
-                    self._assigned.add(process.get("pid"))
-                    return process.get("pid")
-        return None if not processes else -1
+    def _recorded_pid(self, today: dict[str, Any]) -> Any:
+        """The recorded process a process of today's run stands for: among the children of the one its parent stands
+        for (the program's own for the program), the one with its multiprocessing identity, else its argv, else the
+        first not taken; each recorded process is taken once."""
+        pid = today.get("pid")
+        if pid in self._paired:
+            return self._paired[pid]
+        self._today[pid] = today
+        processes = [process for process in (self.source.manifest.get("program") or {}).get("processes") or []
+                     if isinstance(process, dict)]
+        if not processes:
+            return None
+        identity, argv = today.get("mpIdentity"), today.get("argv")
+        if identity:  # unique in a run, whichever process (a forkserver) started it
+            found = self._take(pid, [process for process in processes if process.get("mpIdentity") == identity])
+            if found is not None:
+                return found
+        parent = today.get("ppid")
+        if parent == os.getpid():
+            recorded_pids = {process.get("pid") for process in processes}
+            siblings = [process for process in processes if process.get("ppid") not in recorded_pids]
+        elif parent in self._today and parent != pid:
+            standing_for = self._recorded_pid(self._today[parent])
+            siblings = [process for process in processes if process.get("ppid") == standing_for]
+        else:
+            siblings = []
+        found = self._take(pid, [process for process in (*siblings, *processes) if process.get("argv") == argv])
+        if found is None:
+            found = self._take(pid, [*siblings, *processes])
+        return -1 if found is None else found
+
+    def _take(self, pid: Any, candidates: list[dict[str, Any]]) -> Any:
+        """The first candidate's recorded pid not taken yet (now taken, by pid), or None."""
+        for process in candidates:
+            if process.get("pid") not in self._assigned:
+                self._assigned.add(process.get("pid"))
+                self._paired[pid] = process.get("pid")
+                return process.get("pid")
+        return None
 
 
 

@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from openwop_cli.runtime.processname import identity
+
 ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
 SEND_BATCH_BYTES = 64 * 1024
@@ -79,6 +81,7 @@ class ChannelSender:
         self._buffer: list[bytes] = []
         self._buffered = 0
         self._broken = False
+        self._identity_told = False
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
         self._flusher: Any = None  # format.flusher, loaded with orjson on the first event
@@ -207,7 +210,7 @@ class ChannelSender:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
         self._lock, self._send_lock = threading.RLock(), threading.Lock()
         self._buffer, self._buffered = [], 0
-        self._flush_scheduled = self._handed_off = False
+        self._flush_scheduled = self._handed_off = self._identity_told = False
         self._sock = None
 
     def _send_queued(self, extra: bytes | None = None) -> None:
@@ -227,10 +230,16 @@ class ChannelSender:
         if self._broken:
             return
         try:
+            head = []
             if self._sock is None:
                 self._sock = _connect(self.address)
-                lines = [_control_line({"hello": process_info()}), *lines]
-            self._sock.sendall(b"".join(lines))
+                head.append(_control_line({"hello": process_info()}))
+            if not self._identity_told:  # known once this process runs its multiprocessing.Process
+                told = identity()
+                if told is not None:
+                    head.append(_control_line({"mpIdentity": told}))
+                    self._identity_told = True
+            self._sock.sendall(b"".join([*head, *lines]))
         except OSError as exc:
             self._broken = True
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)

@@ -579,6 +579,7 @@ class _Processes:
         self._run_start_lock = threading.Lock()
         self.started_ms = int(time.time() * 1000)
         self.hellos: list[dict[str, Any]] = []
+        self.identities: dict[Any, list[int]] = {}  # pid → the multiprocessing.Process it ran (runtime.processname)
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
@@ -612,6 +613,9 @@ class _Processes:
         if isinstance(hello, dict):
             self.write_run_start(hello.get("python"))
             self.hellos.append(hello)
+        identity = message.get("mpIdentity")
+        if isinstance(identity, list) and all(type(number) is int for number in identity):
+            self.identities[_pid] = identity
         uncaught = message.get("uncaught")
         if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
             self.uncaught = uncaught
@@ -624,6 +628,12 @@ class _Processes:
                 if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], str):
                     self.modules.setdefault(entry[1])
         return None
+
+    def _process(self, hello: dict[str, Any]) -> dict[str, Any]:
+        process = {key: hello.get(key) for key in ("pid", "ppid", "python", "executable", "argv")}
+        if hello.get("pid") in self.identities:
+            process["mpIdentity"] = self.identities[hello.get("pid")]
+        return process
 
     def root_pid(self) -> Any:
         return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
@@ -644,9 +654,7 @@ class _Processes:
         root_pid = self.root_pid()
         root = next((hello for hello in self.hellos if hello.get("pid") == root_pid), None)
         root = root or (self.hellos[0] if self.hellos else None)
-        summary: dict[str, Any] = {"processes": [
-            {key: hello.get(key) for key in ("pid", "ppid", "python", "executable", "argv")} for hello in self.hellos
-        ]}
+        summary: dict[str, Any] = {"processes": [self._process(hello) for hello in self.hellos]}
         if root is not None:
             summary["python"] = root.get("python")
         return summary

@@ -228,9 +228,13 @@ def _standalone_capture(capture_dir: str) -> Session | None:
 
 
 def attach_channel(sender: Any) -> None:
-    """Wire a channel sender into this process: close at exit, flush before new processes, before messages to
-    other processes and before an os._exit, report a crash."""
+    """Wire a channel sender into this process: close at exit, note which multiprocessing.Process it runs, flush
+    before new processes, before messages to other processes and before an os._exit, report a crash."""
+    from openwop_cli.runtime.imports import when_imported
+    from openwop_cli.runtime.processname import note_started_processes
+
     atexit.register(_close_channel, sender)
+    when_imported("multiprocessing.process", note_started_processes)
     _flush_before_new_processes(sender)
     _flush_before_messages(sender)
     _flush_before_hard_exit(sender)

@@ -1,5 +1,5 @@
-"""Tool and LLM calls made in multiprocessing pool tasks: each task is served its own recorded calls, in their
-order, by whichever worker (process or thread) runs it in the replay."""
+"""Tool and LLM calls made in other processes: a pool task is served its own recorded calls by whichever worker runs
+it, and each multiprocessing.Process (or forked child) those of the recorded process it stands for."""
 
 import pytest
 
@@ -53,6 +53,53 @@ def test_pool_tasks_calls_are_served_to_whichever_worker_runs_the_task(tmp_path,
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 6
     for number in range(2):  # offline: the provider is gone
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["score"]["score"] == 1.0
+        assert program_output(done.stderr) == captured
+
+
+PROCESSES = """
+import multiprocessing, os, random, time
+import openwop_cli as wop
+
+@wop.tool
+def lookup(order):
+    return f"{order}:{random.randint(0, 10**9)}"
+
+def work(number, queue):
+    time.sleep(random.random() / 20)  # which process reaches wop first then changes from run to run
+    queue.put((number, lookup(f"A-{number}"), lookup("shared")))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    queue = context.Queue()
+    processes = [context.Process(target=work, args=(number, queue)) for number in range(4)]
+    for process in processes:
+        process.start()
+    results = sorted(queue.get(timeout=60) for _ in processes)  # a child stopped by a replay never answers
+    for process in processes:
+        process.join()
+    print(*results, sep="\\n")
+    if os.fork() == 0:  # a plain fork: it stands for the recorded process forked here
+        print("forked", lookup("in the fork"), flush=True)
+        os._exit(0)
+    os.wait()
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+def test_each_multiprocessing_process_is_served_its_own_recorded_calls(tmp_path, start_method):
+    """Spawned siblings share their argv and reach wop in any order: they are paired with the recorded processes by
+    their multiprocessing identity. Before, a forked Process was served its parent's calls and spawned ones each
+    other's, and the program, its children stopped, waited for their results."""
+    env = {"START_METHOD": start_method}
+    source = capture(tmp_path, PROCESSES, env=env)
+    processes = CaptureReader(source).manifest["program"]["processes"]
+    assert sorted(process.get("mpIdentity") or [] for process in processes)[-4:] == [[1], [2], [3], [4]]
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 5 and captured[-1].startswith("forked in the fork:")
+    for number in range(2):
         done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["score"]["score"] == 1.0
