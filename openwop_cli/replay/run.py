@@ -8,6 +8,8 @@ determinism score. The replay is written as a new capture linked to its source.
 """
 
 import os
+import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
 
 EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
+PROGRAM_ENDED = "program_ended_after_stop"
+STOP_GRACE_SECONDS = 10.0  # after a strict stop, how long the program may take to end before wop ends it
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
 _WATCHED_MARKS = (b'"live":true', b'"errorRebuilt":false')  # data `watched` looks into (a false alarm only costs a parse)
 
@@ -184,6 +188,34 @@ class ReplayAccount:
         self._last_seq_by_pid: dict[Any, int] = {}
         self._run_id = ""
         self._live: dict[tuple, dict[str, Any]] = {}
+        self._program: Any = None
+        self._ender: threading.Timer | None = None
+        self._ended_program = False
+
+    def program_started(self, child: Any) -> None:
+        self._program = child
+
+    def stops_program(self) -> bool:
+        """True once a divergence has stopped the program (a strict replay, or an offline fork)."""
+        return self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)
+
+    def _end_program_if_it_stays(self) -> None:
+        """After a strict stop, give the program STOP_GRACE_SECONDS to end: one of its processes may wait for ever
+        for another the replay stopped (a result on a queue), which in CI would hang the job."""
+        if self._ender is None and self._program is not None and self.stops_program():
+            self._ender = threading.Timer(STOP_GRACE_SECONDS, self._end_program)
+            self._ender.daemon = True
+            self._ender.start()
+
+    def _end_program(self) -> None:
+        if self._program.poll() is not None:
+            return
+        self._ended_program = True
+        self._program.terminate()
+        try:
+            self._program.wait(3)
+        except subprocess.TimeoutExpired:
+            self._program.kill()
 
     def started(self, sink: "CaptureSink") -> None:
         self._run_id = sink.manifest.get("runId", "")
@@ -204,6 +236,7 @@ class ReplayAccount:
                 self.divergences.append(Divergence.from_json(data))
                 if pid in self._last_seq_by_pid:
                     data["replayEventId"] = f"{self._run_id}:{self._last_seq_by_pid[pid]}"
+                self._end_program_if_it_stays()
             elif event_type == REPLAY_NOTE:
                 self.notes.append(data)
             elif source_seq is not None and event_type in _REQUEST_TYPES:
@@ -236,7 +269,13 @@ class ReplayAccount:
         return watched_raw
 
     def before_finish(self, sink: "CaptureSink", exit_code: int | None) -> dict[str, Any]:
-        stopped = self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)
+        stopped = self.stops_program()
+        if self._ender is not None:
+            self._ender.cancel()
+        if self._ended_program:
+            self.notes.append({"code": PROGRAM_ENDED, "detail": f"the program was still running {STOP_GRACE_SECONDS:g} s "
+                               "after the replay stopped it (waiting for a process the replay stopped?): wop ended it",
+                               "eventSeq": None, "recorded": None, "observed": None})
         late: list[Divergence] = []
         if not stopped:
             missing = self._missing()

@@ -65,6 +65,9 @@ class RunHooks:
         """The reply to a question a process asks (None: not a question)."""
         return None
 
+    def program_started(self, child: "subprocess.Popen[Any]") -> None:
+        """The program's process runs (a strict replay ends one that stays on after it stopped it)."""
+
     def before_finish(self, sink: "CaptureSink", exit_code: int) -> dict[str, Any]:
         """Last events before run_end; returns extra final manifest fields."""
         return {}
@@ -160,6 +163,7 @@ def run_captured(
         capture.stop_collecting(0)
         failure = launch.failed_start
         return capture.finish(started, 127, f"cannot run {argv[0]}: {failure.strerror or failure}")
+    hooks.program_started(launch.child)
     returncode = _wait_for_child(launch.child, launch.tail)
     capture.stop_collecting(LATE_PROCESS_GRACE_SECONDS)
     exit_code, reason = _exit_status(returncode)

@@ -1,6 +1,8 @@
 """Tool and LLM calls made in other processes: a pool task is served its own recorded calls by whichever worker runs
 it, and each multiprocessing.Process (or forked child) those of the recorded process it stands for."""
 
+import textwrap
+
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
@@ -104,3 +106,16 @@ def test_each_multiprocessing_process_is_served_its_own_recorded_calls(tmp_path,
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["score"]["score"] == 1.0
         assert program_output(done.stderr) == captured
+
+
+def test_a_program_waiting_for_a_process_the_strict_replay_stopped_is_ended(tmp_path):
+    """The children's calls changed since the capture: the replay stops them, and their parent would wait for their
+    results for ever; wop ends it STOP_GRACE_SECONDS after the stop and says so."""
+    program = PROCESSES.replace("queue.get(timeout=60)", "queue.get()")
+    env = {"START_METHOD": "spawn"}
+    source = capture(tmp_path, program, env=env)
+    (tmp_path / "agent.py").write_text(textwrap.dedent(program.replace('lookup(f"A-{number}")', 'lookup(f"B-{number}")')))
+    done, report = replay(tmp_path, source, "--strict", env=env)
+    assert done.returncode == 1, done.stderr
+    assert report["diverged"] is True and report["divergences"][0]["code"] == "event_payload_mismatch"
+    assert [note["code"] for note in report["notes"]] == ["program_ended_after_stop"]
