@@ -3,8 +3,8 @@
 Matching is by content key through an index (never a scan). Order is enforced per origin: a
 recorded unit can be served once every earlier unit of the same process/thread/task that did not
 overlap it in time has been served, so thread and task scheduling can never fail a strict replay,
-while two sequential calls made in swapped order do. A multiprocessing pool task is an origin of its
-own: its calls are served, in their order, to whichever worker runs it today, and only to it.
+while two sequential calls made in swapped order do. A pool task (runtime.pooltasks) is an origin of
+its own: its calls are served, in their order, to whichever worker runs it today.
 
 Policies: strict raises ReplayDivergenceError at the first divergence (and at every call after
 it); lenient records every divergence and serves the closest recorded unit so the run goes on
@@ -94,8 +94,11 @@ class ReplayEngine:
             self._origins_by_name.setdefault(key[1:], []).append(number)
         pool_tasks = source.pool_task_origins
         for unit in range(count):
+            if unit not in source.borrowed:  # another process's pool task: served only to a worker running that task
+                self._by_key.setdefault(source.keys[unit], []).append(unit)
             task = pool_tasks.get(source.origins[unit]) if pool_tasks else None
-            self._by_key.setdefault(source.keys[unit] if task is None else (source.keys[unit], task), []).append(unit)
+            if task is not None:
+                self._by_key.setdefault((source.keys[unit], task), []).append(unit)
             self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
             queue = self._origin_units.setdefault(source.origins[unit], [])
             self._unit_position[unit] = len(queue)
@@ -112,22 +115,29 @@ class ReplayEngine:
         override = self._override(kind, data)
         if self.went_live:
             return Match(None, live=True, **override)
-        key: Any = unit_key(kind, data, self.source.redactor)
-        if self.source.pool_task_origins:  # a pool task is served the calls recorded in that task, by any worker
-            task = self.caller_pool_task()
-            if task is not None:
-                key = (key, task)
-        unit = self._available(key)
-        if unit is not None:
-            return self._serve(unit, self._state_difference(kind, data, unit), override)
-        waiting = self._first_unconsumed(self._by_key, self._key_start, key)
-        if waiting is not None and self._servable(waiting):
-            return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
+        keys = self._keys(unit_key(kind, data, self.source.redactor))
+        for key in keys:
+            unit = self._available(key)
+            if unit is not None:
+                return self._serve(unit, self._state_difference(kind, data, unit), override)
+        for key in keys:
+            waiting = self._first_unconsumed(self._by_key, self._key_start, key)
+            if waiting is not None and self._servable(waiting):
+                return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
         if self.live_after_mismatch:
             return self._go_live(kind, data, override)
         if self.branch:
             return Match(None, live=True, **override)
         return self._unmatched(kind, data, override, live_if_unrecorded)
+
+    def _keys(self, key: int) -> tuple[Any, ...]:
+        """Where to look for a call's recorded unit: a pool task's own calls first (whichever worker runs it), then
+        any of this process with its content (a task numbered differently today: submitted from racing threads)."""
+        if self.source.pool_task_origins:
+            task = self.caller_pool_task()
+            if task is not None:
+                return (key, task), key
+        return (key,)
 
     def check_live_llm(self, request: dict[str, Any], response: Any) -> None:
         """Branch mode: a live LLM answer vs the recorded one for the same request — refusal shifts are reported."""

@@ -63,7 +63,8 @@ def install() -> None:
     for name, patch in (("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime),
                         ("uuid", _patch_uuid), ("random", draws.patch_random), ("secrets", draws.patch_secrets),
                         ("multiprocessing.pool", pooltasks.patch_pool),
-                        ("concurrent.futures.process", pooltasks.patch_executor)):
+                        ("concurrent.futures.process", pooltasks.patch_executor),
+                        ("concurrent.futures.thread", pooltasks.patch_thread_executor)):
         when_imported(name, _once(name, patch))
 
 

@@ -1,11 +1,12 @@
 """Pool tasks: which task a multiprocessing worker is running, so the values it reads belong to the task.
 
-A multiprocessing.Pool (or ThreadPool) or a ProcessPoolExecutor hands each task to whichever
-worker is free, so which worker runs which task changes from run to run, while the tasks
-themselves are numbered by the parent in the order the program submits them. While a worker runs
-one, its events name it in `origin.poolTask` — `pool JOB.INDEX` (a Pool's job and chunk) or
-`executor NUMBER.WORK_ID` — and a replay serves a task's clock, uuid and random values to
-whichever worker runs it (replay.ambient).
+A multiprocessing.Pool (or ThreadPool), a ProcessPoolExecutor or a ThreadPoolExecutor hands each
+task to whichever worker is free, so which worker runs which task changes from run to run, while
+the tasks themselves are numbered by the parent in the order the program submits them. While a
+worker runs one, its events name it in `origin.poolTask` — `pool JOB.INDEX` (a Pool's job and
+chunk), `executor NUMBER.WORK_ID` or `threads NUMBER.CALL` — and a replay serves a task's clock,
+uuid and random values, and its tool and LLM calls, to whichever worker runs it (replay.ambient,
+replay.engine).
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -17,7 +18,7 @@ import itertools
 from typing import Any, Callable
 
 from openwop_cli.runtime import ambient
-from openwop_cli.runtime.session import set_pool_task
+from openwop_cli.runtime.session import current_pool_task, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
@@ -41,6 +42,37 @@ def patch_executor(module: Any) -> None:
         self._queue_count = next(_executors) << _WORK_ID_BITS
 
     ambient.replace(module.ProcessPoolExecutor, "__init__", numbering_init)
+
+
+def patch_thread_executor(module: Any) -> None:
+    """concurrent.futures.thread.ThreadPoolExecutor (asyncio's run_in_executor and to_thread included): each call
+    submitted is a task, `threads N.K` — the executor's number and the call's in submit order — while it runs."""
+    submit = module.ThreadPoolExecutor.submit
+    numbers = itertools.count(1)
+
+    @functools.wraps(submit)
+    def naming_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        calls = self.__dict__.get("_wop_calls")
+        if calls is None:
+            calls = self._wop_calls = (next(numbers), itertools.count())
+        return submit(self, _as_task(fn, f"threads {calls[0]}.{next(calls[1])}"), *args, **kwargs)
+
+    ambient.replace(module.ThreadPoolExecutor, "submit", naming_submit)
+
+
+def _as_task(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """fn, run as the task `name` in whichever thread runs it."""
+
+    @functools.wraps(fn)
+    def task(*args: Any, **kwargs: Any) -> Any:
+        outer = current_pool_task()
+        set_pool_task(name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_pool_task(outer)
+
+    return task
 
 
 def _note_tasks(module: Any, name: str, task_name: Callable[[Any], str | None]) -> None:

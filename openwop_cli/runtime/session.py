@@ -63,7 +63,7 @@ class Session:
         """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
         site)."""
         where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
-        pool_task = _pool_task.get()
+        pool_task = getattr(_pool_task, "name", None)
         if pool_task is not None:
             where["poolTask"] = pool_task
         asyncio = sys.modules.get("asyncio")
@@ -107,17 +107,17 @@ class AppendRecorder:
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
 
 
-_pool_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("wop_pool_task", default=None)
+_pool_task = threading.local()  # a worker thread's, not a context's: asyncio.to_thread runs a call in the caller's context
 
 
 def set_pool_task(name: str | None) -> None:
-    """Note the multiprocessing pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
-    _pool_task.set(name)
+    """Note the pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
+    _pool_task.name = name
 
 
 def current_pool_task() -> str | None:
-    """The multiprocessing pool task this thread runs (None outside one)."""
-    return _pool_task.get()
+    """The pool task this thread runs (None outside one)."""
+    return getattr(_pool_task, "name", None)
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)

@@ -119,3 +119,38 @@ def test_a_program_waiting_for_a_process_the_strict_replay_stopped_is_ended(tmp_
     assert done.returncode == 1, done.stderr
     assert report["diverged"] is True and report["divergences"][0]["code"] == "event_payload_mismatch"
     assert [note["code"] for note in report["notes"]] == ["program_ended_after_stop"]
+
+
+
+def test_tasks_submitted_from_racing_threads_are_still_served_their_calls(tmp_path):
+    """Two threads submit to one executor at once: today's submit order, which numbers the tasks, is not the
+    recorded one, and each call still finds its recorded result by content."""
+    source = capture(tmp_path, """
+        import concurrent.futures, random, threading, time
+        import openwop_cli as wop
+
+        @wop.tool
+        def lookup(order):
+            return f"{order}:{random.randint(0, 10**9)}"
+
+        executor = concurrent.futures.ThreadPoolExecutor(4)
+        futures = {}
+
+        def submit(prefix):
+            for number in range(4):
+                time.sleep((time.perf_counter_ns() % 7) / 1000)
+                futures[f"{prefix}-{number}"] = executor.submit(lookup, f"{prefix}-{number}")
+
+        submitters = [threading.Thread(target=submit, args=(prefix,)) for prefix in "AB"]
+        for thread in submitters:
+            thread.start()
+        for thread in submitters:
+            thread.join()
+        print(*sorted(future.result() for future in futures.values()), sep="\\n")
+    """)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False
+        assert program_output(done.stderr) == captured

@@ -266,6 +266,32 @@ def test_a_thread_pools_tasks_are_served_their_values_whichever_thread_runs_them
         assert report["liveValues"] == []
 
 
+
+def test_a_thread_pool_executors_calls_are_served_their_values_whichever_thread_runs_them(tmp_path):
+    """Tasks take a jitter wop does not replay (perf_counter), so which thread runs which changes every run."""
+    source = capture(tmp_path, """
+        import asyncio, concurrent.futures, time, uuid
+
+        def task(number):
+            time.sleep((time.perf_counter_ns() % 13) / 1000)
+            return f"{number} {uuid.uuid4()}"
+
+        async def main():
+            return await asyncio.gather(*(asyncio.to_thread(task, f"async {number}") for number in range(4)))
+
+        with concurrent.futures.ThreadPoolExecutor(3) as executor:
+            print(*executor.map(task, range(8)), sep="\\n")
+        print(*asyncio.run(main()), sep="\\n")
+    """)
+    assert len({event["origin"]["poolTask"] for event in ambient_events(source)}) == 12
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["liveValues"] == []
+        assert program_output(done.stderr) == captured
+
+
 TIMER_PROGRAM = """
 import random, signal, time
 
