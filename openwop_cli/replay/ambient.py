@@ -5,12 +5,15 @@ of unmodified code, runtime.ambient) by (source, key, call site, thread, task) i
 a unit: ambient values are never matched, ordered or counted like calls. A value nobody reads is no
 divergence, and a read with no value left gets a live one that the replay report notes — what
 strict replay judges are the boundaries those values flow into. A fork serves only the values
-recorded before its branch point. A multiprocessing pool's workers (processes, or threads in a
-ThreadPool) take its tasks in a different order each run, so the values a pool task read are keyed
-by the task and served to whichever worker runs it, in any replayed process.
+recorded before its branch point. A pool's workers (processes, or threads in a ThreadPool or a
+ThreadPoolExecutor) take its tasks in a different order each run, so the values a pool task read
+are keyed by the task and served to whichever worker runs it — a process pool's, in any replayed
+process (runtime.pooltasks).
 """
 
 from typing import Any
+
+from openwop_cli.runtime.pooltasks import moves_between_processes
 
 KIND_AMBIENT = 6
 
@@ -25,9 +28,10 @@ def ambient_key(data: dict[str, Any], origin: dict[str, Any]) -> tuple:
 
 
 def served_to_any_process(origin: dict[str, Any]) -> bool:
-    """True for what a pool task did (a value it read, a call it made): a replay serves it to whichever worker runs
-    that task, not only to the process that stands for the recorded one."""
-    return "poolTask" in origin
+    """True for what a process pool's task did (a value it read, a call it made): a replay serves it to whichever
+    worker runs that task, not only to the process that stands for the recorded one."""
+    pool_task = origin.get("poolTask")
+    return pool_task is not None and moves_between_processes(pool_task)
 
 
 class AmbientValues:

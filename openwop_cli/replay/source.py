@@ -245,11 +245,11 @@ class ReplaySource:
 
 
 def origin_key(origin: dict[str, Any]) -> tuple:
-    """Whose calls are ordered together: (pid, thread, asyncio task, None), or for a multiprocessing pool task
-    (None, None, asyncio task, pool task) — whichever worker ran it, in whatever thread."""
+    """Whose calls are ordered together: (pid, thread, asyncio task, None), or for a pool task (pid, None, asyncio
+    task, pool task) — whichever worker ran it, in whatever thread, and for a process pool's, in whatever process."""
     pool_task = origin.get("poolTask")
     if pool_task is not None:
-        return None, None, origin.get("task"), pool_task
+        return None if served_to_any_process(origin) else origin.get("pid"), None, origin.get("task"), pool_task
     return origin.get("pid"), origin.get("thread"), origin.get("task"), None
 
 

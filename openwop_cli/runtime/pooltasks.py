@@ -1,12 +1,17 @@
-"""Pool tasks: which task a multiprocessing worker is running, so the values it reads belong to the task.
+"""Pool tasks: which task a worker is running, so the values it reads and the calls it makes belong to the task.
 
 A multiprocessing.Pool (or ThreadPool), a ProcessPoolExecutor or a ThreadPoolExecutor hands each
 task to whichever worker is free, so which worker runs which task changes from run to run, while
-the tasks themselves are numbered by the parent in the order the program submits them. While a
+the tasks themselves are numbered by the process that submits them, in submit order. While a
 worker runs one, its events name it in `origin.poolTask` — `pool JOB.INDEX` (a Pool's job and
-chunk), `executor NUMBER.WORK_ID` or `threads NUMBER.CALL` — and a replay serves a task's clock,
-uuid and random values, and its tool and LLM calls, to whichever worker runs it (replay.ambient,
-replay.engine).
+chunk), `executor NUMBER.WORK_ID`, `threadpool JOB.INDEX` (a ThreadPool's) or `threads
+NUMBER.CALL` (a ThreadPoolExecutor's) — and a replay serves a task's clock, uuid and random
+values, and its tool and LLM calls, to whichever worker runs it (replay.ambient, replay.engine).
+
+A process pool's task may run in any of its worker processes. A thread pool's task runs in the
+process that submitted it: its name is that process's (`threads …` and `threadpool …` are local to
+a process), or, submitted from within a pool task, that task's (`pool 0.1/threads 1.0`: executors
+numbered per task), so it moves with the task.
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -15,25 +20,34 @@ in one that notes the task each `get` returns (in the worker's thread).
 
 import functools
 import itertools
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.session import current_pool_task, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
+_LOCAL_TASKS = ("threads ", "threadpool ")  # run by threads of the process that submitted them
+_numbering = threading.Lock()
+_thread_executors: dict[str | None, Iterator[int]] = {}  # a submitting pool task (None: none) → its executors' count
+
+
+def moves_between_processes(pool_task: str) -> bool:
+    """True for a task any of a process pool's workers may run; False for one its own process's threads run."""
+    return not pool_task.startswith(_LOCAL_TASKS)
 
 
 def patch_pool(module: Any) -> None:
     """multiprocessing.pool.worker: its tasks are (job, index, function, args, kwargs)."""
-    _note_tasks(module, "worker", _pool_task)
+    _note_tasks(module, "worker", "pool", _pool_task)
 
 
 def patch_executor(module: Any) -> None:
     """concurrent.futures.process._process_worker: its tasks are _CallItems with a work_id. Each executor counts
     its work ids from 0, so each one created is given its own range of them: a program that makes a new executor
     for every batch has its batches' tasks told apart."""
-    _note_tasks(module, "_process_worker", _executor_task)
+    _note_tasks(module, "_process_worker", "executor", _executor_task)
     init = module.ProcessPoolExecutor.__init__
 
     @functools.wraps(init)
@@ -46,16 +60,20 @@ def patch_executor(module: Any) -> None:
 
 def patch_thread_executor(module: Any) -> None:
     """concurrent.futures.thread.ThreadPoolExecutor (asyncio's run_in_executor and to_thread included): each call
-    submitted is a task, `threads N.K` — the executor's number and the call's in submit order — while it runs."""
+    submitted is a task, `threads N.K` — the executor's number and the call's in submit order, both counted within
+    the pool task that submits it, if any — while it runs."""
     submit = module.ThreadPoolExecutor.submit
-    numbers = itertools.count(1)
 
     @functools.wraps(submit)
     def naming_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        calls = self.__dict__.get("_wop_calls")
-        if calls is None:
-            calls = self._wop_calls = (next(numbers), itertools.count())
-        return submit(self, _as_task(fn, f"threads {calls[0]}.{next(calls[1])}"), *args, **kwargs)
+        within = current_pool_task()
+        with _numbering:
+            calls = self.__dict__.setdefault("_wop_calls", {}).get(within)
+            if calls is None:
+                number = next(_thread_executors.setdefault(within, itertools.count(1)))
+                calls = self._wop_calls[within] = (number, itertools.count())
+            name = f"threads {calls[0]}.{next(calls[1])}"
+        return submit(self, _as_task(fn, name if within is None else f"{within}/{name}"), *args, **kwargs)
 
     ambient.replace(module.ThreadPoolExecutor, "submit", naming_submit)
 
@@ -71,32 +89,43 @@ def _as_task(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             set_pool_task(outer)
+            _thread_executors.pop(name, None)
 
     return task
 
 
-def _note_tasks(module: Any, name: str, task_name: Callable[[Any], str | None]) -> None:
+def _note_tasks(module: Any, name: str, kind: str, task_number: Callable[[Any], str | None]) -> None:
     worker = getattr(module, name)
 
     @functools.wraps(worker)
     def noting_worker(tasks: Any, *args: Any, **kwargs: Any) -> Any:
-        return worker(_Tasks(tasks, task_name), *args, **kwargs)
+        return worker(_Tasks(tasks, _worker_kind(kind), task_number), *args, **kwargs)
 
     ambient.replace(module, name, noting_worker, by_name=True)
+
+
+def _worker_kind(kind: str) -> str:
+    """How a worker's tasks are named: a ThreadPool's thread runs its process's own tasks."""
+    return "threadpool" if threading.current_thread() is not threading.main_thread() else kind
 
 
 class _Tasks:
     """A worker's task queue that notes the task each `get` hands out (None: the worker is told to stop)."""
 
-    __slots__ = ("_queue", "_task_name")
+    __slots__ = ("_queue", "_kind", "_task_number")
 
-    def __init__(self, queue: Any, task_name: Callable[[Any], str | None]) -> None:
+    def __init__(self, queue: Any, kind: str, task_number: Callable[[Any], str | None]) -> None:
         self._queue = queue
-        self._task_name = task_name
+        self._kind = kind
+        self._task_number = task_number
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         task = self._queue.get(*args, **kwargs)
-        set_pool_task(self._task_name(task))
+        finished = current_pool_task()
+        if finished is not None:
+            _thread_executors.pop(finished, None)
+        number = self._task_number(task)
+        set_pool_task(None if number is None else f"{self._kind} {number}")
         return task
 
     def __getattr__(self, name: str) -> Any:
@@ -104,7 +133,7 @@ class _Tasks:
 
 
 def _pool_task(task: Any) -> str | None:
-    return f"pool {task[0]}.{task[1]}" if type(task) is tuple and len(task) == 5 else None
+    return f"{task[0]}.{task[1]}" if type(task) is tuple and len(task) == 5 else None
 
 
 def _executor_task(task: Any) -> str | None:
@@ -112,4 +141,4 @@ def _executor_task(task: Any) -> str | None:
     if type(work_id) is not int:
         return None
     executor, work = divmod(work_id, 1 << _WORK_ID_BITS)
-    return f"executor {executor}.{work}"
+    return f"{executor}.{work}"

@@ -154,3 +154,54 @@ def test_tasks_submitted_from_racing_threads_are_still_served_their_calls(tmp_pa
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False
         assert program_output(done.stderr) == captured
+
+
+THREADS_IN_PROCESSES = """
+import concurrent.futures, multiprocessing, multiprocessing.pool, random, time, uuid
+import openwop_cli as wop
+
+@wop.tool
+def search(query):
+    return f"{query}:{random.randint(0, 10**9)}"
+
+def part(owner, number):
+    time.sleep(random.random() / 20)
+    return f"{search(f'{owner}-{number}')} {uuid.uuid4().hex[:8]}"
+
+def parts(owner):
+    time.sleep(random.random() / 20)  # which process, and which pool worker, gets going first changes every run
+    with concurrent.futures.ThreadPoolExecutor(2) as executor:
+        return list(executor.map(part, [owner] * 3, range(3)))
+
+def child(owner, queue):
+    with multiprocessing.pool.ThreadPool(2) as pool:
+        more = pool.starmap(part, [(owner, number) for number in range(3, 6)], chunksize=1)
+    queue.put((owner, parts(owner) + more))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [context.Process(target=child, args=(owner, queue)) for owner in "AB"]
+    for process in children:
+        process.start()
+    print(*sorted(queue.get(timeout=60) for _ in children), sep="\\n")
+    for process in children:
+        process.join()
+    with context.Pool(2) as pool:
+        print(*pool.map(parts, ["C", "D", "E", "F"], chunksize=1), sep="\\n")
+"""
+
+
+def test_an_executors_threads_belong_to_the_process_or_pool_task_that_submits_to_them(tmp_path):
+    """Each Process, and each Pool task, runs a ThreadPoolExecutor (and a Process a ThreadPool) of its own: its tasks
+    belong to the process or pool task that submitted them. Before, every process's first executor's calls were
+    `threads 1.N` (and a ThreadPool's `pool 0.N`, like a process Pool's) for all processes, and the replay mixed the
+    processes' calls (out of order, or another process's results) every run."""
+    source = capture(tmp_path, THREADS_IN_PROCESSES)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 6
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
