@@ -8,10 +8,12 @@ chunk), `executor NUMBER.WORK_ID`, `threadpool JOB.INDEX` (a ThreadPool's) or `t
 NUMBER.CALL` (a ThreadPoolExecutor's) — and a replay serves a task's clock, uuid and random
 values, and its tool and LLM calls, to whichever worker runs it (replay.ambient, replay.engine).
 
-A process pool's task may run in any of its worker processes. A thread pool's task runs in the
-process that submitted it: its name is that process's (`threads …` and `threadpool …` are local to
-a process), or, submitted from within a pool task, that task's (`pool 0.1/threads 1.0`: executors
-numbered per task), so it moves with the task.
+A process pool's task may run in any of its worker processes; its name says which process numbered
+it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the program started) unless
+that is the program's main process. A thread pool's task runs in the process that submitted it: its
+name is that process's (`threads …` and `threadpool …` are local to a process), or, submitted from
+within a pool task, that task's (`pool 0.1/threads 1.0`: executors numbered per task), so it moves
+with the task.
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -24,6 +26,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
+from openwop_cli.runtime.processname import identity
 from openwop_cli.runtime.session import current_pool_task, set_pool_task
 
 _WORK_ID_BITS = 32
@@ -105,8 +108,12 @@ def _note_tasks(module: Any, name: str, kind: str, task_number: Callable[[Any], 
 
 
 def _worker_kind(kind: str) -> str:
-    """How a worker's tasks are named: a ThreadPool's thread runs its process's own tasks."""
-    return "threadpool" if threading.current_thread() is not threading.main_thread() else kind
+    """How a worker's tasks are named: a ThreadPool's thread runs its process's own tasks; a process pool's worker
+    those its parent numbered, named after the parent unless that is the program's main process."""
+    if threading.current_thread() is not threading.main_thread():
+        return "threadpool"
+    parent = (identity() or [])[:-1]
+    return f"process {'.'.join(map(str, parent))}/{kind}" if parent else kind
 
 
 class _Tasks:

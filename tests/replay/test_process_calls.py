@@ -205,3 +205,52 @@ def test_an_executors_threads_belong_to_the_process_or_pool_task_that_submits_to
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["liveValues"] == []
         assert program_output(done.stderr) == captured
+
+
+POOLS_IN_PROCESSES = """
+import concurrent.futures, multiprocessing, random, time
+import openwop_cli as wop
+
+@wop.tool
+def search(query):
+    return f"{query}:{random.randint(0, 10**9)}"
+
+def part(owner, number):
+    time.sleep(random.random() / 20)  # which worker, and which child's pool, gets going first changes every run
+    return search(f"{owner}-{number}")
+
+def child(owner, queue):
+    context = multiprocessing.get_context("spawn")
+    if owner == "A":
+        with context.Pool(2) as pool:
+            queue.put((owner, pool.starmap(part, [(owner, number) for number in range(3)], chunksize=1)))
+    else:
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as executor:
+            queue.put((owner, list(executor.map(part, [owner] * 3, range(3)))))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [context.Process(target=child, args=(owner, queue)) for owner in "ABC"]
+    for process in children:
+        process.start()
+    print(*sorted(queue.get(timeout=60) for _ in children), sep="\\n")
+    for process in children:
+        process.join()
+"""
+
+
+def test_the_pools_of_different_processes_have_tasks_of_their_own(tmp_path):
+    """One child runs a Pool, two others a ProcessPoolExecutor each: each numbers its tasks from 0, and a task's name
+    says whose it is (`process 2/executor 1.0`). Before, the children's tasks shared names and the replay mixed their
+    calls every run."""
+    source = capture(tmp_path, POOLS_IN_PROCESSES)
+    tasks = {event["origin"]["poolTask"] for event in CaptureReader(source) if event["type"] == "tool_call"}
+    assert len(tasks) == 9 and {task.split("/")[0] for task in tasks} == {"process 1", "process 2", "process 3"}
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 3
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
