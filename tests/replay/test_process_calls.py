@@ -254,3 +254,56 @@ def test_the_pools_of_different_processes_have_tasks_of_their_own(tmp_path):
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["liveValues"] == []
         assert program_output(done.stderr) == captured
+
+
+PROCESS_TREE = """
+import multiprocessing, os, random, time, uuid
+import openwop_cli as wop
+
+STARTED = uuid.uuid4().hex[:8]  # read again, at import, by every spawned process: before it knows which it is
+
+@wop.tool
+def step(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def leaf(owner, queue):
+    time.sleep(random.random() / 20)  # which process reaches wop first changes from run to run
+    queue.put((owner, STARTED, step(owner)))
+
+def branch(owner, queue):
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    leaves = context.Queue()
+    children = [context.Process(target=leaf, args=(f"{owner}.{number}", leaves)) for number in range(2)]
+    for process in children:
+        process.start()
+    found = sorted(leaves.get(timeout=60) for _ in children)
+    for process in children:
+        process.join()
+    queue.put((owner, STARTED, step(owner), found))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    queue = context.Queue()
+    children = [context.Process(target=branch, args=(owner, queue)) for owner in "AB"]
+    for process in children:
+        process.start()
+    print(*sorted(queue.get(timeout=60) for _ in children), sep="\\n")
+    for process in children:
+        process.join()
+"""
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_a_tree_of_processes_is_served_each_its_own_calls_and_values(tmp_path, start_method):
+    """Each child starts children of its own; a spawned process reads the clock and uuids while it imports the main
+    module, before its Process object (its identity) reaches it. Before, such a read paired it with a recorded process
+    by argv and order alone, and the replay served siblings each other's calls most runs."""
+    env = {"START_METHOD": start_method}
+    source = capture(tmp_path, PROCESS_TREE, env=env)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 2
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
