@@ -360,9 +360,9 @@ def _program_problem(program: dict[str, Any] | None) -> str | None:
         if problem is None and process.get("argv") is not None:
             problem = strings_problem(process["argv"], f"{where}.argv")
         if problem is None and process.get("mpIdentity") is not None:
-            problem = next((f"field {where}.mpIdentity[{index}] must be a non-negative integer"
+            problem = next((f"field {where}.mpIdentity[{index}] must be an integer"
                             for index, number in enumerate(process["mpIdentity"])
-                            if type(number) is not int or not 0 <= number <= MAX_INT), None)
+                            if type(number) is not int or not -MAX_INT <= number <= MAX_INT), None)
         if problem is not None:
             return problem
     workflow = program.get("workflow")

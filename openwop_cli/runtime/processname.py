@@ -1,14 +1,17 @@
-"""Which multiprocessing.Process this process is, told the same way in every run.
+"""Which process of the program this one is, told the same way in every run.
 
-A Process is numbered by its parent in the order the program starts them: its `_identity` is (2,)
-for the second Process the main process started, (2, 1) for that one's first. Its pid, and the
-order its siblings reach wop, change from run to run, and spawned siblings share their argv; so a
-capture notes each recorded process's identity (the channel's `mpIdentity` message) and a replay
-pairs today's processes with the recorded ones by it.
+A process's identity is its place in the tree of processes the program starts, numbered by each
+parent in start order: (2,) for the second multiprocessing.Process the main process started, (2, 1)
+for that one's first, as multiprocessing numbers them. A process os.fork() made is numbered
+negatively among its parent's forks: (-3,) for the main process's third, and (-3, 1) for the first
+Process that one starts (which multiprocessing, continuing its parent's count, would number like
+one of the main process's). Its pid, and the order its siblings reach wop, change from run to run,
+and siblings share their argv; so a capture notes each recorded process's identity (the channel's
+`mpIdentity` message) and a replay pairs today's processes with the recorded ones by it.
 
-A spawned (or forkserver) process imports the program's main module before its Process object, and
-so its identity, reaches it: a read at import would pair it by argv and order alone. So its parent
-adds the identity to the preparation data it sends first, and the child takes it from there.
+A spawned (or forkserver) process imports the program's main module before its Process object
+reaches it: a read at import would pair it by argv and order alone. So its parent adds the
+identity to the preparation data it sends first, and the child takes it from there.
 """
 
 import functools
@@ -16,33 +19,59 @@ import os
 import threading
 from typing import Any
 
-_started: list[Any] = [None]  # (pid, identity) of the Process that began running in this process
+_mine: list[Any] = [None]  # (pid, identity) of this process, once known
+_forks = [0, None]  # how many times this process forked; the identity of the child of the fork under way
 _starting = threading.local()  # the identity of the Process this thread is starting
 _PREPARATION_KEY = "wopIdentity"  # in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
 
 
+def identity() -> list[int] | None:
+    """This process's identity, or None for a process the program did not start as a Process or by a fork (the main
+    one, one started by subprocess)."""
+    mine = _mine[0]
+    return mine[1] if mine is not None and mine[0] == os.getpid() else None
+
+
+def note_forks() -> None:
+    """Number this process's forks (os.fork, and a fork start method's Process starts), each child noting its own."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def _before_fork() -> None:
+    _forks[0] += 1
+    _forks[1] = [*(identity() or []), -_forks[0]]
+
+
+def _after_fork_in_child() -> None:
+    _mine[0] = (os.getpid(), _forks[1])
+    _forks[0] = 0
+
+
 def note_started_processes(module: Any) -> None:
-    """multiprocessing.process: note the identity of each Process as it begins running (whatever the start method;
-    a process forked by other means keeps its parent's Process object, so the pid says whose it is)."""
-    bootstrap = module.BaseProcess._bootstrap
-
-    @functools.wraps(bootstrap)
-    def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _started[0] = (os.getpid(), [number for number in self._identity if type(number) is int])
-        return bootstrap(self, *args, **kwargs)
-
-    module.BaseProcess._bootstrap = noting_bootstrap
-    start = module.BaseProcess.start
+    """multiprocessing.process: a Process's identity is its parent's and its number among the Processes its parent
+    started; it is noted as the Process begins running (a fork start method's child, started by this very thread,
+    finds it in _starting)."""
+    bootstrap, start = module.BaseProcess._bootstrap, module.BaseProcess.start
 
     @functools.wraps(start)
     def noting_start(self: Any) -> None:
-        _starting.identity = list(self._identity)
+        _starting.identity = [*(identity() or []), self._identity[-1]]
         try:
             start(self)
         finally:
             _starting.identity = None
 
-    module.BaseProcess.start = noting_start
+    @functools.wraps(bootstrap)
+    def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
+        told = getattr(_starting, "identity", None)
+        if told is not None:
+            _mine[0] = (os.getpid(), told)
+        elif identity() is None:  # started by a parent wop does not run in
+            _mine[0] = (os.getpid(), [number for number in self._identity if type(number) is int])
+        return bootstrap(self, *args, **kwargs)
+
+    module.BaseProcess.start, module.BaseProcess._bootstrap = noting_start, noting_bootstrap
 
 
 def carry_identity(module: Any) -> None:
@@ -62,13 +91,7 @@ def carry_identity(module: Any) -> None:
     def noting_prepare(data: Any, *args: Any, **kwargs: Any) -> Any:
         told = data.get(_PREPARATION_KEY) if isinstance(data, dict) else None
         if isinstance(told, list) and all(type(number) is int for number in told):
-            _started[0] = (os.getpid(), told)
+            _mine[0] = (os.getpid(), told)
         return prepare(data, *args, **kwargs)
 
     module.get_preparation_data, module.prepare = data_with_identity, noting_prepare
-
-
-def identity() -> list[int] | None:
-    """This process's multiprocessing identity, or None when it was not started as a multiprocessing.Process."""
-    started = _started[0]
-    return started[1] if started is not None and started[0] == os.getpid() else None

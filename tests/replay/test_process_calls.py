@@ -307,3 +307,58 @@ def test_a_tree_of_processes_is_served_each_its_own_calls_and_values(tmp_path, s
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["liveValues"] == []
         assert program_output(done.stderr) == captured
+
+
+FORKS = """
+import multiprocessing, os, random, time
+import openwop_cli as wop
+
+@wop.tool
+def work(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def in_process(owner, queue):
+    queue.put(work(owner))
+
+def started(owner):
+    queue = multiprocessing.Queue()
+    process = multiprocessing.Process(target=in_process, args=(owner, queue))
+    process.start()
+    found = queue.get(timeout=60)
+    process.join()
+    return found
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method(os.environ["START_METHOD"])
+    read, write = os.pipe()
+    forked = []
+    for number in range(3):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(random.random() / 20)  # which child reaches wop first changes from run to run
+            line = f"fork {number} {work(f'fork {number}')} {started(f'process of fork {number}')}\\n"
+            os.write(write, line.encode())
+            os._exit(0)
+        forked.append(pid)
+    os.close(write)
+    for pid in forked:
+        os.waitpid(pid, 0)
+    print(*sorted(os.read(read, 1 << 16).decode().splitlines()), sep="\\n")
+    print(started("process of main"))
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_forked_children_are_told_apart_by_their_place_under_their_parent(tmp_path, start_method):
+    """os.fork children share their argv and reach wop in any order; each starts a Process whose multiprocessing
+    identity, (1,), is also that of the Process main starts. Before, the forks were paired first come, and the
+    Processes by that identity, most runs wrongly."""
+    env = {"START_METHOD": start_method}
+    source = capture(tmp_path, FORKS, env=env)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 4
+    for number in range(3):
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
