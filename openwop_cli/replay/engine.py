@@ -30,6 +30,7 @@ from openwop_cli.replay.divergence import (
 )
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
+from openwop_cli.runtime.pooltasks import moves_between_processes
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.state.reducers import legacy_reducer, unwrapped
 
@@ -94,12 +95,14 @@ class ReplayEngine:
             self._origins_by_name.setdefault(key[1:], []).append(number)
         pool_tasks = source.pool_task_origins
         for unit in range(count):
-            if unit not in source.borrowed:  # another process's pool task: served only to a worker running that task
-                self._by_key.setdefault(source.keys[unit], []).append(unit)
+            kind_and_name = _kind_and_name(source.kinds[unit], source.names[unit])
             task = pool_tasks.get(source.origins[unit]) if pool_tasks else None
+            if task is None or not moves_between_processes(task):  # a process pool's: only for the worker running it
+                self._by_key.setdefault(source.keys[unit], []).append(unit)
+                self._by_kind.setdefault(kind_and_name, []).append(unit)
             if task is not None:
                 self._by_key.setdefault((source.keys[unit], task), []).append(unit)
-            self._by_kind.setdefault(_kind_and_name(source.kinds[unit], source.names[unit]), []).append(unit)
+                self._by_kind.setdefault((kind_and_name, task), []).append(unit)
             queue = self._origin_units.setdefault(source.origins[unit], [])
             self._unit_position[unit] = len(queue)
             queue.append(unit)
@@ -130,9 +133,10 @@ class ReplayEngine:
             return Match(None, live=True, **override)
         return self._unmatched(kind, data, override, live_if_unrecorded)
 
-    def _keys(self, key: int) -> tuple[Any, ...]:
-        """Where to look for a call's recorded unit: a pool task's own calls first (whichever worker runs it), then
-        any of this process with its content (a task numbered differently today: submitted from racing threads)."""
+    def _keys(self, key: Any) -> tuple[Any, ...]:
+        """Where to look for a call's recorded unit (by content, or by kind for the closest): a pool task's own calls
+        first (whichever worker runs it), then any of this process's own threads (a thread pool's task numbered
+        differently today: submitted from racing threads); never another process pool task's."""
         if self.source.pool_task_origins:
             task = self.caller_pool_task()
             if task is not None:
@@ -334,7 +338,8 @@ class ReplayEngine:
     def _closest(self, kind: int, name: str | None) -> int | None:
         """The recorded unit a call with no exact match was meant to be: the next call of the caller's own thread/task
         when it is to the same tool or channel; else the first unserved one of that tool or channel."""
-        first = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(kind, name))
+        first = next((unit for unit in (self._first_unconsumed(self._by_kind, self._kind_start, key)
+                                        for key in self._keys(_kind_and_name(kind, name))) if unit is not None), None)
         if first is None or kind == KIND_LLM or self.caller_origin is None:
             return first
         for origin in self._origins_by_name.get(origin_key(self.caller_origin())[1:], ()):
@@ -352,7 +357,9 @@ class ReplayEngine:
         return self.source.request_seqs[start] if start < count else max(self.source.event_count - 1, 0)
 
     def _first_unconsumed_any(self) -> int | None:
-        candidates = [self._first_unconsumed(self._by_kind, self._kind_start, kind) for kind in list(self._by_kind)]
+        task = self.caller_pool_task() if self.source.pool_task_origins else None
+        kinds = [kind for kind in self._by_kind if type(kind[0]) is int or kind[1] == task]
+        candidates = [self._first_unconsumed(self._by_kind, self._kind_start, kind) for kind in kinds]
         present = [unit for unit in candidates if unit is not None]
         return min(present, key=lambda unit: self.source.request_seqs[unit]) if present else None
 

@@ -76,7 +76,6 @@ class ReplaySource:
         self.groups = array("i")
         self.origin_ids: dict[tuple, int] = {}  # origin_key → origin id
         self.pool_task_origins: dict[int, str] = {}  # origin id → the pool task it stands for
-        self.borrowed: set[int] = set()  # units another recorded process made, kept for the pool task that made them
         self.edits: dict[int, list[Any]] = {}
         self.ambient: dict[tuple, list[int]] = {}
         self.declarations: list[tuple[int, str, Any]] = []  # (seq, channel, declaration) of wop.state.declare
@@ -199,8 +198,7 @@ class ReplaySource:
                     self._note_declaration(event, line)
                     continue
             origin = event.get("origin") or {}
-            borrowed = self.only_pid is not None and origin.get("pid") != self.only_pid
-            if borrowed and not served_to_any_process(origin):
+            if self.only_pid is not None and origin.get("pid") != self.only_pid and not served_to_any_process(origin):
                 continue
             if kind == KIND_AMBIENT:
                 if self.keyed:
@@ -218,8 +216,6 @@ class ReplaySource:
             self.result_seqs.append(-1)
             self.origins.append(self._origin_id(origin))
             self.groups.append(group)
-            if borrowed:
-                self.borrowed.add(unit)
             if kind in (KIND_TOOL, KIND_LLM):
                 pending[data.get("callId")] = unit
                 open_calls += 1

@@ -362,3 +362,37 @@ def test_forked_children_are_told_apart_by_their_place_under_their_parent(tmp_pa
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["liveValues"] == []
         assert program_output(done.stderr) == captured
+
+
+CHANGED_TASK = """
+import multiprocessing, random, time
+import openwop_cli as wop
+
+@wop.tool
+def lookup(order):
+    return f"{order}:{random.randint(0, 10**9)}"
+
+def task(number):
+    time.sleep(random.random() / 20)
+    if number == 2:
+        return "skipped"
+    return lookup(f"A-{number}")
+
+if __name__ == "__main__":
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print(*pool.map(task, range(4), chunksize=1), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("policy", ["--strict", "--lenient"])
+def test_a_call_a_pool_task_did_not_make_is_reported_as_unexpected_not_as_another_tasks(tmp_path, policy):
+    """Today task 2 makes a call where the capture's task 2 made none. Before, the report compared it with the first
+    recorded call of that tool of any pool task (another worker's, served there too), and a lenient replay served it
+    that task's answer."""
+    source = capture(tmp_path, CHANGED_TASK)
+    changed = CHANGED_TASK.replace('return "skipped"', 'return lookup("new")')
+    (tmp_path / "agent.py").write_text(textwrap.dedent(changed))
+    done, report = replay(tmp_path, source, policy)
+    assert done.returncode == 1, done.stderr
+    assert [divergence["code"] for divergence in report["divergences"]] == ["event_unexpected"]
+    assert report["divergences"][0]["observed"]["data"]["args"] == {"order": "new"}
