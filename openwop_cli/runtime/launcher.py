@@ -164,7 +164,7 @@ def run_captured(
         failure = launch.failed_start
         return capture.finish(started, 127, f"cannot run {argv[0]}: {failure.strerror or failure}")
     hooks.program_started(launch.child)
-    returncode = _wait_for_child(launch.child, launch.tail)
+    returncode = launch.wait()
     capture.stop_collecting(LATE_PROCESS_GRACE_SECONDS)
     exit_code, reason = _exit_status(returncode)
     outcome = capture.finish(started, exit_code, reason)
@@ -178,7 +178,8 @@ class ChildLaunch:
 
     Started gated (a command wop's own Python runs: its bootstrap waits for the parent's go before anything of the
     program's runs), it can start before the capture is set up, and a launch whose capture cannot be made is
-    cancelled before the program ran."""
+    cancelled before the program ran. From its start to its end, the signals meant for it are passed on
+    (_SignalsPassedOn)."""
 
     def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
                  extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool) -> None:
@@ -195,6 +196,7 @@ class ChildLaunch:
         self._stdin = subprocess.DEVNULL if quiet else None
         self.child: Any = None
         self.failed_start: OSError | None = None
+        self._passed_on: _SignalsPassedOn | None = None
 
     def made_for(self, argv: list[str], options: dict[str, Any]) -> bool:
         """True when this launch is the one ChildLaunch(argv, **options) would make."""
@@ -207,12 +209,24 @@ class ChildLaunch:
             self.child = _start_child(self.argv, env, self._stdout, self.tail, self._stdin)
         except OSError as exc:
             self.failed_start = exc
+            return
+        self._passed_on = _SignalsPassedOn(self.child)
+
+    def wait(self) -> int:
+        """Wait until the command ends; its return code (negative: signal)."""
+        try:
+            return self.child.wait()
+        finally:
+            if self.tail is not None:
+                self.tail.join()
+            self._passed_on.restore()
 
     def cancel(self) -> None:
         """End a command that must not run (it is still waiting for its go) and remove the listener."""
         if self.child is not None:
             self.child.kill()
             self.child.wait()
+            self._passed_on.restore()
         self.listener.remove()
 
 
@@ -309,7 +323,7 @@ def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_Stde
     With tail, the child's stderr is followed and its last lines are kept (and echoed to ours unless the tail is
     quiet); when its stdout goes to our stderr too (stdout is sys.stderr), both travel one pipe so their lines
     keep their order. Without a controlling terminal, a child started from the main thread (which passes signals on:
-    _wait_for_child) gets a process group of its own, so a signal sent to ours reaches it once, passed on by us,
+    _SignalsPassedOn) gets a process group of its own, so a signal sent to ours reaches it once, passed on by us,
     and not a second time directly; with one, it stays in ours for the terminal's job control (Ctrl-Z, fg)."""
     merged = tail is not None and stdout is sys.stderr
     own_group = (hasattr(os, "killpg") and threading.current_thread() is threading.main_thread()
@@ -322,35 +336,36 @@ def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_Stde
     return child
 
 
-def _wait_for_child(child: Any, tail: "_StderrTail | None") -> int:
-    """Pass on signals meant for the child (from the main thread) until it ends; its return code (negative:
-    signal). A child with a process group of its own (see _start_child) gets them as the group it leads, as if they
-    had been sent to ours; one in ours gets them from us, but for the terminal's (Ctrl-C, a hang-up), which it got
-    with us when we are in the terminal's foreground."""
-    in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
-    previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS} if in_main_thread else {}
-    leads_a_group = _leads_a_group(child.pid)
+class _SignalsPassedOn:
+    """While a child runs, the signals meant for it (FORWARDED_SIGNALS) passed on from the main thread, the only one
+    that may set handlers. A child with a process group of its own (see _start_child) gets them as the group it
+    leads, as if they had been sent to ours; one in ours gets them from us, but for the terminal's (Ctrl-C, a
+    hang-up), which it got with us when we are in the terminal's foreground."""
 
-    def forward(signum: int, _frame: Any) -> None:
-        try:
-            if leads_a_group:
-                os.killpg(child.pid, signum)
-            elif signum in TERMINAL_SIGNALS and _terminal_foreground():
-                return
-            else:
-                child.send_signal(signum)
-        except OSError:  # it has ended
-            pass
+    def __init__(self, child: Any) -> None:
+        self._previous: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        leads_a_group = _leads_a_group(child.pid)
 
-    for signum in previous:
-        signal.signal(signum, forward)
-    try:
-        return child.wait()
-    finally:
-        if tail is not None:
-            tail.join()
-        for signum, handler in previous.items():
+        def forward(signum: int, _frame: Any) -> None:
+            try:
+                if leads_a_group:
+                    os.killpg(child.pid, signum)
+                elif signum in TERMINAL_SIGNALS and _terminal_foreground():
+                    return
+                else:
+                    child.send_signal(signum)
+            except OSError:  # it has ended
+                pass
+
+        self._previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
+
+    def restore(self) -> None:
+        """Put the handlers back (once the child has ended)."""
+        for signum, handler in self._previous.items():
             signal.signal(signum, handler)
+        self._previous = {}
 
 
 class _StderrTail:

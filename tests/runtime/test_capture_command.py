@@ -1,5 +1,6 @@
 """`wop capture -- CMD` end to end: real child processes, real captures, read back with the real reader."""
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -123,11 +124,12 @@ COUNTS_ITS_SIGNALS = """
     signal.set_wakeup_fd(write_end)
     signal.signal(getattr(signal, sys.argv[1]), lambda signum, _frame: None)
     for _ in range(int(sys.argv[2])):
-        print("ready", flush=True)
+        print("ready", os.getpid(), flush=True)
         received = b""
-        while not received:  # on the CPU, not asleep: a signal is delivered at once, not merged with one after it
+        for _ in range(30_000_000):  # on the CPU, not asleep: a signal is delivered at once, not merged with another
             try:
                 received = os.read(read_end, 100)
+                break
             except BlockingIOError:
                 pass
         time.sleep(0.3)  # a second delivery would have come by now
@@ -143,17 +145,22 @@ ROUNDS = 5
 def signals_received(wop: subprocess.Popen, send: Any) -> list[str]:
     """Send a signal ROUNDS times (send()) to a `wop capture` of COUNTS_ITS_SIGNALS; how many its program got each
     time."""
-    counts = []
+    counts, program = [], None
     try:
         for _ in range(ROUNDS):
-            assert wop.stdout.readline().strip() == "ready"
+            ready, program = wop.stdout.readline().split()
+            assert ready == "ready"
             send()
             counts.append(wop.stdout.readline().strip())
         assert wop.wait(timeout=30) == 0
-    finally:
+    except BaseException:
         if wop.poll() is None:
             os.killpg(wop.pid, signal.SIGKILL)
-            wop.wait()
+        with contextlib.suppress(OSError, TypeError):  # the program, in a process group of its own, outlives wop's
+            if "counts.py" in Path(f"/proc/{program}/cmdline").read_text(errors="replace"):
+                os.kill(int(program), signal.SIGKILL)
+        wop.wait()
+        raise
     return counts
 
 
