@@ -8,6 +8,7 @@ determinism score. The replay is written as a new capture linked to its source.
 """
 
 import os
+import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -208,14 +209,19 @@ class ReplayAccount:
             self._ender.start()
 
     def _end_program(self) -> None:
+        """End the program's processes: its main one and every one it started (left running, they would outlive the
+        replay)."""
         if self._program.poll() is not None:
             return
         self._ended_program = True
+        started = _descendants(self._program.pid)
         self._program.terminate()
+        _signal(started, signal.SIGTERM)
         try:
             self._program.wait(3)
         except subprocess.TimeoutExpired:
             self._program.kill()
+        _signal(_still_running(started), signal.SIGKILL)
 
     def started(self, sink: "CaptureSink") -> None:
         self._run_id = sink.manifest.get("runId", "")
@@ -493,3 +499,47 @@ def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
         if today != pin.get("sha256"):
             changed.append({"path": path, "recorded": pin.get("sha256"), "today": today})
     return changed
+
+
+def _descendants(pid: int) -> dict[int, bytes]:
+    """The processes pid started and theirs, each with its start time (Linux's /proc; elsewhere none are found)."""
+    children: dict[int, list[tuple[int, bytes]]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat is not None:
+                children.setdefault(int(stat[1]), []).append((int(entry), stat[19]))
+    found: dict[int, bytes] = {}
+    parents = [pid]
+    while parents:
+        for child, started in children.get(parents.pop(), ()):
+            found[child] = started
+            parents.append(child)
+    return found
+
+
+def _still_running(processes: dict[int, bytes]) -> dict[int, bytes]:
+    """Those of processes still there (the same process: a pid freed meanwhile may be another's)."""
+    still = {}
+    for pid, started in processes.items():
+        stat = _stat(pid)
+        if stat is not None and stat[19] == started:
+            still[pid] = started
+    return still
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, …, start time at 19), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _signal(processes: dict[int, bytes], signum: int) -> None:
+    for pid in processes:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass

@@ -1,6 +1,8 @@
 """Tool and LLM calls made in other processes: a pool task is served its own recorded calls by whichever worker runs
 it, and each multiprocessing.Process (or forked child) those of the recorded process it stands for."""
 
+import os
+import signal
 import textwrap
 
 import pytest
@@ -396,3 +398,57 @@ def test_a_call_a_pool_task_did_not_make_is_reported_as_unexpected_not_as_anothe
     assert done.returncode == 1, done.stderr
     assert [divergence["code"] for divergence in report["divergences"]] == ["event_unexpected"]
     assert report["divergences"][0]["observed"]["data"]["args"] == {"order": "new"}
+
+
+WAITING_CHILD = """
+import multiprocessing, os, random
+import openwop_cli as wop
+
+@wop.tool
+def work(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def first(done, results):
+    results.put(work("A-1"))
+    done.set()
+
+def second(done, results):
+    with open("second.pid", "w") as file:
+        file.write(str(os.getpid()))
+    results.put(work("B"))
+    done.wait()  # for ever, once the replay has stopped `first`
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    done, results = context.Event(), context.Queue()
+    processes = [context.Process(target=target, args=(done, results)) for target in (second, first)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    print(sorted(results.get() for _ in processes))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process table in /proc")
+def test_the_processes_of_a_program_the_strict_replay_ended_are_ended_too(tmp_path):
+    """The replay stops `first`; `second` waits for it for ever, and the program joins `second`. Ending the program's
+    main process alone left `second` running after the replay had finished (a stray process in CI)."""
+    source = capture(tmp_path, WAITING_CHILD)
+    (tmp_path / "agent.py").write_text(textwrap.dedent(WAITING_CHILD.replace('work("A-1")', 'work("A-2")')))
+    done, report = replay(tmp_path, source, "--strict")
+    assert done.returncode == 1, done.stderr
+    assert [note["code"] for note in report["notes"]] == ["program_ended_after_stop"]
+    second = int((tmp_path / "second.pid").read_text())
+    running = _running(second)
+    if running:
+        os.kill(second, signal.SIGKILL)
+    assert not running
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
