@@ -423,10 +423,11 @@ class ReplayHooks(ReplayAccount, RunHooks):
             return {"recordedPid": self._recorded_pid(pair)}
         return None
 
-    def _recorded_pid(self, today: dict[str, Any]) -> Any:
+    def _recorded_pid(self, today: dict[str, Any], take: bool = True) -> Any:
         """The recorded process a process of today's run stands for: among the children of the one its parent stands
         for (the program's own for the program), the one with its multiprocessing identity, else its argv, else the
-        first not taken; each recorded process is taken once."""
+        first not taken; each recorded process is taken once. take=False: only say which, for a parent known by its
+        hello alone (its identity may not be known yet: it takes its place when it asks)."""
         pid = today.get("pid")
         if pid in self._paired:
             return self._paired[pid]
@@ -437,7 +438,7 @@ class ReplayHooks(ReplayAccount, RunHooks):
             return None
         identity, argv = today.get("mpIdentity"), today.get("argv")
         if identity:  # unique in a run, whichever process (a forkserver) started it
-            found = self._take(pid, [process for process in processes if process.get("mpIdentity") == identity])
+            found = self._take(pid, [process for process in processes if process.get("mpIdentity") == identity], take)
             if found is not None:
                 return found
         parent = today.get("ppid")
@@ -445,21 +446,22 @@ class ReplayHooks(ReplayAccount, RunHooks):
             recorded_pids = {process.get("pid") for process in processes}
             siblings = [process for process in processes if process.get("ppid") not in recorded_pids]
         elif parent in self._today and parent != pid:
-            standing_for = self._recorded_pid(self._today[parent])
+            standing_for = self._recorded_pid(self._today[parent], take=False)
             siblings = [process for process in processes if process.get("ppid") == standing_for]
         else:
             siblings = []
-        found = self._take(pid, [process for process in (*siblings, *processes) if process.get("argv") == argv])
+        found = self._take(pid, [process for process in (*siblings, *processes) if process.get("argv") == argv], take)
         if found is None:
-            found = self._take(pid, [*siblings, *processes])
+            found = self._take(pid, [*siblings, *processes], take)
         return -1 if found is None else found
 
-    def _take(self, pid: Any, candidates: list[dict[str, Any]]) -> Any:
-        """The first candidate's recorded pid not taken yet (now taken, by pid), or None."""
+    def _take(self, pid: Any, candidates: list[dict[str, Any]], take: bool) -> Any:
+        """The first candidate's recorded pid not taken yet (now taken, by pid, when take), or None."""
         for process in candidates:
             if process.get("pid") not in self._assigned:
-                self._assigned.add(process.get("pid"))
-                self._paired[pid] = process.get("pid")
+                if take:
+                    self._assigned.add(process.get("pid"))
+                    self._paired[pid] = process.get("pid")
                 return process.get("pid")
         return None
 

@@ -452,3 +452,51 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except OSError:
         return False
+
+
+SUBPROCESS_FIRST = """
+import multiprocessing, random, subprocess, sys
+import openwop_cli as wop
+
+@wop.tool
+def work(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def child(owner, queue):  # its first recorded call comes after its own child's
+    found = subprocess.run([sys.executable, "tool.py", owner], capture_output=True, text=True).stdout.strip()
+    queue.put((owner, found, work(owner)))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [context.Process(target=child, args=(owner, queue)) for owner in "ABC"]
+    for process in children:
+        process.start()
+    print(*sorted(queue.get(timeout=60) for _ in children), sep="\\n")
+    for process in children:
+        process.join()
+"""
+
+
+def test_a_process_whose_child_reaches_wop_first_is_still_paired_by_its_identity(tmp_path):
+    """Each spawned Process runs a Python subprocess before its own first call: the subprocess asks for its pairing
+    first, while wop knows its parent only by argv. Before, that pairing took the parent's for good (by argv and order),
+    and the parent, asking later with its identity, got a sibling's recorded calls."""
+    (tmp_path / "tool.py").write_text(textwrap.dedent("""
+        import random, sys
+        import openwop_cli as wop
+
+        @wop.tool
+        def sub_work(owner):
+            return f"{owner}:{random.randint(0, 10**9)}"
+
+        print(sub_work(sys.argv[1]))
+    """))
+    source = capture(tmp_path, SUBPROCESS_FIRST)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 3
+    for number in range(2):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False
+        assert program_output(done.stderr) == captured
