@@ -54,7 +54,8 @@ _VALUES = (
     (r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", r"eyJ[A-Za-z0-9_-]{4,}\.eyJ"),
     (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
      r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
-    (r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@:]*:)[^\s/@]+(?=@)", r"://[^\s/@]*:[^\s/@]*@"),
+    # a scheme is at most 32 characters here: unbounded, a long run of letters was scanned again from each of them
+    (r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s/@:]*:)[^\s/@]+(?=@)", r"://[^\s/@]*:[^\s/@]*@"),
     # a labelled value (`password=…`, `"client_secret": "…"`) and a flag's (`--token X`): one prefilter for both
     (rf"(?P<keep>(?i:{_SECRET_WORD})[\\\"']*[ \t]*[:=][ \t]*[\\\"']*)(?P<value>[^\s\\\"',;&<>(){{}}\[\]]{{4,}})"
      r"(?=[\s\\\"',;&<>]|\Z)",
