@@ -450,10 +450,15 @@ class ReplayHooks(ReplayAccount, RunHooks):
             siblings = [process for process in processes if process.get("ppid") == standing_for]
         else:
             siblings = []
-        found = self._take(pid, [process for process in (*siblings, *processes) if process.get("argv") == argv], take)
-        if found is None:
-            found = self._take(pid, [*siblings, *processes], take)
-        return -1 if found is None else found
+        candidates = (*siblings, *processes)
+        alike = [process for process in candidates if bool(process.get("mpIdentity")) == bool(identity)]
+        for pool in (alike, candidates):  # a process that is no Process (a forkserver) never takes a Process's place
+            found = self._take(pid, [process for process in pool if process.get("argv") == argv], take)
+            if found is None:
+                found = self._take(pid, pool, take)
+            if found is not None:
+                return found
+        return -1
 
     def _take(self, pid: Any, candidates: list[dict[str, Any]], take: bool) -> Any:
         """The first candidate's recorded pid not taken yet (now taken, by pid, when take), or None."""
