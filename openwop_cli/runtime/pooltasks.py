@@ -4,7 +4,7 @@ A multiprocessing.Pool (or ThreadPool), a ProcessPoolExecutor or a ThreadPoolExe
 task to whichever worker is free, so which worker runs which task changes from run to run, while
 the tasks themselves are numbered by the process that submits them, in submit order. While a
 worker runs one, its events name it in `origin.poolTask` — `pool JOB.INDEX` (a Pool's job and
-chunk), `executor NUMBER.WORK_ID`, `threadpool JOB.INDEX` (a ThreadPool's) or `threads
+chunk), `executor NUMBER.WORK_ID`, `threadpool NUMBER.JOB.INDEX` (a ThreadPool's) or `threads
 NUMBER.CALL` (a ThreadPoolExecutor's) — and a replay serves a task's clock, uuid and random
 values, and its tool and LLM calls, to whichever worker runs it (replay.ambient, replay.engine).
 
@@ -12,7 +12,7 @@ A process pool's task may run in any of its worker processes; its name says whic
 it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the program started) unless
 that is the program's main process. A thread pool's task runs in the process that submitted it: its
 name is that process's (`threads …` and `threadpool …` are local to a process), or, submitted from
-within a pool task, that task's (`pool 0.1/threads 1.0`: executors numbered per task), so it moves
+within a pool task, that task's (`pool 0.1/threads 1.0`: thread pools numbered per task), so it moves
 with the task.
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
@@ -23,6 +23,7 @@ in one that notes the task each `get` returns (in the worker's thread).
 import functools
 import itertools
 import threading
+import weakref
 from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
@@ -34,6 +35,7 @@ _executors = itertools.count(1)  # 0: an executor made before wop was installed
 _LOCAL_TASKS = ("threads ", "threadpool ")  # run by threads of the process that submitted them
 _numbering = threading.Lock()
 _thread_executors: dict[str | None, Iterator[int]] = {}  # a submitting pool task (None: none) → its executors' count
+_thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 
 
 def moves_between_processes(pool_task: str) -> bool:
@@ -42,8 +44,24 @@ def moves_between_processes(pool_task: str) -> bool:
 
 
 def patch_pool(module: Any) -> None:
-    """multiprocessing.pool.worker: its tasks are (job, index, function, args, kwargs)."""
+    """multiprocessing.pool.worker: its tasks are (job, index, function, args, kwargs). A process Pool's job is
+    numbered by the process (multiprocessing's own count); a ThreadPool's, `threadpool N.J`, like an executor's."""
     _note_tasks(module, "worker", "pool", _pool_task)
+    for result in (module.ApplyResult, module.IMapIterator):  # a job: apply_async; map and starmap; imap
+        _name_thread_pool_jobs(module, result)
+
+
+def _name_thread_pool_jobs(module: Any, result: Any) -> None:
+    init = result.__init__
+
+    @functools.wraps(init)
+    def naming_init(self: Any, pool: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, pool, *args, **kwargs)
+        if isinstance(pool, module.ThreadPool):
+            self._wop_task = _numbered(pool, "threadpool")
+            _thread_pool_jobs[self._job] = self
+
+    ambient.replace(result, "__init__", naming_init)
 
 
 def patch_executor(module: Any) -> None:
@@ -69,16 +87,22 @@ def patch_thread_executor(module: Any) -> None:
 
     @functools.wraps(submit)
     def naming_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        within = current_pool_task()
-        with _numbering:
-            calls = self.__dict__.setdefault("_wop_calls", {}).get(within)
-            if calls is None:
-                number = next(_thread_executors.setdefault(within, itertools.count(1)))
-                calls = self._wop_calls[within] = (number, itertools.count())
-            name = f"threads {calls[0]}.{next(calls[1])}"
-        return submit(self, _as_task(fn, name if within is None else f"{within}/{name}"), *args, **kwargs)
+        return submit(self, _as_task(fn, _numbered(self, "threads")), *args, **kwargs)
 
     ambient.replace(module.ThreadPoolExecutor, "submit", naming_submit)
+
+
+def _numbered(pool: Any, kind: str) -> str:
+    """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
+    pool's number among those that task submitted to; under that task's name, so it moves with the task."""
+    within = current_pool_task()
+    with _numbering:
+        calls = pool.__dict__.setdefault("_wop_calls", {}).get(within)
+        if calls is None:
+            number = next(_thread_executors.setdefault(within, itertools.count(1)))
+            calls = pool._wop_calls[within] = (number, itertools.count())
+        name = f"{kind} {calls[0]}.{next(calls[1])}"
+    return name if within is None else f"{within}/{name}"
 
 
 def _as_task(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -102,37 +126,41 @@ def _note_tasks(module: Any, name: str, kind: str, task_number: Callable[[Any], 
 
     @functools.wraps(worker)
     def noting_worker(tasks: Any, *args: Any, **kwargs: Any) -> Any:
-        return worker(_Tasks(tasks, _worker_kind(kind), task_number), *args, **kwargs)
+        return worker(_Tasks(tasks, _task_naming(kind, task_number)), *args, **kwargs)
 
     ambient.replace(module, name, noting_worker, by_name=True)
 
 
-def _worker_kind(kind: str) -> str:
-    """How a worker's tasks are named: a ThreadPool's thread runs its process's own tasks; a process pool's worker
-    those its parent numbered, named after the parent unless that is the program's main process."""
+def _task_naming(kind: str, task_number: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """How a worker names the tasks it gets: a ThreadPool's thread by the name its job got when submitted; a process
+    pool's worker by the number its parent gave it, under the parent's name unless that is the program's main one."""
     if threading.current_thread() is not threading.main_thread():
-        return "threadpool"
+        return _thread_pool_task
     parent = (identity() or [])[:-1]
-    return f"process {'.'.join(map(str, parent))}/{kind}" if parent else kind
+    prefix = f"process {'.'.join(map(str, parent))}/{kind}" if parent else kind
+
+    def name(task: Any) -> str | None:
+        number = task_number(task)
+        return None if number is None else f"{prefix} {number}"
+
+    return name
 
 
 class _Tasks:
     """A worker's task queue that notes the task each `get` hands out (None: the worker is told to stop)."""
 
-    __slots__ = ("_queue", "_kind", "_task_number")
+    __slots__ = ("_queue", "_name")
 
-    def __init__(self, queue: Any, kind: str, task_number: Callable[[Any], str | None]) -> None:
+    def __init__(self, queue: Any, name: Callable[[Any], str | None]) -> None:
         self._queue = queue
-        self._kind = kind
-        self._task_number = task_number
+        self._name = name
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         task = self._queue.get(*args, **kwargs)
         finished = current_pool_task()
         if finished is not None:
             _thread_executors.pop(finished, None)
-        number = self._task_number(task)
-        set_pool_task(None if number is None else f"{self._kind} {number}")
+        set_pool_task(self._name(task))
         return task
 
     def __getattr__(self, name: str) -> Any:
@@ -141,6 +169,11 @@ class _Tasks:
 
 def _pool_task(task: Any) -> str | None:
     return f"{task[0]}.{task[1]}" if type(task) is tuple and len(task) == 5 else None
+
+
+def _thread_pool_task(task: Any) -> str | None:
+    job = _thread_pool_jobs.get(task[0]) if type(task) is tuple and len(task) == 5 else None
+    return None if job is None else f"{job._wop_task}.{task[1]}"
 
 
 def _executor_task(task: Any) -> str | None:

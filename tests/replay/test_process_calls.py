@@ -173,12 +173,12 @@ def part(owner, number):
 def parts(owner):
     time.sleep(random.random() / 20)  # which process, and which pool worker, gets going first changes every run
     with concurrent.futures.ThreadPoolExecutor(2) as executor:
-        return list(executor.map(part, [owner] * 3, range(3)))
+        found = list(executor.map(part, [owner] * 3, range(3)))
+    with multiprocessing.pool.ThreadPool(2) as pool:
+        return found + pool.starmap(part, [(owner, number) for number in range(3, 6)], chunksize=1)
 
 def child(owner, queue):
-    with multiprocessing.pool.ThreadPool(2) as pool:
-        more = pool.starmap(part, [(owner, number) for number in range(3, 6)], chunksize=1)
-    queue.put((owner, parts(owner) + more))
+    queue.put((owner, parts(owner)))
 
 if __name__ == "__main__":
     context = multiprocessing.get_context("spawn")
@@ -195,10 +195,10 @@ if __name__ == "__main__":
 
 
 def test_an_executors_threads_belong_to_the_process_or_pool_task_that_submits_to_them(tmp_path):
-    """Each Process, and each Pool task, runs a ThreadPoolExecutor (and a Process a ThreadPool) of its own: its tasks
-    belong to the process or pool task that submitted them. Before, every process's first executor's calls were
-    `threads 1.N` (and a ThreadPool's `pool 0.N`, like a process Pool's) for all processes, and the replay mixed the
-    processes' calls (out of order, or another process's results) every run."""
+    """Each Process, and each Pool task, runs a ThreadPoolExecutor and a ThreadPool of its own: their tasks belong to
+    the process or pool task that submitted them. Before, every process's first executor's calls were `threads 1.N`
+    (and a ThreadPool's `pool J.N`, J counting the jobs of the worker's earlier tasks, like a process Pool's) for all
+    processes, and the replay mixed the processes' calls (out of order, or another process's results) every run."""
     source = capture(tmp_path, THREADS_IN_PROCESSES)
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 6
