@@ -13,6 +13,16 @@ from tests.runtime.test_ambient import capture, program_output, replay
 
 pytest.importorskip("openai")
 
+
+def assert_replays_exactly(tmp_path, source, captured: list[str], env: dict | None = None, times: int = 3) -> None:
+    """Strict replays of source, times over, each reproducing the captured output with no divergence and no live
+    value."""
+    for number in range(times):
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert program_output(done.stderr) == captured
+
 POOL_CALLS = """
 import concurrent.futures, multiprocessing, multiprocessing.pool, os, random, time
 import openai
@@ -202,11 +212,7 @@ def test_an_executors_threads_belong_to_the_process_or_pool_task_that_submits_to
     source = capture(tmp_path, THREADS_IN_PROCESSES)
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 6
-    for number in range(3):
-        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["liveValues"] == []
-        assert program_output(done.stderr) == captured
+    assert_replays_exactly(tmp_path, source, captured)
 
 
 POOLS_IN_PROCESSES = """
@@ -251,11 +257,7 @@ def test_the_pools_of_different_processes_have_tasks_of_their_own(tmp_path):
     assert len(tasks) == 9 and {task.split("/")[0] for task in tasks} == {"process 1", "process 2", "process 3"}
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 3
-    for number in range(3):
-        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["liveValues"] == []
-        assert program_output(done.stderr) == captured
+    assert_replays_exactly(tmp_path, source, captured)
 
 
 PROCESS_TREE = """
@@ -304,11 +306,7 @@ def test_a_tree_of_processes_is_served_each_its_own_calls_and_values(tmp_path, s
     source = capture(tmp_path, PROCESS_TREE, env=env)
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 2
-    for number in range(3):
-        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["liveValues"] == []
-        assert program_output(done.stderr) == captured
+    assert_replays_exactly(tmp_path, source, captured, env)
 
 
 FORKS = """
@@ -359,11 +357,7 @@ def test_forked_children_are_told_apart_by_their_place_under_their_parent(tmp_pa
     source = capture(tmp_path, FORKS, env=env)
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 4
-    for number in range(3):
-        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{number}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["liveValues"] == []
-        assert program_output(done.stderr) == captured
+    assert_replays_exactly(tmp_path, source, captured, env)
 
 
 CHANGED_TASK = """
