@@ -13,7 +13,9 @@ it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the progr
 that is the program's main process. A thread pool's task runs in the process that submitted it: its
 name is that process's (`threads …` and `threadpool …` are local to a process), or, submitted from
 within a pool task, that task's (`pool 0.1/threads 1.0`: thread pools numbered per task), so it moves
-with the task.
+with the task. A call submitted while a recorded call is open (inside a tool's body, an HTTP
+client's name lookup during an LLM call) is part of that call, not a task: a replay, serving the
+call, does not make it, and numbering it would shift the program's tasks.
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -27,14 +29,15 @@ import weakref
 from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
+from openwop_cli.runtime.callsite import opening_site
 from openwop_cli.runtime.processname import identity
-from openwop_cli.runtime.session import current_pool_task, set_pool_task
+from openwop_cli.runtime.session import current_pool_task, inside_boundary, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
 _LOCAL_TASKS = ("threads ", "threadpool ")  # run by threads of the process that submitted them
 _numbering = threading.Lock()
-_thread_executors: dict[str | None, Iterator[int]] = {}  # a submitting pool task (None: none) → its executors' count
+_thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}  # pool task → submitter → executors' count
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 
 
@@ -57,7 +60,7 @@ def _name_thread_pool_jobs(module: Any, result: Any) -> None:
     @functools.wraps(init)
     def naming_init(self: Any, pool: Any, *args: Any, **kwargs: Any) -> None:
         init(self, pool, *args, **kwargs)
-        if isinstance(pool, module.ThreadPool):
+        if isinstance(pool, module.ThreadPool) and not inside_boundary():
             self._wop_task = _numbered(pool, "threadpool")
             _thread_pool_jobs[self._job] = self
 
@@ -87,6 +90,8 @@ def patch_thread_executor(module: Any) -> None:
 
     @functools.wraps(submit)
     def naming_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        if inside_boundary():  # part of a recorded call (a tool's body, a client's name lookup): not replayed as such
+            return submit(self, fn, *args, **kwargs)
         return submit(self, _as_task(fn, _numbered(self, "threads")), *args, **kwargs)
 
     ambient.replace(module.ThreadPoolExecutor, "submit", naming_submit)
@@ -94,14 +99,19 @@ def patch_thread_executor(module: Any) -> None:
 
 def _numbered(pool: Any, kind: str) -> str:
     """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
-    pool's number among those that task submitted to; under that task's name, so it moves with the task."""
+    pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
+    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:LINE`; none for asyncio.to_thread
+    and run_in_executor from a task): a library's own calls (openai's platform lookup, as many as requests racing
+    to make it first) leave the program's numbered as they were."""
     within = current_pool_task()
+    site = opening_site(2)
+    submitter = None if site is None else f"{site['file']}:{site['line']}"
     with _numbering:
-        calls = pool.__dict__.setdefault("_wop_calls", {}).get(within)
+        calls = pool.__dict__.setdefault("_wop_calls", {}).get((within, submitter))
         if calls is None:
-            number = next(_thread_executors.setdefault(within, itertools.count(1)))
-            calls = pool._wop_calls[within] = (number, itertools.count())
-        name = f"{kind} {calls[0]}.{next(calls[1])}"
+            pools = _thread_executors.setdefault(within, {}).setdefault(submitter, itertools.count(1))
+            calls = pool._wop_calls[within, submitter] = (next(pools), itertools.count())
+        name = f"{kind} {calls[0]}.{next(calls[1])}" + ("" if submitter is None else f" from {submitter}")
     return name if within is None else f"{within}/{name}"
 
 

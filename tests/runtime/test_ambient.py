@@ -292,6 +292,60 @@ def test_a_thread_pool_executors_calls_are_served_their_values_whichever_thread_
         assert program_output(done.stderr) == captured
 
 
+def test_a_thread_pool_used_inside_a_recorded_call_does_not_shift_the_numbering_of_the_programs_tasks(tmp_path):
+    """The tool submits to the executor too, and a replay does not run it (and an HTTP client resolves names in the
+    default executor when the capture's run had to): those calls are not tasks. Before, they took task numbers in
+    the capture only, and the program's tasks were served other tasks' values."""
+    source = capture(tmp_path, """
+        import concurrent.futures, uuid
+        import openwop_cli as wop
+
+        executor = concurrent.futures.ThreadPoolExecutor(2)
+
+        @wop.tool
+        def sizes(text):
+            return list(executor.map(len, [text, text * 2]))
+
+        def task(number):
+            return f"{number} {uuid.uuid4()}"
+
+        print(sizes("abc"))
+        print(*executor.map(task, range(4)), sep="\\n")
+    """)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    done, report = replay(tmp_path, source, "--strict")
+    assert done.returncode == 0, done.stderr
+    assert report["liveValues"] == []
+    assert program_output(done.stderr) == captured
+
+
+def test_calls_submitted_from_elsewhere_in_numbers_that_change_do_not_shift_the_programs_tasks(tmp_path):
+    """A library's own use of the default executor (openai's platform lookup, made by as many requests as race to be
+    first) changes from run to run: here 2 such calls in the capture, none in the replay. Tasks are counted per
+    submitting line, so the program's keep their numbers."""
+    source = capture(tmp_path, """
+        import asyncio, os, uuid
+
+        def housekeeping():
+            return None
+
+        def task(number):
+            return f"{number} {uuid.uuid4()}"
+
+        async def main():
+            for _ in range(int(os.environ["HOUSEKEEPING"])):
+                await asyncio.to_thread(housekeeping)
+            return await asyncio.gather(*(asyncio.to_thread(task, number) for number in range(4)))
+
+        print(*asyncio.run(main()), sep="\\n")
+    """, env={"HOUSEKEEPING": "2"})
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    done, report = replay(tmp_path, source, "--strict", env={"HOUSEKEEPING": "0"})
+    assert done.returncode == 0, done.stderr
+    assert report["liveValues"] == []
+    assert program_output(done.stderr) == captured
+
+
 TIMER_PROGRAM = """
 import random, signal, time
 
