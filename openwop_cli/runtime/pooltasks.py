@@ -37,7 +37,8 @@ _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
 _LOCAL_TASKS = ("threads ", "threadpool ")  # run by threads of the process that submitted them
 _numbering = threading.Lock()
-_thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}  # pool task → submitter → executors' count
+# the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
+_thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 
 
