@@ -13,9 +13,10 @@ it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the progr
 that is the program's main process. A thread pool's task runs in the process that submitted it: its
 name is that process's (`threads …` and `threadpool …` are local to a process), or, submitted from
 within a pool task, that task's (`pool 0.1/threads 1.0`: thread pools numbered per task), so it moves
-with the task. A call submitted while a recorded call is open (inside a tool's body, an HTTP
-client's name lookup during an LLM call) is part of that call, not a task: a replay, serving the
-call, does not make it, and numbering it would shift the program's tasks.
+with the task. Thread pool tasks are counted per submitting line, so a library's own submissions,
+as many as a race decides, leave the program's numbered as they were; and a call submitted while a
+recorded call is open (inside a tool's body) is part of that call, not a task: a replay, serving
+the call, does not make it, and numbering it would shift the program's tasks.
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -85,13 +86,12 @@ def patch_executor(module: Any) -> None:
 
 def patch_thread_executor(module: Any) -> None:
     """concurrent.futures.thread.ThreadPoolExecutor (asyncio's run_in_executor and to_thread included): each call
-    submitted is a task, `threads N.K` — the executor's number and the call's in submit order, both counted within
-    the pool task that submits it, if any — while it runs."""
+    submitted is a task, `threads N.K from FILE:LINE` (see _numbered), while it runs."""
     submit = module.ThreadPoolExecutor.submit
 
     @functools.wraps(submit)
     def naming_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        if inside_boundary():  # part of a recorded call (a tool's body, a client's name lookup): not replayed as such
+        if inside_boundary():  # part of a recorded call (a tool's body): a replay does not make it
             return submit(self, fn, *args, **kwargs)
         return submit(self, _as_task(fn, _numbered(self, "threads")), *args, **kwargs)
 
@@ -101,9 +101,9 @@ def patch_thread_executor(module: Any) -> None:
 def _numbered(pool: Any, kind: str) -> str:
     """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
     pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
-    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:LINE`; none for asyncio.to_thread
-    and run_in_executor from a task): a library's own calls (openai's platform lookup, as many as requests racing
-    to make it first) leave the program's numbered as they were."""
+    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:LINE`, nothing when there is none):
+    a library's own calls (openai's platform lookup, made by as many requests as race to make it first) leave the
+    program's numbered as they were."""
     within = current_pool_task()
     site = opening_site(2)
     submitter = None if site is None else f"{site['file']}:{site['line']}"
