@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,8 @@ SUITE_TEMP: list[Path] = []
 
 
 def pytest_configure(config):
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # a shell's background job: children would ignore Ctrl-C
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     SUITE_TEMP.append(Path(tempfile.mkdtemp(prefix="wopt-", dir="/tmp" if os.path.isdir("/tmp") else None)))
 
 
