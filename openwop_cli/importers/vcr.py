@@ -93,8 +93,7 @@ def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str
         llm_calls += exchange.llm is not None
         exchange.begin()
         headers = plain_headers(interaction.response_headers)
-        exchange.finish(exchange.result(interaction.status, headers, interaction.response_body,
-                                        exchange.is_stream(headers)))
+        exchange.record_response(interaction.status, headers, interaction.response_body, exchange.is_stream(headers))
     sink.append("run_end", run_end_data(0, None, 0.0))
     manifest = sink.finalize("ok", program=program)
     return Imported(target, manifest, llm_calls, len(interactions) - llm_calls)

@@ -10,9 +10,10 @@ redaction, disk I/O and the LLM requests' cache keys happen outside the recorded
 
 Senders buffer and send in batches (before starting a process, at exit, around a `wop.llm_call`, and
 from a background thread when 64 KiB are queued or at the latest FLUSH_SECONDS after the first queued
-event — format/flusher.py), so a call an HTTP adapter records costs a serialization and a list append on
-the program's thread and no system call, and a kill of `wop capture` or of the program loses at most
-that window (an LLM call still waiting for its answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on
+event — format/flusher.py), so a call an HTTP adapter records costs two list appends on the program's thread
+and no system call (its events are built from the call's raw pieces and serialized by the thread that sends
+them: emit_later), and a kill of `wop capture` or of the program loses at most that window (an LLM call still
+waiting for its answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on
 their first event, so a process that records nothing starts as fast as without wop.
 """
 
@@ -29,6 +30,7 @@ ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
+_LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
 
@@ -78,7 +80,7 @@ class ChannelSender:
         self.address = address
         self._lock = threading.RLock()  # the buffer and its bookkeeping (a signal handler may record inside)
         self._send_lock = threading.Lock()  # the socket: one batch at a time, in the order taken
-        self._buffer: list[bytes] = []
+        self._buffer: list[bytes | tuple] = []  # event lines, and emit_later's entries built when sent
         self._buffered = 0
         self._broken = False
         self._identity_told = False
@@ -100,16 +102,45 @@ class ChannelSender:
             if not self._broken:
                 self._recorded_while_loading.append((event_type, data, ts, origin, source_seq))
             return
-        line = b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
+        line = self._line(event_type, data, ts, origin, source_seq)
+        self._queue(line, len(line))
+
+    def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
+                   origin: dict[str, Any], size: int) -> None:
+        """Queue one event that `build(*args)` makes (its type and data) when its batch is sent: the building and
+        the serializing happen on the thread that sends (the flusher's, as a rule), not on the program's."""
+        if self._dumps is None:  # the process's first event: what events need is loaded now
+            event_type, data = build(*args)
+            self.emit(event_type, data, ts, origin)
+            return
+        self._queue((build, args, ts, origin), size + _LATER_BYTES)
+
+    def _line(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any],
+              source_seq: int | None) -> bytes:
+        dumps = self._dumps
+        return b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
                                           b"" if source_seq is None else str(source_seq).encode())
+
+    def _built_line(self, later: tuple) -> bytes:
+        """The line of an event queued by emit_later (nothing, with a warning, if wop fails to build it)."""
+        build, args, ts, origin = later
+        try:
+            event_type, data = build(*args)
+        except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
+            print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return b""
+        return self._line(event_type, data, ts, origin, None)
+
+    def _queue(self, entry: bytes | tuple, size: int) -> None:
+        """Add an event line (or an emit_later entry) to the queue; hand a full batch to the flusher thread."""
         with self._lock:
             if not self._buffer:
                 self._buffer_started = time.monotonic()
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
                     self._flusher.flush_later(self, self._buffer_started + self._flusher.FLUSH_SECONDS)
-            self._buffer.append(line)
-            self._buffered += len(line)
+            self._buffer.append(entry)
+            self._buffered += size
             if self._buffered < SEND_BATCH_BYTES:
                 return
             backlog = self._buffered >= MAX_QUEUED_BYTES
@@ -221,6 +252,7 @@ class ChannelSender:
         """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock."""
         with self._lock:
             lines, self._buffer, self._buffered = self._buffer, [], 0
+        lines = [line if type(line) is bytes else self._built_line(line) for line in lines]
         if extra is not None:
             lines.append(extra)
         if lines:

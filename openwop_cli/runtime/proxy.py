@@ -112,7 +112,7 @@ def _handler_class(proxy: LLMProxy) -> type:
                 connection.request(self.command, path, body=body or None, headers=headers)
                 upstream = connection.getresponse()
             except OSError as exc:
-                exchange.finish(exchange.failure(exc))
+                exchange.record_failure(exc)
                 self._send(502, [("content-type", "text/plain")], [f"wop proxy: upstream failed: {exc}".encode()], False)
                 return
             response_headers = [(name, value) for name, value in upstream.getheaders()
@@ -121,7 +121,7 @@ def _handler_class(proxy: LLMProxy) -> type:
             streamed = exchange.is_stream(plain)
             collected = self._relay(upstream, response_headers, streamed)
             connection.close()
-            exchange.finish(exchange.result(upstream.status, plain, collected, streamed))
+            exchange.record_response(upstream.status, plain, collected, streamed)
 
         def _relay(self, upstream: Any, headers: list[tuple[str, str]], streamed: bool) -> bytes:
             """Pass the upstream answer on as it arrives (chunk by chunk for streams) and return its bytes."""

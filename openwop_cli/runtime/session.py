@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import program_site
 
@@ -30,7 +30,8 @@ class Session:
     """One process's recording: assigns call ids, stamps time and origin, hands events to a recorder."""
 
     def __init__(self, recorder: Any, mode: str = "capture") -> None:
-        """recorder: where events go; it has emit(type, data, ts, origin, source_seq) and flush().
+        """recorder: where events go; it has emit(type, data, ts, origin, source_seq), emit_later(build, args, ts,
+        origin, size) (see record_later) and flush().
 
         In a replay, `replayer` (set by openwop_cli.replay) answers every boundary from the capture.
         """
@@ -55,9 +56,28 @@ class Session:
             origin["site"] = site
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
+    def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, sited: bool,
+                     size: int) -> None:
+        """Record one event made by the calling thread whose type and data `build(*args)` returns later: off this
+        thread when the recorder can (the channel's sender builds it with the batch it sends), so the call pays
+        here only for its time, origin and (sited: a request's) call site. args and what build reads must not
+        change afterwards; size: about how many bytes the event holds (the sender's batches are counted in bytes).
+        """
+        origin = self.origin()
+        if sited:
+            site = program_site(2)
+            if site is not None:
+                origin["site"] = site
+        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, origin, size)
+
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
-        return f"{self._id_prefix}{kind}{next(self._counter)}"
+        return new_call_id(kind, self.new_call_number())
+
+    def new_call_number(self) -> tuple[str, int]:
+        """The next call's place in the count, with this process's prefix: new_call_id(kind, it) names the call
+        once its kind is known (an HTTP exchange's, when its request is built)."""
+        return self._id_prefix, next(self._counter)
 
     def origin(self) -> dict[str, Any]:
         """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
@@ -105,6 +125,17 @@ class AppendRecorder:
 
             data = with_request_keys(data)
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
+
+    def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
+                   origin: dict[str, Any], size: int) -> None:
+        event_type, data = build(*args)
+        self.emit(event_type, data, ts, origin)
+
+
+def new_call_id(kind: str, number: tuple[str, int]) -> str:
+    """The call id of a call of kind (`llm`, `h`, `t`) numbered by Session.new_call_number."""
+    prefix, count = number
+    return f"{prefix}{kind}{count}"
 
 
 _pool_task = threading.local()  # a worker thread's, not a context's: asyncio.to_thread runs a call in the caller's context

@@ -149,7 +149,7 @@ class _BodyRecording:
         if not self.decompressed:
             body = undo_content_encoding(body, self.headers)
         streamed = self.exchange.is_stream(self.headers)
-        self.exchange.finish(self.exchange.result(self.response.status, self.headers, body, streamed, complete))
+        self.exchange.record_response(self.response.status, self.headers, body, streamed, complete)
 
 
 def _stream_reader(module: Any, chunks: list[bytes]) -> Any:

@@ -8,13 +8,13 @@ not recorded and secret query parameters are masked (the sink's redaction runs o
 """
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.connections import ENV_PROXY
-from openwop_cli.runtime.jsonable import json_form
+from openwop_cli.runtime.jsonable import dumps
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
@@ -23,6 +23,7 @@ from openwop_cli.runtime.session import (
     _state,
     current,
     describe_exception,
+    new_call_id,
     enter_boundary,
     exit_boundary,
     inside_boundary,
@@ -55,85 +56,73 @@ def to_wop_proxy(url: str) -> bool:
 
 
 class Exchange:
-    """See the module docstring. Build it from the request; then record or replay the response."""
+    """See the module docstring. Build it from the request; then record or replay the response.
+
+    In a capture the calling thread keeps the raw pieces of the call (method, URL, headers, body bytes) and
+    takes what only it can: the call's number, time, origin and call site. The events are built from those
+    pieces by `_built` and `_result` later, off the program's thread when the recorder can (the channel's
+    sender builds them with the batch it sends). A replay builds the request at once: it is matched by it.
+    """
 
     def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes, *,
                  json: Any = None) -> None:
-        """headers: the request's, in any library's form (read once, through plain_headers); json: the body as
-        a JSON value when the library was handed one (then body is not read)."""
-        headers = plain_headers(headers)
+        """headers: the request's, in any library's form (copied as they are now: header_snapshot); json: the body
+        as a JSON value when the library was handed one (then body is not read)."""
         self.session = session
         self.method = method.upper()
-        self.url = url_without_secrets(url)
-        self.body_value = json_form(json) if json is not None else _body_value(body, headers.get("content-type"))
-        self.llm: LLMCall | None = recognize(self.method, url, self.body_value, headers.get("user-agent", ""))
-        self.call_id = session.new_call_id("llm" if self.llm else "h")
-        if self.llm is not None:
-            self.request_type, self.result_type = "llm_request", "llm_response"
-            self.context = {"provider": self.llm.provider, "model": self.llm.model, "callId": self.call_id}
-            self.request_data = {**self.context, "request": self.body_value,
-                                 "http": {"method": self.method, "url": self.url}}
-            if session.replayer is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
-                self.request_data.update(request_keys(self.llm.provider, self.llm.model, self.body_value))
-        else:
-            self.request_type, self.result_type = "tool_call", "tool_result"
-            self.context = {"callId": self.call_id}
-            self.request_data = {"name": "http", "callId": self.call_id,
-                                 "args": {"method": self.method, "url": self.url, "body": self.body_value},
-                                 "headers": kept_headers(headers)}
+        self._url = url
+        self._headers = header_snapshot(headers)
+        self._body = (body or b"") if json is None else dumps(json)
+        self._body_is_json = json is not None
+        self._call = session.new_call_number()
+        self._request: _Request | None = None
+        self._live: Any = None
+        self.finished = False
+
+    @property
+    def llm(self) -> LLMCall | None:
+        """The LLM call the request is, or None for any other request."""
+        return self._built().llm
 
     # ---- capture --------------------------------------------------------------------------------
-
-    def record_request(self) -> None:
-        """Record the request before it is sent (the flusher has it on record while the call is slow)."""
-        self.session.record(self.request_type, self.request_data)
 
     def is_stream(self, headers: dict[str, str]) -> bool:
         """True when the answer (its plain_headers) comes as server-sent events or JSON lines."""
         return (headers.get("content-type") or "").startswith(STREAM_TYPES)
 
-    def result(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
-               complete: bool = True) -> dict[str, Any]:
-        """The response event's data for a decoded body (whole, or a stream's bytes); headers from plain_headers."""
-        kept = kept_headers(headers)
-        if self.llm is None:
-            value = _body_value(body, headers.get("content-type"))
-            return {"callId": self.call_id, "ok": status < 400,
-                    "result": {"status": status, "headers": kept, "body": value}}
-        data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
-        if streamed:
-            if (headers.get("content-type") or "").startswith(eventstream.CONTENT_TYPE):
-                stream_format, events = "eventstream", eventstream.split_frames(body)
-                message = eventstream.assemble(events)
-            else:
-                stream_format = "ndjson" if self.llm.ndjson else "sse"
-                events = sse.split_lines(body) if self.llm.ndjson else sse.split_events(body)
-                message = sse.assemble(self.llm.provider, events)
-            data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
-                        streamFormat=stream_format)
-            if not complete:
-                data["streamComplete"] = False
-        else:
-            value = _body_value(body, headers.get("content-type"))
-            data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
-        return data
+    def record_response(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+                        complete: bool = True) -> None:
+        """Record the answer: its decoded body (whole, or a stream's bytes), headers from plain_headers."""
+        self.finished = True
+        if self._live is not None:
+            self._live.finish(self._result(status, headers, body, streamed, complete))
+            return
+        body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
+        self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
+                                  size=len(body))
 
-    def failure(self, exc: BaseException) -> dict[str, Any]:
-        """The response event's data when the request never got an answer (connection refused, timeout)."""
-        return {**self.context, "ok": False, "error": describe_exception(exc)}
+    def record_failure(self, exc: BaseException) -> None:
+        """Record that the request never got an answer (connection refused, timeout)."""
+        self.finished = True
+        error = describe_exception(exc)
+        if self._live is not None:
+            self._live.finish(self._failure_event(error)[1])
+            return
+        self.session.record_later(self._failure_event, (error,), sited=False, size=0)
 
     # ---- the call ------------------------------------------------------------------------------
 
     def begin(self) -> tuple | None:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
-        self._live: Any = None
-        self.finished = False
         if self.session.replayer is None:
-            self.record_request()
+            self.session.record_later(self._request_event, (), sited=True, size=len(self._body))
             return None
+        request = self._built()
+        if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
+            request.data.update(request_keys(request.llm.provider, request.llm.model, request.data["request"]))
         try:
-            served = self.session.replayer.exchange(self.llm is not None, self.request_data)
+            served = self.session.replayer.exchange(request.llm is not None, request.data)
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
@@ -145,13 +134,82 @@ class Exchange:
         """`with exchange.sending(): <the real call>`: see Sending."""
         return Sending(self)
 
-    def finish(self, data: dict[str, Any]) -> None:
-        """Record the response event's data (through the replayer when the call ran live in a fork)."""
-        self.finished = True
-        if self._live is not None:
-            self._live.finish(data)
+    # ---- the events, built from the raw pieces ---------------------------------------------------
+
+    def _built(self) -> "_Request":
+        """The request as it is recorded (built once; in a capture, by whichever thread sends the batch)."""
+        request = self._request
+        if request is None:
+            request = self._request = _Request.of(self.method, self._url, plain_headers(self._headers), self._body,
+                                                  self._body_is_json, self._call)
+        return request
+
+    def _request_event(self) -> tuple[str, dict[str, Any]]:
+        request = self._built()
+        return request.event_type, request.data
+
+    def _response_event(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+                        complete: bool) -> tuple[str, dict[str, Any]]:
+        return self._built().result_type, self._result(status, headers, body, streamed, complete)
+
+    def _failure_event(self, error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        request = self._built()
+        return request.result_type, {**request.context, "ok": False, "error": error}
+
+    def _result(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+                complete: bool) -> dict[str, Any]:
+        """The response event's data for a decoded body (whole, or a stream's bytes); headers from plain_headers."""
+        request = self._built()
+        kept = kept_headers(headers)
+        llm = request.llm
+        if llm is None:
+            value = _body_value(body, headers.get("content-type"))
+            return {"callId": request.call_id, "ok": status < 400,
+                    "result": {"status": status, "headers": kept, "body": value}}
+        data: dict[str, Any] = {**request.context, "ok": status < 400, "status": status, "headers": kept}
+        if streamed:
+            if (headers.get("content-type") or "").startswith(eventstream.CONTENT_TYPE):
+                stream_format, events = "eventstream", eventstream.split_frames(body)
+                message = eventstream.assemble(events)
+            else:
+                stream_format = "ndjson" if llm.ndjson else "sse"
+                events = sse.split_lines(body) if llm.ndjson else sse.split_events(body)
+                message = sse.assemble(llm.provider, events)
+            data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
+                        streamFormat=stream_format)
+            if not complete:
+                data["streamComplete"] = False
         else:
-            self.session.record(self.result_type, data)
+            value = _body_value(body, headers.get("content-type"))
+            data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
+        return data
+
+
+class _Request(NamedTuple):
+    """A request as it is recorded: what it is (an LLM call or not), its call id, and its event's type and data."""
+
+    llm: LLMCall | None
+    call_id: str
+    event_type: str
+    result_type: str
+    context: dict[str, Any]
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, method: str, url: str, headers: dict[str, str], body: bytes, body_is_json: bool,
+           call: tuple[str, int]) -> "_Request":
+        """Built from the raw pieces (headers from plain_headers; body the JSON of a value when body_is_json)."""
+        body_value = orjson.loads(body) if body_is_json else _body_value(body, headers.get("content-type"))
+        llm = recognize(method, url, body_value, headers.get("user-agent", ""))
+        call_id = new_call_id("llm" if llm else "h", call)
+        url = url_without_secrets(url)
+        if llm is not None:
+            context = {"provider": llm.provider, "model": llm.model, "callId": call_id}
+            return cls(llm, call_id, "llm_request", "llm_response", context,
+                       {**context, "request": body_value, "http": {"method": method, "url": url}})
+        return cls(None, call_id, "tool_call", "tool_result", {"callId": call_id},
+                   {"name": "http", "callId": call_id, "args": {"method": method, "url": url, "body": body_value},
+                    "headers": kept_headers(headers)})
 
 
 class Sending:
@@ -169,7 +227,7 @@ class Sending:
     def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
         exit_boundary(self.boundary)
         if exc is not None and not self.exchange.finished:
-            self.exchange.finish(self.exchange.failure(exc))
+            self.exchange.record_failure(exc)
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
@@ -197,10 +255,18 @@ def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[b
     return DIVERGENCE_STATUS, headers, [body], False
 
 
+def header_snapshot(headers: Any) -> Any:
+    """A request's headers as they are now, for plain_headers to read later: httpx's list of byte triples copied
+    (a list copy; the calling thread pays no decoding), any other library's read at once."""
+    triples = _httpx_triples(headers)
+    return list(triples) if triples is not None else plain_headers(headers)
+
+
 def plain_headers(headers: Any) -> dict[str, str]:
-    """Any library's headers (httpx Headers, requests' dict, http.server's message, pairs) as {lowercase name: value}."""
-    triples = getattr(headers, "_list", None)  # httpx's Headers: (name, lowercase name, value) bytes, read as they are
-    if type(triples) is list and triples and type(triples[0]) is tuple and len(triples[0]) == 3:
+    """Any library's headers (httpx Headers, requests' dict, http.server's message, pairs, a header_snapshot) as
+    {lowercase name: value}."""
+    triples = _httpx_triples(headers)
+    if triples is not None:
         return {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in triples}
     raw = getattr(headers, "raw", None)
     if isinstance(raw, list):
@@ -254,6 +320,14 @@ def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
     except zlib.error:
         return body
     return body
+
+
+def _httpx_triples(headers: Any) -> list | None:
+    """httpx's (name, lowercase name, value) byte triples of its Headers (or of a snapshot of them), else None."""
+    triples = getattr(headers, "_list", headers)
+    if type(triples) is list and triples and type(triples[0]) is tuple and len(triples[0]) == 3:
+        return triples
+    return None
 
 
 def kept_headers(headers: dict[str, str]) -> dict[str, str]:

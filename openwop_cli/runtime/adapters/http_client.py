@@ -83,7 +83,7 @@ def _recorded(connection: Any, exchange: Exchange, response: Any) -> Any:
     if exchange.is_stream(headers):
         return _recording(exchange, response, headers)
     raw = response.read()
-    exchange.finish(exchange.result(response.status, headers, undo_content_encoding(raw, headers), False))
+    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False)
     kept = [(name, value) for name, value in response.msg.items() if name.lower() not in _FRAMING]
     return _made_response(connection, exchange.method, response.status, response.reason, kept, [raw], False)
 
@@ -177,7 +177,7 @@ class _Recording:
             return
         state[1] = True
         body = undo_content_encoding(b"".join(chunks), headers)
-        exchange.finish(exchange.result(self.status, headers, body, True, complete))  # type: ignore[attr-defined]
+        exchange.record_response(self.status, headers, body, True, complete)  # type: ignore[attr-defined]
 
 
 _RECORDING_CLASSES: dict[type, type] = {}

@@ -80,7 +80,7 @@ def _recording_response(module: Any, recording: Any, exchange: Exchange, respons
     """The response handed on while its stream is recorded as the client reads it."""
     def done(body: bytes, complete: bool) -> None:
         decoded = _decoded(module, response, headers, body)
-        exchange.finish(exchange.result(response.status_code, headers, decoded, True, complete))
+        exchange.record_response(response.status_code, headers, decoded, True, complete)
 
     return module.Response(response.status_code, headers=response.headers, stream=recording(response.stream, done),
                            extensions=response.extensions)
@@ -89,7 +89,7 @@ def _recording_response(module: Any, recording: Any, exchange: Exchange, respons
 def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: dict[str, str], raw: bytes) -> Any:
     """Record a whole response and hand the client the same response, its raw bytes now read."""
     decoded = _decoded(module, response, headers, raw)
-    exchange.finish(exchange.result(response.status_code, headers, decoded, False))
+    exchange.record_response(response.status_code, headers, decoded, False)
     response.stream = module.ByteStream(raw)
     return response
 

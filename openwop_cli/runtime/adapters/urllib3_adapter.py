@@ -63,16 +63,16 @@ def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, dec
     streamed = exchange.is_stream(headers)
     if preload:
         body = response.data or b""
-        exchange.finish(exchange.result(response.status, headers, body if decode else
-                                        undo_content_encoding(body, headers), streamed))
+        exchange.record_response(response.status, headers, body if decode else undo_content_encoding(body, headers),
+                                 streamed)
         return response
     if streamed:
-        response._fp = _RecordingFile(response._fp, lambda raw, complete: exchange.finish(exchange.result(
-            response.status, headers, undo_content_encoding(raw, headers), True, complete)))
+        response._fp = _RecordingFile(response._fp, lambda raw, complete: exchange.record_response(
+            response.status, headers, undo_content_encoding(raw, headers), True, complete))
         return response
     raw = response.read(decode_content=False)
     response.release_conn()
-    exchange.finish(exchange.result(response.status, headers, undo_content_encoding(raw, headers), False))
+    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False)
     return module.HTTPResponse(body=io.BytesIO(raw), headers=response.headers, status=response.status,
                                version=response.version, reason=response.reason, preload_content=False,
                                decode_content=decode, original_response=response._original_response,
