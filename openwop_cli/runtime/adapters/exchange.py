@@ -86,16 +86,15 @@ class Exchange:
 
     # ---- capture --------------------------------------------------------------------------------
 
-    def is_stream(self, headers: dict[str, str]) -> bool:
-        """True when the answer (its plain_headers) comes as server-sent events or JSON lines."""
-        return (headers.get("content-type") or "").startswith(STREAM_TYPES)
+    def is_stream(self, headers: Any) -> bool:
+        """True when the answer (its header_snapshot) comes as server-sent events or JSON lines."""
+        return header_value(headers, "content-type").startswith(STREAM_TYPES)
 
-    def record_response(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
-                        complete: bool = True) -> None:
-        """Record the answer: its decoded body (whole, or a stream's bytes), headers from plain_headers."""
+    def record_response(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True) -> None:
+        """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot."""
         self.finished = True
         if self._live is not None:
-            self._live.finish(self._result(status, headers, body, streamed, complete))
+            self._live.finish(self._result(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
         self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
@@ -140,7 +139,7 @@ class Exchange:
         """The request as it is recorded (built once; in a capture, by whichever thread sends the batch)."""
         request = self._request
         if request is None:
-            request = self._request = _Request.of(self.method, self._url, plain_headers(self._headers), self._body,
+            request = self._request = _Request.of(self.method, self._url, _plain(self._headers), self._body,
                                                   self._body_is_json, self._call)
         return request
 
@@ -148,9 +147,9 @@ class Exchange:
         request = self._built()
         return request.event_type, request.data
 
-    def _response_event(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+    def _response_event(self, status: int, headers: Any, body: bytes, streamed: bool,
                         complete: bool) -> tuple[str, dict[str, Any]]:
-        return self._built().result_type, self._result(status, headers, body, streamed, complete)
+        return self._built().result_type, self._result(status, _plain(headers), body, streamed, complete)
 
     def _failure_event(self, error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         request = self._built()
@@ -256,10 +255,21 @@ def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[b
 
 
 def header_snapshot(headers: Any) -> Any:
-    """A request's headers as they are now, for plain_headers to read later: httpx's list of byte triples copied
-    (a list copy; the calling thread pays no decoding), any other library's read at once."""
+    """Headers as they are now, for plain_headers to read later: httpx's list of byte triples copied (the calling
+    thread pays a list copy, no decoding), any other library's read by plain_headers at once."""
     triples = _httpx_triples(headers)
     return list(triples) if triples is not None else plain_headers(headers)
+
+
+def header_value(headers: Any, name: str) -> str:
+    """The value of the header name (lowercase; the last one when repeated, '' when absent) in a header_snapshot."""
+    if type(headers) is dict:
+        return headers.get(name) or ""
+    wanted, found = name.encode("latin-1"), ""
+    for _, lower, value in headers:
+        if lower == wanted:
+            found = value.decode("latin-1")
+    return found
 
 
 def plain_headers(headers: Any) -> dict[str, str]:
@@ -320,6 +330,11 @@ def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
     except zlib.error:
         return body
     return body
+
+
+def _plain(snapshot: Any) -> dict[str, str]:
+    """A header_snapshot as plain_headers' dict."""
+    return snapshot if type(snapshot) is dict else plain_headers(snapshot)
 
 
 def _httpx_triples(headers: Any) -> list | None:

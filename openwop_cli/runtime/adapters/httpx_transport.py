@@ -8,7 +8,13 @@ stream is passed through chunk by chunk while it is recorded.
 
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
+from openwop_cli.runtime.adapters.exchange import (
+    Exchange,
+    header_snapshot,
+    header_value,
+    recording_session,
+    to_wop_proxy,
+)
 
 _MARK = "__wop_patched__"
 
@@ -37,7 +43,7 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
             return _response(module, streams, answer, request)
         with exchange.sending():
             response = original(self, request)
-        headers = plain_headers(response.headers)
+        headers = header_snapshot(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.sync_recording, exchange, response, headers)
         try:
@@ -62,7 +68,7 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
             return _response(module, streams, answer, request)
         with exchange.sending():
             response = await original(self, request)
-        headers = plain_headers(response.headers)
+        headers = header_snapshot(response.headers)
         if exchange.is_stream(headers):
             return _recording_response(module, streams.async_recording, exchange, response, headers)
         try:
@@ -75,8 +81,7 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
     return handle_async_request
 
 
-def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any,
-                        headers: dict[str, str]) -> Any:
+def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any, headers: Any) -> Any:
     """The response handed on while its stream is recorded as the client reads it."""
     def done(body: bytes, complete: bool) -> None:
         decoded = _decoded(module, response, headers, body)
@@ -86,7 +91,7 @@ def _recording_response(module: Any, recording: Any, exchange: Exchange, respons
                            extensions=response.extensions)
 
 
-def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: dict[str, str], raw: bytes) -> Any:
+def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: Any, raw: bytes) -> Any:
     """Record a whole response and hand the client the same response, its raw bytes now read."""
     decoded = _decoded(module, response, headers, raw)
     exchange.record_response(response.status_code, headers, decoded, False)
@@ -94,9 +99,10 @@ def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: 
     return response
 
 
-def _decoded(module: Any, response: Any, headers: dict[str, str], raw: bytes) -> bytes:
-    """The body as the client will see it (gzip, deflate, brotli… undone by the library's own decoders)."""
-    if "content-encoding" not in headers:
+def _decoded(module: Any, response: Any, headers: Any, raw: bytes) -> bytes:
+    """The body as the client will see it (gzip, deflate, brotli… undone by the library's own decoders); headers: the
+    response's header_snapshot."""
+    if not header_value(headers, "content-encoding"):
         return raw
     return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw)).read()
 
