@@ -88,17 +88,25 @@ def _adding_request_keys(append: Callable[..., int]) -> Callable[..., int]:
 
 
 def _parsing_llm_requests(append_raw: Callable[..., int], append: Callable[..., int]) -> Callable[..., int]:
-    """append_raw, except for llm_requests, which are parsed and go through append (for their keys)."""
-    def append_raw_or_parsed(event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
-                             source_seq: int | None = None) -> int:
-        if event_type != LLM_REQUEST:
-            return append_raw(event_type, data_json, ts=ts, origin_json=origin_json, source_seq=source_seq)
-        import orjson
+    """append_raw, with an llm_request's keys (when the recorded process left them to wop) added to its data bytes;
+    an llm_request whose bytes cannot take them so goes through append."""
+    import orjson
 
-        origin = orjson.loads(origin_json) if origin_json else None
-        return append(event_type, orjson.loads(data_json), ts=ts, origin=origin, source_seq=source_seq)
+    from openwop_cli.runtime.providers import missing_request_keys
 
-    return append_raw_or_parsed
+    def append_raw_keyed(event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
+                         source_seq: int | None = None) -> int:
+        if event_type == LLM_REQUEST:
+            data = orjson.loads(data_json)
+            keys = missing_request_keys(data, parsed=True) if type(data) is dict else {}
+            if keys and data and data_json.endswith(b"}"):  # orjson's bytes for {**data, **keys}, without writing data
+                data_json = data_json[:-1] + b"," + orjson.dumps(keys)[1:]
+            elif keys:
+                origin = orjson.loads(origin_json) if origin_json else None
+                return append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
+        return append_raw(event_type, data_json, ts=ts, origin_json=origin_json, source_seq=source_seq)
+
+    return append_raw_keyed
 
 
 class CaptureOutcome(NamedTuple):

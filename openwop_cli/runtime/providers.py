@@ -155,10 +155,18 @@ def with_request_keys(data: dict[str, Any]) -> dict[str, Any]:
     """An llm_request's data with its request_keys, when it does not carry them yet. A capture adds them where
     the event is written (`wop capture`, or the sink of an in-process capture), off the recorded call's path; a
     replay computes them in the program, where it matches calls by them."""
+    keys = missing_request_keys(data)
+    return {**data, **keys} if keys else data
+
+
+def missing_request_keys(data: dict[str, Any], *, parsed: bool = False) -> dict[str, Any]:
+    """The request_keys an llm_request's data lacks ({} when it carries them). parsed: the data was read from JSON
+    (bytes-free), so its request already is its JSON form."""
     if "cacheKey" in data:
-        return data
-    return {**data, **request_keys(str(data.get("provider", "")), str(data.get("model", "")),
-                                   json_form(data.get("request")))}
+        return {}
+    request = data.get("request")
+    return request_keys(str(data.get("provider", "")), str(data.get("model", "")),
+                        request if parsed else json_form(request))
 
 
 def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:
