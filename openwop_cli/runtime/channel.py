@@ -17,6 +17,7 @@ waiting for its answer after FLUSH_SECONDS is on record). They connect on their 
 their first event, so a process that records nothing starts as fast as without wop.
 """
 
+import binascii
 import os
 import socket
 import sys
@@ -30,6 +31,7 @@ ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
+RAW_PREFIX = b"raw_"  # a line of an exchange's raw pieces (adapters.exchange.RAW_REQUEST…), not of an event
 _LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
@@ -106,25 +108,32 @@ class ChannelSender:
         self._queue(line, len(line))
 
     def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
-                   origin: dict[str, Any], size: int) -> None:
-        """Queue one event that `build(*args)` makes (its type and data) when its batch is sent: the building and
-        the serializing happen on the thread that sends (the flusher's, as a rule), not on the program's."""
+                   origin: dict[str, Any], size: int, raw: Callable[..., tuple[str, list, bytes] | None] | None = None
+                   ) -> None:
+        """Queue one event made when its batch is sent, on the thread that sends (the flusher's, as a rule), not on
+        the program's: as the raw pieces `raw(*args)` gives, when it gives them (a `raw_…` line, built into the
+        event by the parent), else as the type and data `build(*args)` makes (see Session.record_later)."""
         if self._dumps is None:  # the process's first event: what events need is loaded now
             event_type, data = build(*args)
             self.emit(event_type, data, ts, origin)
             return
-        self._queue((build, args, ts, origin), size + _LATER_BYTES)
+        self._queue((build, args, ts, origin, raw), size + _LATER_BYTES)
 
     def _line(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any],
               source_seq: int | None) -> bytes:
         dumps = self._dumps
-        return b"%s\t%d\t%s\t%s\t%s\n" % (event_type.encode(), ts, dumps(origin), dumps(data),
-                                          b"" if source_seq is None else str(source_seq).encode())
+        return b"\t".join((event_type.encode(), str(ts).encode(), dumps(origin), dumps(data),
+                           b"" if source_seq is None else str(source_seq).encode())) + b"\n"
 
     def _built_line(self, later: tuple) -> bytes:
         """The line of an event queued by emit_later (nothing, with a warning, if wop fails to build it)."""
-        build, args, ts, origin = later
+        build, args, ts, origin, raw = later
         try:
+            pieces = raw(*args) if raw is not None else None
+            if pieces is not None:
+                kind, listed, body = pieces
+                return b"\t".join((kind.encode(), str(ts).encode(), self._dumps(origin), self._dumps(listed),
+                                   _body_field(body))) + b"\n"
             event_type, data = build(*args)
         except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
             print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
@@ -277,6 +286,25 @@ class ChannelSender:
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
 
 
+def _body_field(body: bytes) -> bytes:
+    """A raw line's body: a JSON string when it is UTF-8 text (as a rule: cheap both ways), else base64."""
+    import orjson  # loaded with the first event
+
+    try:
+        return orjson.dumps(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return binascii.b2a_base64(body, newline=False)
+
+
+def _body_of(field: bytes) -> bytes:
+    """The bytes _body_field wrote (base64 never holds a quote)."""
+    import orjson
+
+    if field[:1] == b'"':
+        return orjson.loads(field).encode("utf-8")
+    return binascii.a2b_base64(field)
+
+
 def _control_line(message: dict[str, Any]) -> bytes:
     """A control message (hello, modules, uncaught) as a line; stdlib json keeps orjson unloaded."""
     import json
@@ -353,9 +381,10 @@ class Collector:
 
         import orjson
 
-        from openwop_cli.runtime.jsonable import revive_bytes
+        from openwop_cli.runtime.jsonable import dumps, revive_bytes
 
-        self._loads, self._revive_bytes = orjson.loads, revive_bytes
+        self._loads, self._dumps, self._revive_bytes = orjson.loads, dumps, revive_bytes
+        self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first raw_… line
         self._append = append
         self._append_raw = append_raw
         self._on_message = on_message
@@ -461,16 +490,37 @@ class Collector:
             return
         kind, ts, origin, data, source = parts
         try:
-            event_type, stamp, source_seq = kind.decode(), int(ts), int(source) if source else None
-            if self._append_raw is not None and BYTES_MARKER not in data:
-                self._append_raw(event_type, data, ts=stamp, origin_json=origin, source_seq=source_seq)
+            if kind.startswith(RAW_PREFIX):
+                self._handle_raw(kind.decode(), int(ts), origin, data, source)
                 return
-            payload = self._loads(data)
-            if BYTES_MARKER in data:
-                payload = self._revive_bytes(payload)
-            self._append(event_type, payload, ts=stamp, origin=self._loads(origin), source_seq=source_seq)
+            self._deliver(kind.decode(), int(ts), origin, data, int(source) if source else None)
         except (TypeError, ValueError):
             self.bad_messages += 1
+
+    def _handle_raw(self, kind: str, ts: int, origin: bytes, listed: bytes, body: bytes) -> None:
+        """A `raw_…` line (ChannelSender.emit_later): the event built from its pieces, then delivered as if sent."""
+        if self._raw_exchanges is None:
+            from openwop_cli.runtime.adapters.exchange import RawExchanges
+
+            self._raw_exchanges = RawExchanges()
+        try:
+            event = self._raw_exchanges.event(kind, self._loads(listed), _body_of(body))
+        except Exception:  # pieces no wop sends (or a bug in wop): one event lost, never the collector
+            event = None
+        if event is None:
+            self.bad_messages += 1
+            return
+        self._deliver(event[0], ts, origin, self._dumps(event[1]), None)
+
+    def _deliver(self, event_type: str, ts: int, origin: bytes, data: bytes, source_seq: int | None) -> None:
+        """Append an event whose data and origin are JSON bytes (spliced into the line, unless it holds bytes)."""
+        if self._append_raw is not None and BYTES_MARKER not in data:
+            self._append_raw(event_type, data, ts=ts, origin_json=origin, source_seq=source_seq)
+            return
+        payload = self._loads(data)
+        if BYTES_MARKER in data:
+            payload = self._revive_bytes(payload)
+        self._append(event_type, payload, ts=ts, origin=self._loads(origin), source_seq=source_seq)
 
     def _answer(self, conn: socket.socket, reply: dict[str, Any]) -> None:
         import orjson

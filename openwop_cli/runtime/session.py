@@ -31,7 +31,7 @@ class Session:
 
     def __init__(self, recorder: Any, mode: str = "capture") -> None:
         """recorder: where events go; it has emit(type, data, ts, origin, source_seq), emit_later(build, args, ts,
-        origin, size) (see record_later) and flush().
+        origin, size, raw) (see record_later) and flush().
 
         In a replay, `replayer` (set by openwop_cli.replay) answers every boundary from the capture.
         """
@@ -57,18 +57,19 @@ class Session:
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
     def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, sited: bool,
-                     size: int) -> None:
-        """Record one event made by the calling thread whose type and data `build(*args)` returns later: off this
-        thread when the recorder can (the channel's sender builds it with the batch it sends), so the call pays
-        here only for its time, origin and (sited: a request's) call site. args and what build reads must not
-        change afterwards; size: about how many bytes the event holds (the sender's batches are counted in bytes).
+                     size: int, raw: Callable[..., tuple[str, list, bytes] | None] | None = None) -> None:
+        """Record one event made by the calling thread whose type and data `build(*args)` returns later, off this
+        thread: the channel's sender calls `raw(*args)` when it sends the event, for raw pieces `wop capture`
+        builds it from (kind, a JSON list, body bytes; None: build it here), and build otherwise. The call pays
+        here only for its time, origin and (sited: a request's) call site. args and what build and raw read must
+        not change afterwards; size: about how many bytes the event holds (the sender counts its batches in bytes).
         """
         origin = self.origin()
         if sited:
             site = program_site(2)
             if site is not None:
                 origin["site"] = site
-        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, origin, size)
+        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, origin, size, raw)
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
@@ -127,7 +128,7 @@ class AppendRecorder:
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
 
     def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
-                   origin: dict[str, Any], size: int) -> None:
+                   origin: dict[str, Any], size: int, raw: Any = None) -> None:
         event_type, data = build(*args)
         self.emit(event_type, data, ts, origin)
 

@@ -33,6 +33,7 @@ _UNRECORDED_HEADERS = frozenset({
     "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
     "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
 })
+_UNRECORDED_NAMES = frozenset(name.encode() for name in _UNRECORDED_HEADERS)  # as httpx holds them
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson", eventstream.CONTENT_TYPE)
 DIVERGENCE_STATUS = 400
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -60,8 +61,10 @@ class Exchange:
 
     In a capture the calling thread keeps the raw pieces of the call (method, URL, headers, body bytes) and
     takes what only it can: the call's number, time, origin and call site. The events are built from those
-    pieces by `_built` and `_result` later, off the program's thread when the recorder can (the channel's
-    sender builds them with the batch it sends). A replay builds the request at once: it is matched by it.
+    pieces later by RecordedRequest, off the program's thread: under `wop capture` the pieces go over the
+    channel as they are and the parent builds the events (with the same RecordedRequest); with an in-process
+    sink, or in a forked child that finishes a call its parent began, the sender builds them. A replay builds
+    the request at once: it is matched by it.
     """
 
     def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes, *,
@@ -75,7 +78,8 @@ class Exchange:
         self._body = (body or b"") if json is None else dumps(json)
         self._body_is_json = json is not None
         self._call = session.new_call_number()
-        self._request: _Request | None = None
+        self._request: RecordedRequest | None = None
+        self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
         self._live: Any = None
         self.finished = False
 
@@ -94,20 +98,20 @@ class Exchange:
         """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot."""
         self.finished = True
         if self._live is not None:
-            self._live.finish(self._result(status, _plain(headers), body, streamed, complete))
+            self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
         self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
-                                  size=len(body))
+                                  size=len(body), raw=self._raw_response)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
         self.finished = True
         error = describe_exception(exc)
         if self._live is not None:
-            self._live.finish(self._failure_event(error)[1])
+            self._live.finish(self._built().failure_data(error))
             return
-        self.session.record_later(self._failure_event, (error,), sited=False, size=0)
+        self.session.record_later(self._failure_event, (error,), sited=False, size=0, raw=self._raw_failure)
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -115,7 +119,8 @@ class Exchange:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         if self.session.replayer is None:
-            self.session.record_later(self._request_event, (), sited=True, size=len(self._body))
+            self.session.record_later(self._request_event, (), sited=True, size=len(self._body),
+                                      raw=self._raw_request)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
@@ -133,14 +138,14 @@ class Exchange:
         """`with exchange.sending(): <the real call>`: see Sending."""
         return Sending(self)
 
-    # ---- the events, built from the raw pieces ---------------------------------------------------
+    # ---- the events: built here, or sent raw for `wop capture` to build ---------------------------
 
-    def _built(self) -> "_Request":
-        """The request as it is recorded (built once; in a capture, by whichever thread sends the batch)."""
+    def _built(self) -> "RecordedRequest":
+        """The request as it is recorded (built once)."""
         request = self._request
         if request is None:
-            request = self._request = _Request.of(self.method, self._url, _plain(self._headers), self._body,
-                                                  self._body_is_json, self._call)
+            request = self._request = RecordedRequest.of(self._call, self.method, self._url, _plain(self._headers),
+                                                         self._body, self._body_is_json)
         return request
 
     def _request_event(self) -> tuple[str, dict[str, Any]]:
@@ -149,23 +154,71 @@ class Exchange:
 
     def _response_event(self, status: int, headers: Any, body: bytes, streamed: bool,
                         complete: bool) -> tuple[str, dict[str, Any]]:
-        return self._built().result_type, self._result(status, _plain(headers), body, streamed, complete)
+        request = self._built()
+        return request.result_type, request.response_data(status, _plain(headers), body, streamed, complete)
 
     def _failure_event(self, error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         request = self._built()
-        return request.result_type, {**request.context, "ok": False, "error": error}
+        return request.result_type, request.failure_data(error)
 
-    def _result(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
-                complete: bool) -> dict[str, Any]:
-        """The response event's data for a decoded body (whole, or a stream's bytes); headers from plain_headers."""
-        request = self._built()
+    def _raw_request(self) -> tuple[str, list, bytes]:
+        """The request's raw pieces for RawExchanges (credentials left out: kept headers, URL without secrets)."""
+        self._sent_raw_by = self.session.pid
+        return RAW_REQUEST, [*self._call, self.method, url_without_secrets(self._url), _kept(self._headers),
+                             self._body_is_json], self._body
+
+    def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
+                      complete: bool) -> tuple[str, list, bytes] | None:
+        """The answer's raw pieces for RawExchanges, or None when its request was not sent raw by this process
+        (then the event is built here: the parent could not pair it)."""
+        if self._sent_raw_by != self.session.pid:
+            return None
+        return RAW_RESPONSE, [*self._call, status, _kept(headers), streamed, complete], body
+
+    def _raw_failure(self, error: dict[str, Any]) -> tuple[str, list, bytes] | None:
+        if self._sent_raw_by != self.session.pid:
+            return None
+        return RAW_FAILURE, [*self._call, error], b""
+
+
+class RecordedRequest(NamedTuple):
+    """A request as it is recorded (what it is, its call id, its event's type and data) and the data of its
+    answer's event: the one builder of an exchange's events, in the recorded program and in `wop capture`."""
+
+    llm: LLMCall | None
+    call_id: str
+    event_type: str
+    result_type: str
+    context: dict[str, Any]
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, call: tuple[str, int], method: str, url: str, headers: dict[str, str], body: bytes,
+           body_is_json: bool) -> "RecordedRequest":
+        """Built from the raw pieces: call (Session.new_call_number), headers from plain_headers (or kept_headers),
+        body the JSON of a value when body_is_json."""
+        body_value = orjson.loads(body) if body_is_json else _body_value(body, headers.get("content-type"))
+        url = url_without_secrets(url)
+        llm = recognize(method, url, body_value, headers.get("user-agent", ""))
+        call_id = new_call_id("llm" if llm else "h", call)
+        if llm is not None:
+            context = {"provider": llm.provider, "model": llm.model, "callId": call_id}
+            return cls(llm, call_id, "llm_request", "llm_response", context,
+                       {**context, "request": body_value, "http": {"method": method, "url": url}})
+        return cls(None, call_id, "tool_call", "tool_result", {"callId": call_id},
+                   {"name": "http", "callId": call_id, "args": {"method": method, "url": url, "body": body_value},
+                    "headers": kept_headers(headers)})
+
+    def response_data(self, status: int, headers: dict[str, str], body: bytes, streamed: bool,
+                      complete: bool) -> dict[str, Any]:
+        """The answer's event data for a decoded body (whole, or a stream's bytes); headers as for `of`."""
         kept = kept_headers(headers)
-        llm = request.llm
+        llm = self.llm
         if llm is None:
             value = _body_value(body, headers.get("content-type"))
-            return {"callId": request.call_id, "ok": status < 400,
+            return {"callId": self.call_id, "ok": status < 400,
                     "result": {"status": status, "headers": kept, "body": value}}
-        data: dict[str, Any] = {**request.context, "ok": status < 400, "status": status, "headers": kept}
+        data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
         if streamed:
             if (headers.get("content-type") or "").startswith(eventstream.CONTENT_TYPE):
                 stream_format, events = "eventstream", eventstream.split_frames(body)
@@ -183,32 +236,35 @@ class Exchange:
             data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
         return data
 
+    def failure_data(self, error: dict[str, Any]) -> dict[str, Any]:
+        """The answer's event data when the request never got one (error: describe_exception's)."""
+        return {**self.context, "ok": False, "error": error}
 
-class _Request(NamedTuple):
-    """A request as it is recorded: what it is (an LLM call or not), its call id, and its event's type and data."""
 
-    llm: LLMCall | None
-    call_id: str
-    event_type: str
-    result_type: str
-    context: dict[str, Any]
-    data: dict[str, Any]
+RAW_REQUEST, RAW_RESPONSE, RAW_FAILURE = "raw_request", "raw_response", "raw_failure"
 
-    @classmethod
-    def of(cls, method: str, url: str, headers: dict[str, str], body: bytes, body_is_json: bool,
-           call: tuple[str, int]) -> "_Request":
-        """Built from the raw pieces (headers from plain_headers; body the JSON of a value when body_is_json)."""
-        body_value = orjson.loads(body) if body_is_json else _body_value(body, headers.get("content-type"))
-        llm = recognize(method, url, body_value, headers.get("user-agent", ""))
-        call_id = new_call_id("llm" if llm else "h", call)
-        url = url_without_secrets(url)
-        if llm is not None:
-            context = {"provider": llm.provider, "model": llm.model, "callId": call_id}
-            return cls(llm, call_id, "llm_request", "llm_response", context,
-                       {**context, "request": body_value, "http": {"method": method, "url": url}})
-        return cls(None, call_id, "tool_call", "tool_result", {"callId": call_id},
-                   {"name": "http", "callId": call_id, "args": {"method": method, "url": url, "body": body_value},
-                    "headers": kept_headers(headers)})
+
+class RawExchanges:
+    """`wop capture`'s end of the exchanges a recorded process sends raw (Exchange._raw_*): their events, built by
+    RecordedRequest as the process would have built them. A request is kept until its answer comes."""
+
+    def __init__(self) -> None:
+        self._requests: dict[tuple[str, int], RecordedRequest] = {}
+
+    def event(self, kind: str, pieces: list, body: bytes) -> tuple[str, dict[str, Any]] | None:
+        """(type, data) of the event for raw pieces of a kind; None for an answer to no request sent raw."""
+        call = (pieces[0], pieces[1])
+        if kind == RAW_REQUEST:
+            method, url, headers, body_is_json = pieces[2:]
+            request = self._requests[call] = RecordedRequest.of(call, method, url, headers, body, body_is_json)
+            return request.event_type, request.data
+        request = self._requests.pop(call, None)
+        if request is None:
+            return None
+        if kind == RAW_RESPONSE:
+            status, headers, streamed, complete = pieces[2:]
+            return request.result_type, request.response_data(status, headers, body, streamed, complete)
+        return request.result_type, request.failure_data(pieces[2])
 
 
 class Sending:
@@ -335,6 +391,14 @@ def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
 def _plain(snapshot: Any) -> dict[str, str]:
     """A header_snapshot as plain_headers' dict."""
     return snapshot if type(snapshot) is dict else plain_headers(snapshot)
+
+
+def _kept(snapshot: Any) -> dict[str, str]:
+    """A header_snapshot as kept_headers' dict (httpx's triples read once)."""
+    if type(snapshot) is dict:
+        return kept_headers(snapshot)
+    return {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in snapshot
+            if lower not in _UNRECORDED_NAMES}
 
 
 def _httpx_triples(headers: Any) -> list | None:
