@@ -51,9 +51,10 @@ def recording_session() -> Session | None:
     return session
 
 
-def to_wop_proxy(url: str) -> bool:
-    """True for a request to the --proxy: the proxy records it, the adapter passes it through."""
-    return _PROXY_PREFIX is not None and url.startswith(_PROXY_PREFIX)
+def to_wop_proxy(url: Any) -> bool:
+    """True for a request to the --proxy (url: a str, or an object whose str() is the URL): the proxy records it,
+    the adapter passes it through."""
+    return _PROXY_PREFIX is not None and str(url).startswith(_PROXY_PREFIX)
 
 
 class Exchange:
@@ -67,10 +68,11 @@ class Exchange:
     the request at once: it is matched by it.
     """
 
-    def __init__(self, session: Session, method: str, url: str, headers: Any, body: bytes, *,
+    def __init__(self, session: Session, method: str, url: Any, headers: Any, body: bytes, *,
                  json: Any = None) -> None:
-        """headers: the request's, in any library's form (copied as they are now: header_snapshot); json: the body
-        as a JSON value when the library was handed one (then body is not read)."""
+        """url: a str, or an immutable object whose str() is the URL (httpx's URL: made a str when the event is);
+        headers: the request's, in any library's form (copied as they are now: header_snapshot); json: the body as
+        a JSON value when the library was handed one (then body is not read)."""
         self.session = session
         self.method = method.upper()
         self._url = url
@@ -81,6 +83,7 @@ class Exchange:
         self._request: RecordedRequest | None = None
         self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
         self._live: Any = None
+        self._boundary: Any = None
         self.finished = False
 
     @property
@@ -134,9 +137,18 @@ class Exchange:
         self._live = served
         return None
 
-    def sending(self) -> "Sending":
-        """`with exchange.sending(): <the real call>`: see Sending."""
-        return Sending(self)
+    def sending(self) -> "Exchange":
+        """`with exchange.sending(): <the real call>`: while it runs a boundary is open, so the libraries below record
+        nothing of their own, and a call that fails (refused, timed out) has its failure recorded as the answer."""
+        return self
+
+    def __enter__(self) -> None:
+        self._boundary = enter_boundary()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        exit_boundary(self._boundary)
+        if exc is not None and not self.finished:
+            self.record_failure(exc)
 
     # ---- the events: built here, or sent raw for `wop capture` to build ---------------------------
 
@@ -144,8 +156,8 @@ class Exchange:
         """The request as it is recorded (built once)."""
         request = self._request
         if request is None:
-            request = self._request = RecordedRequest.of(self._call, self.method, self._url, _plain(self._headers),
-                                                         self._body, self._body_is_json)
+            request = self._request = RecordedRequest.of(self._call, self.method, str(self._url),
+                                                         _plain(self._headers), self._body, self._body_is_json)
         return request
 
     def _request_event(self) -> tuple[str, dict[str, Any]]:
@@ -164,7 +176,7 @@ class Exchange:
     def _raw_request(self) -> tuple[str, list, bytes]:
         """The request's raw pieces for RawExchanges (credentials left out: kept headers, URL without secrets)."""
         self._sent_raw_by = self.session.pid
-        return RAW_REQUEST, [*self._call, self.method, url_without_secrets(self._url), _kept(self._headers),
+        return RAW_REQUEST, [*self._call, self.method, url_without_secrets(str(self._url)), _kept(self._headers),
                              self._body_is_json], self._body
 
     def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
@@ -265,24 +277,6 @@ class RawExchanges:
             status, headers, streamed, complete = pieces[2:]
             return request.result_type, request.response_data(status, headers, body, streamed, complete)
         return request.result_type, request.failure_data(pieces[2])
-
-
-class Sending:
-    """Around the real call of an exchange: a boundary is open, so the libraries below record nothing of
-    their own, and a call that fails (refused, timed out) has its failure recorded as the answer."""
-
-    __slots__ = ("exchange", "boundary")
-
-    def __init__(self, exchange: Exchange) -> None:
-        self.exchange = exchange
-
-    def __enter__(self) -> None:
-        self.boundary = enter_boundary()
-
-    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
-        exit_boundary(self.boundary)
-        if exc is not None and not self.exchange.finished:
-            self.exchange.record_failure(exc)
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

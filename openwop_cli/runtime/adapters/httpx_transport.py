@@ -34,7 +34,7 @@ def patch(module: Any) -> None:
 def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
         session = recording_session()
-        url = str(request.url) if session is not None else ""
+        url = request.url
         if session is None or to_wop_proxy(url):
             return original(self, request)
         exchange = Exchange(session, request.method, url, request.headers, request.read())
@@ -59,7 +59,7 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
 def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> Callable[..., Any]:
     async def handle_async_request(self: Any, request: Any) -> Any:
         session = recording_session()
-        url = str(request.url) if session is not None else ""
+        url = request.url
         if session is None or to_wop_proxy(url):
             return await original(self, request)
         exchange = Exchange(session, request.method, url, request.headers, await request.aread())
