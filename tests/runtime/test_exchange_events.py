@@ -1,0 +1,195 @@
+"""An HTTP exchange's events are the same whoever builds them: `wop capture` from the raw pieces the recorded process
+sends (the rule), or the process itself (an in-process capture, a forked child that finishes its parent's call)."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.conftest import run_wop
+from tests.fake_provider import FakeProvider
+from tests.programs import OFFLINE_SDKS, events
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+pytest.importorskip("aiohttp")
+
+EXCHANGES = """
+import asyncio, json, os, urllib.request
+import aiohttp, anthropic, httpx, openai, requests, urllib3
+
+base, echo = os.environ["BASE"], os.environ["ECHO"]
+oa = openai.OpenAI(base_url=base + "/v1", api_key="sk-test-0123456789abcdef0123456789", max_retries=0)
+print(oa.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]).id)
+print(len(list(oa.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "s"}],
+                                          stream=True))))
+an = anthropic.Anthropic(base_url=base, api_key="sk-ant-test-0123456789abcdef", max_retries=0)
+with an.messages.stream(model="claude-x", max_tokens=9, messages=[{"role": "user", "content": "s"}]) as s:
+    print("".join(s.text_stream))
+with httpx.Client(headers={"Authorization": "Bearer sk-live-abcdefabcdefabcdef"}) as client:
+    client.post(echo + "/orders?key=SECRET-QUERY-KEY&page=2", json={"order": "A-1", "note": "caf\\u00e9"})
+    client.post(echo + "/bytes", content=bytes(range(256)), headers={"content-type": "application/octet-stream"})
+    client.post(echo + "/text", content="plain \\u00e9 text", headers={"content-type": "text/plain"})
+    client.get(echo + "/gzip")
+    try:
+        client.get("http://127.0.0.1:9/refused")
+    except httpx.ConnectError:
+        pass
+requests.post(base + "/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "r"}]})
+requests.post(echo + "/form", data={"a": "1"}, headers={"x-api-key": "secret-key-123"})
+urllib3.PoolManager().request("POST", base + "/u3", body=json.dumps({"x": 1}),
+                              headers={"content-type": "application/json"})
+urllib.request.urlopen(urllib.request.Request(base + "/stdlib", data=b'{"y": 2}',
+                                              headers={"Content-Type": "application/json"})).read()
+
+async def aio():
+    async with aiohttp.ClientSession() as session:
+        async with session.post(base + "/v1/chat/completions",
+                                json={"model": "m", "messages": [{"role": "user", "content": "a"}], "t": (1, 2)}) as r:
+            await r.read()
+        async with session.post(echo + "/aio", data=b"\\xff\\xfe raw") as r:
+            await r.read()
+        async with session.post(echo + "/aio-json", json="just text") as r:
+            await r.read()
+
+asyncio.run(aio())
+"""
+
+IN_PROCESS = """
+import runpy
+import openwop_cli as wop
+with wop.capture(out="own"):
+    runpy.run_path("agent.py", run_name="__main__")
+"""
+EXCHANGE_TYPES = ("llm_request", "llm_response", "tool_call", "tool_result")
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """Answers any POST with the size of its body, and GET /gzip with a gzip-encoded text."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._send(b'{"got": %d}' % len(body), "application/json")
+
+    def do_GET(self) -> None:  # noqa: N802
+        import gzip
+
+        self._send(gzip.compress(b"zipped " * 20, mtime=0), "text/plain", encoding="gzip")
+
+    def _send(self, data: bytes, kind: str, encoding: str | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _exchanges(capture_dir) -> list[tuple]:
+    """The capture's exchange events as (type, data, thread, site): what must not depend on who built them (the
+    servers' date headers aside)."""
+    found = [event for event in events(capture_dir) if event["type"] in EXCHANGE_TYPES]
+    for event in found:
+        for headers in (event["data"].get("headers"), (event["data"].get("result") or {}).get("headers")):
+            if headers:
+                headers.pop("date", None)
+    return [(event["type"], event["data"], event["origin"]["thread"], event["origin"].get("site")) for event in found]
+
+
+def test_every_adapters_exchanges_are_recorded_alike_by_wop_capture_and_by_the_program_itself(tmp_path):
+    (tmp_path / "agent.py").write_text(textwrap.dedent(EXCHANGES))
+    echo = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=echo.serve_forever, daemon=True).start()
+    try:
+        with FakeProvider() as provider:
+            env = {**OFFLINE_SDKS, "BASE": provider.url, "ECHO": f"http://127.0.0.1:{echo.server_address[1]}"}
+            built_by_wop = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py",
+                                   env=env, cwd=tmp_path)
+            assert built_by_wop.returncode == 0, built_by_wop.stderr
+            in_process = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True,
+                                        text=True, timeout=120, env={**os.environ, **env})
+            assert in_process.returncode == 0, in_process.stderr
+    finally:
+        echo.shutdown()
+        echo.server_close()
+    recorded = _exchanges(tmp_path / "wop")
+    assert len(recorded) == 2 * 15
+    assert recorded == _exchanges(tmp_path / "own")
+    on_disk = (tmp_path / "wop" / "events.jsonl").read_bytes()
+    assert b"SECRET-QUERY-KEY" not in on_disk and b"sk-live-" not in on_disk and b"secret-key-123" not in on_disk
+    bodies = {data["args"]["url"].rsplit("/", 1)[-1]: data["args"]["body"] for kind, data, *_ in recorded
+              if kind == "tool_call"}
+    assert bodies["bytes"] == bytes(range(256)) and bodies["text"] == "plain \u00e9 text"
+    assert bodies["aio"] == b"\xff\xfe raw" and bodies["aio-json"] == "just text" and bodies["orders?key=***REDACTED***&page=2"]["note"] == "caf\u00e9"
+
+
+FORKED = """
+import os, sys
+import httpx
+
+with httpx.Client() as client:
+    with client.stream("POST", os.environ["BASE"] + "/v1/chat/completions",
+                       json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "fork"}]}) as r:
+        child = os.fork()
+        if child == 0:
+            print("child read", len(r.read()), flush=True)
+            os._exit(0)
+        os.waitpid(child, 0)
+        print("parent done", flush=True)
+        os._exit(0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_an_answer_a_forked_child_reads_for_its_parents_request_is_recorded_whole(tmp_path):
+    (tmp_path / "agent.py").write_text(textwrap.dedent(FORKED))
+    with FakeProvider() as provider:
+        done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "agent.py",
+                       env={"BASE": provider.url}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "child read" in done.stdout and "messages from recorded processes" not in done.stderr
+    (request,) = events(tmp_path / "c", "llm_request")
+    (response,) = events(tmp_path / "c", "llm_response")
+    assert response["data"]["callId"] == request["data"]["callId"]
+    assert response["origin"]["pid"] != request["origin"]["pid"]
+    assert response["data"]["response"]["text"] == "answer to fork " and response["data"].get("streamComplete", True)
+
+
+HOSTILE = """
+import os, socket
+import httpx
+
+address = os.environ["WOP_SINK"].partition(":")[2]
+with socket.socket(socket.AF_UNIX) as sock:
+    sock.connect(address)
+    sock.sendall(b"raw_response\\t1\\t{}\\t[\\"\\",999,200,{},false,true]\\t\\"\\"\\n"   # no request was sent raw
+                 b"raw_request\\t1\\t{}\\t[1,2]\\t\\"\\"\\n"                         # pieces missing
+                 b"raw_request\\t1\\t{}\\tnot json\\t%%%\\n"                        # not JSON, not base64
+                 b"raw_nonsense\\t1\\t{}\\t[\\"\\",1]\\t\\n")
+httpx.post(os.environ["BASE"] + "/after", json={"still": "recorded"})
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the channel is a unix socket here")
+def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_goes_on(tmp_path):
+    (tmp_path / "agent.py").write_text(textwrap.dedent(HOSTILE))
+    with FakeProvider() as provider:
+        done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "agent.py",
+                       env={"BASE": provider.url}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "4 messages from recorded processes" in done.stderr
+    (call,) = events(tmp_path / "c", "tool_call")
+    (result,) = events(tmp_path / "c", "tool_result")
+    assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
