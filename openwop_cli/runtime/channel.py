@@ -4,17 +4,20 @@ Every Python process started under `wop capture` (the child, and any Python it s
 the address in WOP_SINK and sends lines: control messages (hello, modules, questions) as JSON
 objects, events as `type TAB ts TAB origin-json TAB data-json TAB source-seq` — JSON never holds
 a raw tab or newline, so the parent can splice the data bytes into the event line without parsing
-them again. The parent alone assigns seq and
-writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
-redaction, disk I/O and the LLM requests' cache keys happen outside the recorded program.
+them again — and an HTTP exchange's raw pieces as `raw_request|raw_response|raw_failure TAB ts TAB
+origin-json TAB pieces-json TAB body` (the body a JSON string, or base64 when it is not UTF-8), which
+the parent builds into the events the process would have built (adapters.exchange.RawExchanges). The
+parent alone assigns seq and writes the capture, so concurrent processes can never interleave bytes in
+events.jsonl, and building HTTP events, redaction, disk I/O and the LLM requests' cache keys happen
+outside the recorded program.
 
 Senders buffer and send in batches (before starting a process, at exit, around a `wop.llm_call`, and
 from a background thread when 64 KiB are queued or at the latest FLUSH_SECONDS after the first queued
 event — format/flusher.py), so a call an HTTP adapter records costs two list appends on the program's thread
-and no system call (its events are built from the call's raw pieces and serialized by the thread that sends
-them: emit_later), and a kill of `wop capture` or of the program loses at most that window (an LLM call still
-waiting for its answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on
-their first event, so a process that records nothing starts as fast as without wop.
+and no system call (its lines are made when they are sent, by the thread that sends them: emit_later), and
+a kill of `wop capture` or of the program loses at most that window (an LLM call still waiting for its
+answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on their
+first event, so a process that records nothing starts as fast as without wop.
 """
 
 import binascii

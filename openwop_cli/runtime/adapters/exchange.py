@@ -23,10 +23,10 @@ from openwop_cli.runtime.session import (
     _state,
     current,
     describe_exception,
-    new_call_id,
     enter_boundary,
     exit_boundary,
     inside_boundary,
+    new_call_id,
 )
 
 _UNRECORDED_HEADERS = frozenset({
@@ -188,6 +188,7 @@ class Exchange:
         return RAW_RESPONSE, [*self._call, status, _kept(headers), streamed, complete], body
 
     def _raw_failure(self, error: dict[str, Any]) -> tuple[str, list, bytes] | None:
+        """The failure's raw pieces for RawExchanges, or None (as for _raw_response)."""
         if self._sent_raw_by != self.session.pid:
             return None
         return RAW_FAILURE, [*self._call, error], b""
@@ -258,18 +259,23 @@ RAW_REQUEST, RAW_RESPONSE, RAW_FAILURE = "raw_request", "raw_response", "raw_fai
 
 class RawExchanges:
     """`wop capture`'s end of the exchanges a recorded process sends raw (Exchange._raw_*): their events, built by
-    RecordedRequest as the process would have built them. A request is kept until its answer comes."""
+    RecordedRequest as the process would have built them. A request is kept (without its data) until its answer
+    comes."""
 
     def __init__(self) -> None:
         self._requests: dict[tuple[str, int], RecordedRequest] = {}
 
     def event(self, kind: str, pieces: list, body: bytes) -> tuple[str, dict[str, Any]] | None:
-        """(type, data) of the event for raw pieces of a kind; None for an answer to no request sent raw."""
+        """(type, data) of the event for raw pieces of a kind; None for an unknown kind or an answer to no request
+        sent raw."""
         call = (pieces[0], pieces[1])
         if kind == RAW_REQUEST:
             method, url, headers, body_is_json = pieces[2:]
-            request = self._requests[call] = RecordedRequest.of(call, method, url, headers, body, body_is_json)
+            request = RecordedRequest.of(call, method, url, headers, body, body_is_json)
+            self._requests[call] = request._replace(data={})
             return request.event_type, request.data
+        if kind not in (RAW_RESPONSE, RAW_FAILURE):
+            return None
         request = self._requests.pop(call, None)
         if request is None:
             return None
