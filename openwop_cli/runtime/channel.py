@@ -34,6 +34,7 @@ ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
+COLLECTOR_NICENESS = 10  # see _yield_to_recorded_processes
 RAW_PREFIX = b"raw_"  # a line of an exchange's raw pieces (adapters.exchange.RAW_REQUEST…), not of an event
 _LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
@@ -289,6 +290,17 @@ class ChannelSender:
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
 
 
+def _yield_to_recorded_processes() -> None:
+    """Lower the calling thread's scheduling priority (Linux, where each thread has its own): the collector builds
+    and writes events in the time the recorded processes leave free, so where they keep the cores busy they run
+    first and their events wait in the channel (bounded by the senders' MAX_QUEUED_BYTES)."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), COLLECTOR_NICENESS)
+        except OSError:
+            pass
+
+
 def _body_field(body: bytes) -> bytes:
     """A raw line's body: a JSON string when it is UTF-8 text (as a rule: cheap both ways), else base64."""
     import orjson  # loaded with the first event
@@ -421,6 +433,7 @@ class Collector:
         self._listener.remove()
 
     def _serve(self) -> None:
+        _yield_to_recorded_processes()
         while True:
             timeout = None
             if self._stop_at is not None:
