@@ -10,12 +10,12 @@ On a shared machine the best round is the figure to read, the median shows the n
 Run: python bench/bench_aiohttp.py [REQUESTS] [ROUNDS]
 """
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import user_environment  # noqa: E402
 from loopback import BODIES, loopback_server, measure, report  # noqa: E402
 
 CLIENT = BODIES + r'''
@@ -46,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         (root / "client.py").write_text(CLIENT)
-        env = {**os.environ, "WOP_HOME": str(root / "home")}
+        env = {**user_environment(), "WOP_HOME": str(root / "home")}
         with loopback_server(root) as base:
             api = measure(root, env, f"{base}/orders", count, rounds)
             llm = measure(root, env, f"{base}/v1/chat/completions", count, rounds)

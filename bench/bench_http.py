@@ -4,18 +4,20 @@ Like for like: the provider runs in a process of its own (bench/loopback.py); "p
 in a process without wop; VCR.py runs inside that program with its default matching (method, scheme, host, port,
 path, query) and with body matching added (its strictest useful setting). Two kinds of call: a JSON POST to a
 plain API (an `http` tool call) and an OpenAI chat completion through httpx (an LLM call). Each program times its
-own calls after a warm-up; the bench also times each whole process. Runs are interleaved ROUNDS times.
+own calls after a warm-up; the bench also times each whole process. Runs are interleaved ROUNDS times. Python
+writes and reuses its bytecode caches, as on a user's machine (common.user_environment): otherwise every run
+would compile wop's modules again, some of them while the program is being timed.
 
 Targets (issue 20): capture adds <= 5% per call over plain; a replayed call is faster than a plain one.
 Run: python bench/bench_http.py [REQUESTS] [ROUNDS]   (vcrpy from the bench extra for the VCR.py rows)
 """
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import user_environment  # noqa: E402
 from loopback import BODIES, loopback_server, measure, report, timed  # noqa: E402
 
 CLIENT = BODIES + r'''
@@ -70,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         (root / "client.py").write_text(CLIENT)
-        env = {**os.environ, "WOP_HOME": str(root / "home")}
+        env = {**user_environment(), "WOP_HOME": str(root / "home")}
         env.pop("BENCH_VCR", None)
         with loopback_server(root) as base:
             also = vcr_runs(root, env) if with_vcr else None
