@@ -9,7 +9,8 @@ writes and reuses its bytecode caches, as on a user's machine (common.user_envir
 would compile wop's modules again, some of them while the program is being timed.
 
 Targets (issue 20): capture adds <= 5% per call over plain; a replayed call is faster than a plain one.
-Run: python bench/bench_http.py [REQUESTS] [ROUNDS]   (vcrpy from the bench extra for the VCR.py rows)
+Run: python bench/bench_http.py [REQUESTS] [ROUNDS] [all|wop]   (wop: plain, capture and replay rows only;
+vcrpy from the bench extra for the VCR.py rows)
 """
 
 import sys
@@ -62,10 +63,11 @@ def vcr_runs(root: Path, env: dict):
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    only_wop = len(sys.argv) > 3 and sys.argv[3] == "wop"
     try:
         import vcr  # noqa: F401
 
-        with_vcr = True
+        with_vcr = not only_wop
     except ImportError:
         with_vcr = False
     targets = {"wop capture": "target <= 1.05", "wop replay": "target < 1"}
@@ -80,7 +82,7 @@ def main() -> None:
             llm = measure(root, env, f"{base}/v1/chat/completions", count, rounds, also)
     report(f"httpx JSON POST to an API (http tool call), {count} requests", api, targets)
     report(f"httpx OpenAI chat completion (LLM call), {count} requests", llm, targets)
-    if not with_vcr:
+    if not with_vcr and not only_wop:
         print("VCR.py: not installed (pip install -e '.[bench]') - its rows are left out")
 
 
