@@ -4,29 +4,32 @@ Every Python process started under `wop capture` (the child, and any Python it s
 the address in WOP_SINK and sends lines: control messages (hello, modules, questions) as JSON
 objects, events as `type TAB ts TAB origin-json TAB data-json TAB source-seq` — JSON never holds
 a raw tab or newline, so the parent can splice the data bytes into the event line without parsing
-them again — and an HTTP exchange's raw pieces as `raw_request|raw_response|raw_failure TAB ts TAB
-origin-json TAB pieces-json TAB body` (the body a JSON string, or base64 when it is not UTF-8), which
-the parent builds into the events the process would have built (adapters.exchange.RawExchanges). The
-parent alone assigns seq and writes the capture, so concurrent processes can never interleave bytes in
-events.jsonl, and building HTTP events, redaction, disk I/O and the LLM requests' cache keys happen
-outside the recorded program.
+them again — and, in frames, the raw pieces of HTTP exchanges (Exchange._raw_*: method, URL, headers and
+body as the program holds them, credentials included, so the program's thread neither decodes nor filters
+them): a frame is a NUL byte (no text line holds one), the payload's length (4 bytes, big endian) and pickles
+(protocol 5) of (kind, ts, origin, pieces, body), one after the other. The parent loads them with builtin
+values only (a class or function named in one is refused) and builds the events the process would have
+built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. The parent alone
+assigns seq and writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
+building HTTP events, redaction, disk I/O and the LLM requests' cache keys happen outside the recorded
+program.
 
 Senders buffer and send in batches (before starting a process, at exit, around a `wop.llm_call`, and
 from a background thread when 64 KiB are queued or at the latest FLUSH_SECONDS after the first queued
 event — format/flusher.py), so a call an HTTP adapter records costs two list appends on the program's thread
-and no system call (its lines are made when they are sent, by the thread that sends them: emit_later), and
-a kill of `wop capture` or of the program loses at most that window (an LLM call still waiting for its
-answer after FLUSH_SECONDS is on record). They connect on their first message and load orjson on their
-first event, so a process that records nothing starts as fast as without wop.
+and no system call (its lines and pickles are made when they are sent, by the thread that sends them, as a
+rule while the program waits for an answer: emit_later), and a kill of `wop capture` or of the program loses
+at most that window (an LLM call still waiting for its answer after FLUSH_SECONDS is on record). They
+connect on their first message and load orjson on their first event, so a process that records nothing
+starts as fast as without wop.
 """
 
-import binascii
 import os
 import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime.processname import identity
 
@@ -35,7 +38,8 @@ ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: i
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 COLLECTOR_NICENESS = 10  # see _yield_to_recorded_processes
-RAW_PREFIX = b"raw_"  # a line of an exchange's raw pieces (adapters.exchange.RAW_REQUEST…), not of an event
+FRAME_MARK = b"\x00"  # starts a frame of raw pieces (see the module docstring)
+_FRAME_HEADER = 5  # the mark and the length
 _LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
@@ -92,6 +96,7 @@ class ChannelSender:
         self._identity_told = False
         self._sock: socket.socket | None = None
         self._dumps: Callable[[Any], bytes] | None = None
+        self._pickle: Callable[..., bytes] | None = None  # pickle.dumps, loaded with the first raw pieces
         self._flusher: Any = None  # format.flusher, loaded with orjson on the first event
         self._buffer_started = 0.0
         self._flush_scheduled = False
@@ -112,11 +117,12 @@ class ChannelSender:
         self._queue(line, len(line))
 
     def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
-                   origin: dict[str, Any], size: int, raw: Callable[..., tuple[str, list, bytes] | None] | None = None
+                   origin: dict[str, Any], size: int, raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None
                    ) -> None:
-        """Queue one event made when its batch is sent, on the thread that sends (the flusher's, as a rule), not on
-        the program's: as the raw pieces `raw(*args)` gives, when it gives them (a `raw_…` line, built into the
-        event by the parent), else as the type and data `build(*args)` makes (see Session.record_later)."""
+        """Queue one event made when its batch is sent, by the thread that sends (the flusher's, as a rule, which
+        runs while the program waits for an answer), not by the program's: as the raw pieces `raw(*args)` gives,
+        when it gives them (sent pickled in a frame, built into the event by wop capture), else as the type and data
+        `build(*args)` makes (see Session.record_later)."""
         if self._dumps is None:  # the process's first event: what events need is loaded now
             event_type, data = build(*args)
             self.emit(event_type, data, ts, origin)
@@ -129,20 +135,41 @@ class ChannelSender:
         return b"\t".join((event_type.encode(), str(ts).encode(), dumps(origin), dumps(data),
                            b"" if source_seq is None else str(source_seq).encode())) + b"\n"
 
-    def _built_line(self, later: tuple) -> bytes:
-        """The line of an event queued by emit_later (nothing, with a warning, if wop fails to build it)."""
+    def _wire(self, queued: list[bytes | tuple]) -> list[bytes]:
+        """The queue as it goes on the socket: event lines as they are, emit_later's entries made now, and each run of
+        raw pieces pickled as one frame."""
+        wire: list[bytes] = []
+        run: list[bytes] = []
+        for entry in queued:
+            made = entry if type(entry) is bytes else self._made(entry)
+            if type(made) is tuple:
+                run.append(made[0])
+                continue
+            if run:
+                wire.append(_frame(run))
+                run = []
+            wire.append(made)
+        if run:
+            wire.append(_frame(run))
+        return wire
+
+    def _made(self, later: tuple) -> bytes | tuple[bytes]:
+        """An emit_later entry as its raw pieces pickled (in a 1-tuple) or as its event's line (nothing, with a
+        warning, if wop fails to make either)."""
         build, args, ts, origin, raw = later
         try:
             pieces = raw(*args) if raw is not None else None
             if pieces is not None:
-                kind, listed, body = pieces
-                return b"\t".join((kind.encode(), str(ts).encode(), self._dumps(origin), self._dumps(listed),
-                                   _body_field(body))) + b"\n"
+                if self._pickle is None:
+                    import pickle
+
+                    self._pickle = pickle.dumps
+                return (self._pickle((pieces[0], ts, origin, pieces[1], pieces[2]), 5),)
             event_type, data = build(*args)
+            return self._line(event_type, data, ts, origin, None)
         except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
             print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
             return b""
-        return self._line(event_type, data, ts, origin, None)
 
     def _queue(self, entry: bytes | tuple, size: int) -> None:
         """Add an event line (or an emit_later entry) to the queue; hand a full batch to the flusher thread."""
@@ -264,8 +291,8 @@ class ChannelSender:
     def _send_taken(self, extra: bytes | None = None) -> None:
         """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock."""
         with self._lock:
-            lines, self._buffer, self._buffered = self._buffer, [], 0
-        lines = [line if type(line) is bytes else self._built_line(line) for line in lines]
+            queued, self._buffer, self._buffered = self._buffer, [], 0
+        lines = self._wire(queued)
         if extra is not None:
             lines.append(extra)
         if lines:
@@ -301,23 +328,65 @@ def _yield_to_recorded_processes() -> None:
             pass
 
 
-def _body_field(body: bytes) -> bytes:
-    """A raw line's body: a JSON string when it is UTF-8 text (as a rule: cheap both ways), else base64."""
-    import orjson  # loaded with the first event
+def _frame(pickles: list[bytes]) -> bytes:
+    """A frame of raw pieces (see the module docstring): pickles one after the other."""
+    payload = b"".join(pickles)
+    if len(payload) >= 1 << 32:
+        print(f"wop: {len(pickles)} HTTP events of {len(payload)} bytes are too large to record", file=sys.stderr)
+        return b""
+    return FRAME_MARK + len(payload).to_bytes(4, "big") + payload
 
-    try:
-        return orjson.dumps(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        return binascii.b2a_base64(body, newline=False)
+
+def take_messages(pending: bytearray) -> tuple[list[tuple[bool, bytes]], int, int]:
+    """The whole messages at the start of pending, removed from it, as (is a frame, its line or its payload); with
+    how many bytes pending must hold before the incomplete frame it then starts with is whole (0: none), and how
+    many lines were cut by a frame (no sender writes one: they are dropped)."""
+    messages: list[tuple[bool, bytes]] = []
+    start, size, awaiting, torn = 0, len(pending), 0, 0
+    while start < size:
+        if pending[start] == 0:
+            if size - start < _FRAME_HEADER:
+                awaiting = _FRAME_HEADER
+                break
+            end = start + _FRAME_HEADER + int.from_bytes(pending[start + 1:start + _FRAME_HEADER], "big")
+            if end > size:
+                awaiting = end - start
+                break
+            messages.append((True, bytes(pending[start + _FRAME_HEADER:end])))
+            start = end
+            continue
+        mark = pending.find(FRAME_MARK, start)
+        last = pending.rfind(b"\n", start, size if mark < 0 else mark)
+        if last < 0:
+            if mark < 0:
+                break  # the rest of the line is still to come
+            torn += 1
+            start = mark
+            continue
+        messages.extend((False, line) for line in bytes(pending[start:last + 1]).splitlines())
+        start = last + 1
+    del pending[:start]
+    return messages, awaiting, torn
 
 
-def _body_of(field: bytes) -> bytes:
-    """The bytes _body_field wrote (base64 never holds a quote)."""
-    import orjson
+_unpickler: Any = None
 
-    if field[:1] == b'"':
-        return orjson.loads(field).encode("utf-8")
-    return binascii.a2b_base64(field)
+
+def _frame_entries(payload: bytes) -> Iterator[Any]:
+    """A frame's pickles, loaded with builtin values only: a class or function named in one is refused."""
+    global _unpickler
+    import io
+    import pickle
+
+    if _unpickler is None:
+        class BuiltinsOnly(pickle.Unpickler):
+            def find_class(self, module: str, name: str) -> Any:
+                raise pickle.UnpicklingError(f"a frame names {module}.{name}: only builtin values are accepted")
+
+        _unpickler = BuiltinsOnly
+    stream = io.BytesIO(payload)
+    while stream.tell() < len(payload):
+        yield _unpickler(stream).load()  # an unpickler of its own: each pickle numbers its memo from 0
 
 
 def _control_line(message: dict[str, Any]) -> bytes:
@@ -399,7 +468,7 @@ class Collector:
         from openwop_cli.runtime.jsonable import dumps, revive_bytes
 
         self._loads, self._dumps, self._revive_bytes = orjson.loads, dumps, revive_bytes
-        self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first raw_… line
+        self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first frame
         self._append = append
         self._append_raw = append_raw
         self._on_message = on_message
@@ -412,6 +481,7 @@ class Collector:
         self._selector.register(self._listener.socket, self._readable, "accept")
         self._selector.register(self._wake_read, self._readable, "wake")
         self._pending: dict[socket.socket, bytearray] = {}
+        self._awaiting: dict[socket.socket, int] = {}  # bytes pending must hold before an incomplete frame is whole
         self._pids: dict[socket.socket, int | None] = {}
         self._stop_at: float | None = None
         self.torn_messages = 0
@@ -474,13 +544,15 @@ class Collector:
             self._drop(conn)
             return
         pending += chunk
-        end = pending.rfind(b"\n")
-        if end < 0:
-            return
-        complete = bytes(pending[: end + 1])
-        del pending[: end + 1]
-        for line in complete.splitlines():
-            self._handle(conn, line)
+        if len(pending) < self._awaiting.get(conn, 0):
+            return  # the rest of a frame is still to come
+        messages, self._awaiting[conn], torn = take_messages(pending)
+        self.torn_messages += torn
+        for is_frame, message in messages:
+            if is_frame:
+                self._handle_frame(message)
+            else:
+                self._handle(conn, message)
 
     def _handle(self, conn: socket.socket, line: bytes) -> None:
         if not line.startswith(b"{"):
@@ -506,27 +578,49 @@ class Collector:
             return
         kind, ts, origin, data, source = parts
         try:
-            if kind.startswith(RAW_PREFIX):
-                self._handle_raw(kind.decode(), int(ts), origin, data, source)
-                return
             self._deliver(kind.decode(), int(ts), origin, data, int(source) if source else None)
         except (TypeError, ValueError):
             self.bad_messages += 1
 
-    def _handle_raw(self, kind: str, ts: int, origin: bytes, listed: bytes, body: bytes) -> None:
-        """A `raw_…` line (ChannelSender.emit_later): the event built from its pieces, then delivered as if sent."""
+    def _handle_frame(self, payload: bytes) -> None:
+        """A frame of raw pieces (ChannelSender.emit_later): each entry built into its event, then delivered as if
+        sent as one; an entry wop cannot build an event from is counted and skipped."""
         if self._raw_exchanges is None:
             from openwop_cli.runtime.adapters.exchange import RawExchanges
 
             self._raw_exchanges = RawExchanges()
+        entries = _frame_entries(payload)
+        while True:
+            try:
+                entry = next(entries)
+            except StopIteration:
+                return
+            except Exception:  # not pickles, or ones naming a class: nothing any wop sends; the rest is lost with it
+                self.bad_messages += 1
+                return
+            built = self._raw_event(entry)
+            if built is None:
+                self.bad_messages += 1
+                continue
+            event_type, ts, origin, data = built
+            try:
+                self._deliver(event_type, ts, origin, data, None)
+            except (TypeError, ValueError):
+                self.bad_messages += 1
+
+    def _raw_event(self, entry: Any) -> tuple[str, int, bytes, bytes] | None:
+        """(type, ts, origin JSON, data JSON) of the event a frame's entry is the raw pieces of; None when wop cannot
+        build one from it (pieces no wop sends, an answer to no request, or a bug in wop: one event lost)."""
         try:
-            event = self._raw_exchanges.event(kind, self._loads(listed), _body_of(body))
-        except Exception:  # pieces no wop sends (or a bug in wop): one event lost, never the collector
-            event = None
-        if event is None:
-            self.bad_messages += 1
-            return
-        self._deliver(event[0], ts, origin, self._dumps(event[1]), None)
+            kind, ts, origin, pieces, body = entry
+            if type(kind) is not str or type(ts) is not int or type(origin) is not dict or type(body) is not bytes:
+                return None
+            event = self._raw_exchanges.event(kind, pieces, body)
+            if event is None:
+                return None
+            return event[0], ts, self._dumps(origin), self._dumps(event[1])
+        except Exception:
+            return None
 
     def _deliver(self, event_type: str, ts: int, origin: bytes, data: bytes, source_seq: int | None) -> None:
         """Append an event whose data and origin are JSON bytes (spliced into the line, unless it holds bytes)."""
@@ -554,6 +648,7 @@ class Collector:
         conn.close()
         del self._pending[conn]
         del self._pids[conn]
+        self._awaiting.pop(conn, None)
 
     def _shut_down(self) -> None:
         self.left_running = [self._pids[conn] for conn in self._pending]

@@ -57,19 +57,24 @@ class Session:
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
     def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, sited: bool,
-                     size: int, raw: Callable[..., tuple[str, list, bytes] | None] | None = None) -> None:
+                     size: int, raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
+                     origin: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record one event made by the calling thread whose type and data `build(*args)` returns later, off this
         thread: the channel's sender calls `raw(*args)` when it sends the event, for raw pieces `wop capture`
-        builds it from (kind, a JSON list, body bytes; None: build it here), and build otherwise. The call pays
+        builds it from (kind, a tuple, body bytes; None: build it here), and build otherwise. The call pays
         here only for its time, origin and (sited: a request's) call site. args and what build and raw read must
         not change afterwards; size: about how many bytes the event holds (the sender counts its batches in bytes).
+        origin: the event's, when the caller knows it (an answer recorded by the call that recorded its request);
+        returns the origin recorded.
         """
-        origin = self.origin()
-        if sited:
-            site = program_site(2)
-            if site is not None:
-                origin["site"] = site
+        if origin is None:
+            origin = self.origin()
+            if sited:
+                site = program_site(2)
+                if site is not None:
+                    origin["site"] = site
         self.recorder.emit_later(build, args, _time_ns() // 1_000_000, origin, size, raw)
+        return origin
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""

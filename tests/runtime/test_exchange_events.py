@@ -167,16 +167,22 @@ def test_an_answer_a_forked_child_reads_for_its_parents_request_is_recorded_whol
 
 
 HOSTILE = """
-import os, socket
+import os, pickle, socket
 import httpx
+
+def frame(*entries):
+    payload = b"".join(pickle.dumps(entry, 5) for entry in entries)
+    return b"\\x00" + len(payload).to_bytes(4, "big") + payload
 
 address = os.environ["WOP_SINK"].partition(":")[2]
 with socket.socket(socket.AF_UNIX) as sock:
     sock.connect(address)
-    sock.sendall(b"raw_response\\t1\\t{}\\t[\\"\\",999,200,{},false,true]\\t\\"\\"\\n"   # no request was sent raw
-                 b"raw_request\\t1\\t{}\\t[1,2]\\t\\"\\"\\n"                         # pieces missing
-                 b"raw_request\\t1\\t{}\\tnot json\\t%%%\\n"                        # not JSON, not base64
-                 b"raw_nonsense\\t1\\t{}\\t[\\"\\",1]\\t\\n")
+    sock.sendall(frame(("raw_response", 1, {}, ("", 999, 200, {}, False, True), b""),  # no request was sent raw
+                       ("raw_request", 1, {}, (1, 2), b""),                             # pieces missing
+                       ("raw_nonsense", 1, {}, ("", 1), b""))                           # a kind wop does not know
+                 + frame((os.system, "echo owned > owned"))                             # names a function
+                 + b"\\x00\\x00\\x00\\x00\\x03abc"                                      # not a pickle
+                 + b"half a line" + frame(("raw_nonsense", 1, {}, ("", 1), b"")))        # a line cut by a frame
 httpx.post(os.environ["BASE"] + "/after", json={"still": "recorded"})
 print("ok")
 """
@@ -189,7 +195,8 @@ def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_g
         done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "agent.py",
                        env={"BASE": provider.url}, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "4 messages from recorded processes" in done.stderr
+    assert "7 messages from recorded processes" in done.stderr and not (tmp_path / "owned").exists()
     (call,) = events(tmp_path / "c", "tool_call")
     (result,) = events(tmp_path / "c", "tool_result")
     assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
+

@@ -33,7 +33,6 @@ _UNRECORDED_HEADERS = frozenset({
     "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
     "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
 })
-_UNRECORDED_NAMES = frozenset(name.encode() for name in _UNRECORDED_HEADERS)  # as httpx holds them
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson", eventstream.CONTENT_TYPE)
 DIVERGENCE_STATUS = 400
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -84,6 +83,7 @@ class Exchange:
         self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
         self._live: Any = None
         self._boundary: Any = None
+        self._origin: dict[str, Any] | None = None  # the request's, in a capture
         self.finished = False
 
     @property
@@ -97,15 +97,20 @@ class Exchange:
         """True when the answer (its header_snapshot) comes as server-sent events or JSON lines."""
         return header_value(headers, "content-type").startswith(STREAM_TYPES)
 
-    def record_response(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True) -> None:
-        """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot."""
+    def record_response(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True, *,
+                        in_call: bool = False) -> None:
+        """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot. in_call:
+        recorded by the call that sent the request (its thread and task), whose origin it then shares."""
         self.finished = True
         if self._live is not None:
             self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
+        origin = None
+        if in_call and self._origin is not None:
+            origin = {key: value for key, value in self._origin.items() if key != "site"}
         self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
-                                  size=len(body), raw=self._raw_response)
+                                  size=len(body), raw=self._raw_response, origin=origin)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
@@ -122,8 +127,8 @@ class Exchange:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         if self.session.replayer is None:
-            self.session.record_later(self._request_event, (), sited=True, size=len(self._body),
-                                      raw=self._raw_request)
+            self._origin = self.session.record_later(self._request_event, (), sited=True, size=len(self._body),
+                                                     raw=self._raw_request)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
@@ -173,25 +178,28 @@ class Exchange:
         request = self._built()
         return request.result_type, request.failure_data(error)
 
-    def _raw_request(self) -> tuple[str, list, bytes]:
-        """The request's raw pieces for RawExchanges (credentials left out: kept headers, URL without secrets)."""
+    def _raw_request(self) -> tuple[str, tuple, bytes] | None:
+        """The request's raw pieces for RawExchanges, as the program holds them (wop capture leaves out credentials
+        and secret URL parameters as it builds the event), or None for a body that is not bytes (built here)."""
+        body = self._body
+        if type(body) is not bytes:
+            return None
         self._sent_raw_by = self.session.pid
-        return RAW_REQUEST, [*self._call, self.method, url_without_secrets(str(self._url)), _kept(self._headers),
-                             self._body_is_json], self._body
+        return RAW_REQUEST, (*self._call, self.method, str(self._url), self._headers, self._body_is_json), body
 
     def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
-                      complete: bool) -> tuple[str, list, bytes] | None:
-        """The answer's raw pieces for RawExchanges, or None when its request was not sent raw by this process
-        (then the event is built here: the parent could not pair it)."""
+                      complete: bool) -> tuple[str, tuple, bytes] | None:
+        """The answer's raw pieces for RawExchanges (headers: a header_snapshot), or None when its request was not
+        sent raw by this process (then the event is built here: the parent could not pair it)."""
         if self._sent_raw_by != self.session.pid:
             return None
-        return RAW_RESPONSE, [*self._call, status, _kept(headers), streamed, complete], body
+        return RAW_RESPONSE, (*self._call, status, headers, streamed, complete), body
 
-    def _raw_failure(self, error: dict[str, Any]) -> tuple[str, list, bytes] | None:
+    def _raw_failure(self, error: dict[str, Any]) -> tuple[str, tuple, bytes] | None:
         """The failure's raw pieces for RawExchanges, or None (as for _raw_response)."""
         if self._sent_raw_by != self.session.pid:
             return None
-        return RAW_FAILURE, [*self._call, error], b""
+        return RAW_FAILURE, (*self._call, error), b""
 
 
 class RecordedRequest(NamedTuple):
@@ -265,13 +273,13 @@ class RawExchanges:
     def __init__(self) -> None:
         self._requests: dict[tuple[str, int], RecordedRequest] = {}
 
-    def event(self, kind: str, pieces: list, body: bytes) -> tuple[str, dict[str, Any]] | None:
-        """(type, data) of the event for raw pieces of a kind; None for an unknown kind or an answer to no request
-        sent raw."""
+    def event(self, kind: str, pieces: tuple, body: bytes) -> tuple[str, dict[str, Any]] | None:
+        """(type, data) of the event for raw pieces of a kind (Exchange._raw_*); None for an unknown kind or an answer
+        to no request sent raw."""
         call = (pieces[0], pieces[1])
         if kind == RAW_REQUEST:
             method, url, headers, body_is_json = pieces[2:]
-            request = RecordedRequest.of(call, method, url, headers, body, body_is_json)
+            request = RecordedRequest.of(call, method, url, _plain(headers), body, body_is_json)
             self._requests[call] = request._replace(data={})
             return request.event_type, request.data
         if kind not in (RAW_RESPONSE, RAW_FAILURE):
@@ -281,7 +289,7 @@ class RawExchanges:
             return None
         if kind == RAW_RESPONSE:
             status, headers, streamed, complete = pieces[2:]
-            return request.result_type, request.response_data(status, headers, body, streamed, complete)
+            return request.result_type, request.response_data(status, _plain(headers), body, streamed, complete)
         return request.result_type, request.failure_data(pieces[2])
 
 
@@ -391,14 +399,6 @@ def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
 def _plain(snapshot: Any) -> dict[str, str]:
     """A header_snapshot as plain_headers' dict."""
     return snapshot if type(snapshot) is dict else plain_headers(snapshot)
-
-
-def _kept(snapshot: Any) -> dict[str, str]:
-    """A header_snapshot as kept_headers' dict (httpx's triples read once)."""
-    if type(snapshot) is dict:
-        return kept_headers(snapshot)
-    return {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in snapshot
-            if lower not in _UNRECORDED_NAMES}
 
 
 def _httpx_triples(headers: Any) -> list | None:

@@ -83,7 +83,7 @@ def _recorded(connection: Any, exchange: Exchange, response: Any) -> Any:
     if exchange.is_stream(headers):
         return _recording(exchange, response, headers)
     raw = response.read()
-    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False)
+    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False, in_call=True)
     kept = [(name, value) for name, value in response.msg.items() if name.lower() not in _FRAMING]
     return _made_response(connection, exchange.method, response.status, response.reason, kept, [raw], False)
 

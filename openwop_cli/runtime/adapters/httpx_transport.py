@@ -94,7 +94,7 @@ def _recording_response(module: Any, recording: Any, exchange: Exchange, respons
 def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: Any, raw: bytes) -> Any:
     """Record a whole response and hand the client the same response, its raw bytes now read."""
     decoded = _decoded(module, response, headers, raw)
-    exchange.record_response(response.status_code, headers, decoded, False)
+    exchange.record_response(response.status_code, headers, decoded, False, in_call=True)
     response.stream = module.ByteStream(raw)
     return response
 

@@ -35,7 +35,7 @@ def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
             response = original(self, request, *args, **kwargs)
             content = response.content
         headers = plain_headers(response.headers)
-        exchange.record_response(response.status_code, headers, content, exchange.is_stream(headers))
+        exchange.record_response(response.status_code, headers, content, exchange.is_stream(headers), in_call=True)
         response.raw = io.BytesIO(content)
         response._content_consumed = True
         return response

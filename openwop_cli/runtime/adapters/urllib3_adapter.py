@@ -64,7 +64,7 @@ def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, dec
     if preload:
         body = response.data or b""
         exchange.record_response(response.status, headers, body if decode else undo_content_encoding(body, headers),
-                                 streamed)
+                                 streamed, in_call=True)
         return response
     if streamed:
         response._fp = _RecordingFile(response._fp, lambda raw, complete: exchange.record_response(
@@ -72,7 +72,7 @@ def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, dec
         return response
     raw = response.read(decode_content=False)
     response.release_conn()
-    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False)
+    exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False, in_call=True)
     return module.HTTPResponse(body=io.BytesIO(raw), headers=response.headers, status=response.status,
                                version=response.version, reason=response.reason, preload_content=False,
                                decode_content=decode, original_response=response._original_response,
