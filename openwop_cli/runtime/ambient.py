@@ -64,7 +64,8 @@ def install() -> None:
                         ("uuid", _patch_uuid), ("random", draws.patch_random), ("secrets", draws.patch_secrets),
                         ("multiprocessing.pool", pooltasks.patch_pool),
                         ("concurrent.futures.process", pooltasks.patch_executor),
-                        ("concurrent.futures.thread", pooltasks.patch_thread_executor)):
+                        ("concurrent.futures.thread", pooltasks.patch_thread_executor),
+                        ("queue", pooltasks.patch_queue)):
         when_imported(name, _once(name, patch))
 
 

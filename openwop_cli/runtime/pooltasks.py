@@ -1,12 +1,14 @@
 """Pool tasks: which task a worker is running, so the values it reads and the calls it makes belong to the task.
 
-A multiprocessing.Pool (or ThreadPool), a ProcessPoolExecutor or a ThreadPoolExecutor hands each
-task to whichever worker is free, so which worker runs which task changes from run to run, while
-the tasks themselves are numbered by the process that submits them, in submit order. While a
-worker runs one, its events name it in `origin.poolTask` — `pool JOB.INDEX` (a Pool's job and
-chunk), `executor NUMBER.WORK_ID`, `threadpool NUMBER.JOB.INDEX` (a ThreadPool's) or `threads
-NUMBER.CALL` (a ThreadPoolExecutor's) — and a replay serves a task's clock, uuid and random
-values, and its tool and LLM calls, to whichever worker runs it (replay.ambient, replay.engine).
+A multiprocessing.Pool (or ThreadPool), a ProcessPoolExecutor, a ThreadPoolExecutor or a queue.Queue
+that hand-rolled worker threads pull from hands each task to whichever worker is free, so which
+worker runs which task changes from run to run, while the tasks themselves are numbered by the
+process that submits them, in submit order. While a worker runs one, its events name it in
+`origin.poolTask` — `pool JOB.INDEX` (a Pool's job and chunk), `executor NUMBER.WORK_ID`,
+`threadpool NUMBER.JOB.INDEX` (a ThreadPool's), `threads NUMBER.CALL` (a ThreadPoolExecutor's) or
+`queue NUMBER.ITEM` (a queue's item, put by the program's own code) — and a replay serves a task's
+clock, uuid and random values, and its tool and LLM calls, to whichever worker runs it
+(replay.ambient, replay.engine).
 
 A process pool's task may run in any of its worker processes; its name says which process numbered
 it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the program started) unless
@@ -23,20 +25,22 @@ or forkserver worker, which is handed its target by name, finds it, and its task
 in one that notes the task each `get` returns (in the worker's thread).
 """
 
+import collections
 import functools
 import itertools
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
-from openwop_cli.runtime.callsite import opening_site
+from openwop_cli.runtime.callsite import PROGRAM, _places, opening_site, place
 from openwop_cli.runtime.processname import identity
 from openwop_cli.runtime.session import current_pool_task, inside_boundary, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
-_LOCAL_TASKS = ("threads ", "threadpool ")  # run by threads of the process that submitted them
+_LOCAL_TASKS = ("threads ", "threadpool ", "queue ")  # run by threads of the process that submitted them
 _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
@@ -98,14 +102,71 @@ def patch_thread_executor(module: Any) -> None:
     ambient.replace(module.ThreadPoolExecutor, "submit", naming_submit)
 
 
-def _numbered(pool: Any, kind: str) -> str:
+def patch_queue(module: Any) -> None:
+    """queue.Queue and LifoQueue: an item the program's own code puts is a task, `queue N.K from FILE:LINE` (see
+    _numbered), which the thread other than the main one that gets it, in its own code, runs until its next get.
+    Hand-rolled workers pulling from a shared queue take the items in an order a race decides; named so, each
+    item's clock, uuid and random values and its calls are served to whichever worker takes it."""
+    for kind, take in ((module.Queue, "popleft"), (module.LifoQueue, "pop")):
+        _name_queued_items(kind, take)
+
+
+def _name_queued_items(kind: Any, take: str) -> None:
+    """Patch kind's _put and _get (called with the queue's lock held) to keep each item's name beside it, in a deque
+    taken from the same end; only a queue made with both in place keeps one (not a subclass that replaces them)."""
+    init, put, get = kind.__init__, kind._put, kind._get
+
+    @functools.wraps(init)
+    def tracking_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if type(self)._put is naming_put and type(self)._get is task_setting_get:
+            self._wop_names = collections.deque()
+
+    @functools.wraps(put)
+    def naming_put(self: Any, item: Any) -> None:
+        put(self, item)
+        names = self.__dict__.get("_wop_names")
+        if names is not None:
+            by_program = _placed(sys._getframe(2)) == PROGRAM and not inside_boundary()
+            names.append(_numbered(self, "queue", 3) if by_program else None)
+
+    @functools.wraps(get)
+    def task_setting_get(self: Any) -> Any:
+        item = get(self)
+        names = self.__dict__.get("_wop_names")
+        if names:
+            name = getattr(names, take)()
+            if (name is not None and threading.current_thread() is not threading.main_thread()
+                    and _placed(sys._getframe(2)) == PROGRAM):
+                _start_task(name)
+        return item
+
+    for name, value in (("__init__", tracking_init), ("_put", naming_put), ("_get", task_setting_get)):
+        ambient.replace(kind, name, value)
+
+
+def _placed(frame: Any) -> int:
+    """The place (callsite.PROGRAM…) of a frame's code."""
+    filename = frame.f_code.co_filename
+    return (_places.get(filename) or place(filename))[0]
+
+
+def _start_task(name: str | None) -> None:
+    """This thread runs the task name from now on (the task it ran is over)."""
+    finished = current_pool_task()
+    if finished is not None:
+        _thread_executors.pop(finished, None)
+    set_pool_task(name)
+
+
+def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
     """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
     pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
     counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:LINE`, nothing when there is none):
     a library's own calls (openai's platform lookup, made by as many requests as race to make it first) leave the
-    program's numbered as they were."""
+    program's numbered as they were. depth: as opening_site's, from the caller's frame."""
     within = current_pool_task()
-    site = opening_site(2)
+    site = opening_site(depth)
     submitter = None if site is None else f"{site['file']}:{site['line']}"
     with _numbering:
         calls = pool.__dict__.setdefault("_wop_calls", {}).get((within, submitter))
@@ -168,10 +229,7 @@ class _Tasks:
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         task = self._queue.get(*args, **kwargs)
-        finished = current_pool_task()
-        if finished is not None:
-            _thread_executors.pop(finished, None)
-        set_pool_task(self._name(task))
+        _start_task(self._name(task))
         return task
 
     def __getattr__(self, name: str) -> Any:

@@ -360,6 +360,54 @@ def test_forked_children_are_told_apart_by_their_place_under_their_parent(tmp_pa
     assert_replays_exactly(tmp_path, source, captured, env)
 
 
+QUEUE_WORKERS = """
+import queue, random, threading, time, uuid
+import openwop_cli as wop
+
+@wop.tool
+def lookup(item):
+    return {"item": item, "price": random.randint(0, 10**9)}
+
+work, results = queue.KIND(), queue.Queue()
+
+def worker():
+    while True:
+        item = work.get()
+        if item is None:
+            break
+        time.sleep((time.perf_counter_ns() % 7) / 1000)  # which worker takes which item changes from run to run
+        token = uuid.uuid4().hex[:8]
+        results.put((item, token, time.time(), lookup(item)["price"]))
+        work.task_done()
+
+threads = [threading.Thread(target=worker) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for item in range(12):
+    work.put(item)
+work.join()
+for _ in threads:
+    work.put(None)
+for thread in threads:
+    thread.join()
+print(*sorted(results.get() for _ in range(12)), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("kind", ["Queue", "LifoQueue"])
+def test_items_hand_rolled_workers_take_from_a_queue_are_served_their_values_whichever_worker_takes_them(
+        tmp_path, kind):
+    """Worker threads pull items from a queue the main thread fills: which worker takes which item is a race. Before,
+    the values and calls were served per recorded thread, and a strict replay stopped on a uuid read by the wrong
+    worker (`event_payload_mismatch`) in 3 runs of 3."""
+    source = capture(tmp_path, QUEUE_WORKERS.replace("KIND", kind))
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 12
+    tasks = {event["origin"].get("poolTask") for event in CaptureReader(source) if event["type"] == "tool_call"}
+    assert len(tasks) == 12 and all(task.startswith("queue 1.") for task in tasks), tasks
+    assert_replays_exactly(tmp_path, source, captured)
+
+
 CHANGED_TASK = """
 import multiprocessing, random, time
 import openwop_cli as wop
