@@ -171,7 +171,7 @@ import os, pickle, socket
 import httpx
 
 def frame(*entries):
-    payload = b"".join(pickle.dumps(entry, 5) for entry in entries)
+    payload = b"".join(pickle.dumps([entry], 5) for entry in entries)
     return b"\\x00" + len(payload).to_bytes(4, "big") + payload
 
 address = os.environ["WOP_SINK"].partition(":")[2]
