@@ -123,7 +123,7 @@ class _BodyRecording:
         buffered = getattr(reader, "_buffer", ())  # an EmptyStreamReader (no body) has none
         self.chunks = list(buffered)
         if reader.is_eof():
-            self.finish(True)
+            self.finish(True, in_call=True)
             return
         teed = _Teed(buffered)
         teed.chunks = self.chunks
@@ -141,7 +141,8 @@ class _BodyRecording:
 
         setattr(self.response, name, finishing)
 
-    def finish(self, complete: bool) -> None:
+    def finish(self, complete: bool, in_call: bool = False) -> None:
+        """Record the body kept so far (in_call: by the request's own task, as it came in with the headers)."""
         if self.finished:
             return
         self.finished = True
@@ -149,7 +150,7 @@ class _BodyRecording:
         if not self.decompressed:
             body = undo_content_encoding(body, self.headers)
         streamed = self.exchange.is_stream(self.headers)
-        self.exchange.record_response(self.response.status, self.headers, body, streamed, complete)
+        self.exchange.record_response(self.response.status, self.headers, body, streamed, complete, in_call=in_call)
 
 
 def _stream_reader(module: Any, chunks: list[bytes]) -> Any:
