@@ -5,8 +5,9 @@ Three kinds of pair: plain (llm_request and tool_call events, nothing folded, 10
 and two state-heavy pairs (every event a state write — channel appends, counters, merges, variables — so both runs
 fold every write): state-late, whose 10 changed writes are in the run's last 10% (the identical prefix is folded
 once), and state-early, whose first changed write is at 9% (both runs fold apart from there: the worst case).
-Target (issues 8 and 20): <= 2x the bare read at 100,000 and 1,000,000 events, state-heavy included; memory that
-does not grow with the event count (peak RSS of the diff process). Medians of RUNS runs with their spread.
+Every event carries an origin as a real capture's do (the process id differs between the two runs, the call site
+varies). Target (issues 8 and 20): <= 2x the bare read at 100,000 and 1,000,000 events, state-heavy included; memory
+that does not grow with the event count (peak RSS of the diff process). Medians of RUNS runs with their spread.
 Run: python bench/bench_diff.py [EVENTS] [RUNS] [plain|state-late|state-early|all]   (defaults: 1000000 3 all)
 """
 
@@ -47,7 +48,13 @@ def state_event(index: int) -> tuple[str, dict]:
     return "state_mutation", {"kind": "variable", "key": f"v{index % 50}", "value": index}
 
 
-def write_capture(path: Path, count: int, changed: set[int], make) -> None:
+def origin(pid: int, index: int) -> dict:
+    """Where an event was made, as the runtime records it: this run's process, its main thread, one of a few sites."""
+    site = {"file": "agent.py", "line": 40 + index % 7, "function": "step"}
+    return {"pid": pid, "thread": "MainThread", "site": site}
+
+
+def write_capture(path: Path, count: int, changed: set[int], make, pid: int) -> None:
     sink = CaptureSink(path, redactor=Redactor("none"))
     sink.start({})
     sink.append("run_start", {"argv": ["agent.py"], "channels": {"log": {"reducer": "append", "maxSize": 100}}})
@@ -55,7 +62,7 @@ def write_capture(path: Path, count: int, changed: set[int], make) -> None:
         event_type, data = make(index)
         if index in changed:
             data = {**data, "value": {"changed": index}} if event_type == "state_mutation" else {**data, "changed": True}
-        sink.append(event_type, data)
+        sink.append(event_type, data, origin=origin(pid, index))
     sink.finalize("ok")
 
 
@@ -86,9 +93,10 @@ def diffed(paths: tuple[Path, Path]) -> tuple[float, float, float]:
 def run(count: int, kind: str, root: Path, runs: int) -> None:
     make = plain_event if kind == "plain" else state_event
     paths = root / f"{kind}-a{count}", root / f"{kind}-b{count}"
-    write_capture(paths[0], count, set(), make)
+    write_capture(paths[0], count, set(), make, 4242)
     late = kind == "state-late"
-    write_capture(paths[1], count, {count - count // 100 * k if late else count // 11 * k for k in range(1, 11)}, make)
+    changed = {count - count // 100 * k if late else count // 11 * k for k in range(1, 11)}
+    write_capture(paths[1], count, changed, make, 4343)
     bare, diff, ratio, cpu_ratio, rss = [], [], [], [], 0.0
     for _ in range(runs):
         bare_wall, bare_cpu = bare_read(paths)

@@ -118,7 +118,7 @@ class CaptureReader:
                                 return
                             expected_seq += 1
                             continue
-                        problem = check(event, b"" if cleared else line)
+                        problem = check(event, line, cleared)
                         if problem is not None:
                             self._problem("bad_event", problem, lineno, expected_seq)
                             if stop_at_first_problem:

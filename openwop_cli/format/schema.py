@@ -70,24 +70,41 @@ EVENT_DATA: dict[str, Fields] = {
     REPLAY_DIVERGED: (("code", OPT_STR), ("divergencePoint", OPT_INT), ("jsonPath", OPT_STR), ("detail", OPT_STR)),
 }
 OPENWOP_DATA: dict[str, Fields] = {"channel.written": EVENT_DATA[STATE_MUTATION]}  # run logs of OpenWOP hosts
+ORIGIN_TAIL = b',"origin":{'  # how an event line the sink wrote ends: its origin, then the closing brace
+MAX_ORIGIN_TAILS = 4096  # distinct origins whose bytes a checker remembers as checked
 ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("poolTask", KEY), ("site", OPT_DICT))
 SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
 
 
+SELDOM = frozenset({"nodeId", "typeId", "sourceEngineId", "schemaVersion", "declaration", "error", "min", "max",
+                    "poolTask"})  # fields most events lack: tested one by one only when the data has one of them
+
+
 @functools.cache
-def _compiled(fields: Fields) -> Callable[[Callable[[str], Any]], bool]:
-    """fields as one expression over a dict's get: the table above as straight-line code, so checking an
-    event costs no loop (this is the hot path of every read). Made when first needed, not at import."""
-    terms = [f"type(get({name!r})) in a{index}" for index, (name, _) in enumerate(fields)]
-    names = {f"a{index}": allowed for index, (_, allowed) in enumerate(fields)}
-    return eval(f"lambda get: {' and '.join(terms) or 'True'}", {"type": type, **names})  # noqa: S307 (our own table)
+def _compiled(fields: Fields) -> Callable[[dict[str, Any]], bool]:
+    """fields as one expression over a dict: the table above as straight-line code, so checking an event costs no
+    loop (this is the hot path of every read). Absent fields (None, which every field allows) are tested first; the
+    SELDOM ones only when one of them is there. Made when first needed, not at import."""
+    def term(index: int, name: str) -> str:
+        return f"type(get({name!r})) in a{index}"
+
+    terms = [term(index, name) for index, (name, _) in enumerate(fields) if name not in SELDOM]
+    seldom = [term(index, name) for index, (name, _) in enumerate(fields) if name in SELDOM]
+    if seldom:
+        terms.append(f"(seldom.isdisjoint(value) or {' and '.join(seldom)})")
+    names = {f"a{index}": (_NONE, *(kind for kind in allowed if kind is not _NONE)) if _NONE in allowed else allowed
+             for index, (_, allowed) in enumerate(fields)}
+    names["seldom"] = frozenset(name for name, _ in fields if name in SELDOM)
+    scope = {"type": type, **names}
+    exec(f"def check(value):\n    get = value.get\n    return {' and '.join(terms) or 'True'}", scope)  # noqa: S102
+    return scope["check"]
 
 
 _ENVELOPE = itemgetter("version", "seq", "ts", "type", "data", "captureId", "runId")
 
 
 @functools.cache
-def _data_checks(run_log: bool) -> dict[str, Callable[[Callable[[str], Any]], bool]]:
+def _data_checks(run_log: bool) -> dict[str, Callable[[dict[str, Any]], bool]]:
     """The data check of every event type (and, in a run log, of OpenWOP's types)."""
     checks = {event_type: _compiled(EVENT_DATA.get(event_type, ())) for event_type in EVENT_TYPES}
     if run_log:
@@ -104,12 +121,15 @@ class EventChecker:
     def __init__(self, capture_id: str | None = None, run_id: str | None = None, *, run_log: bool = False) -> None:
         self.capture_id, self.run_id = capture_id, run_id
         self._data_ok, self._other_type = _data_checks(run_log), _accept if run_log else _refuse
+        self._origin_ok, self._site_ok = _compiled(ORIGIN), _compiled(SITE)
+        self._origin_tails: set[bytes] = set()
 
-    def problem(self, event: Any, line: bytes | None = None) -> str | None:
+    def problem(self, event: Any, line: bytes | None = None, shallow: bool = False) -> str | None:
         """What is wrong with one event, naming the field, or None when wop can use it.
 
         line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
-        enough brackets to nest too deep)."""
+        enough brackets to nest too deep, and an origin is checked once per distinct bytes).
+        shallow: the line is known not to nest too deep (a reader cleared its whole chunk at once)."""
         try:
             version, seq, ts, event_type, data, capture_id, run_id = _ENVELOPE(event)
             data_ok = self._data_ok.get(event_type, self._other_type)  # TypeError: not a string (unhashable)
@@ -119,12 +139,35 @@ class EventChecker:
                 and 0 <= ts <= MAX_INT and 0 <= version <= EVENT_VERSION  # seq: its range is the reader's (in order)
                 and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
                      else type(capture_id) is str and type(run_id) is str)
-                and data_ok(data.get) and (len(event) == 7 or _extras_ok(event.get))
+                and data_ok(data) and (len(event) == 7 or self._extras_ok(event, line))
                 and (event_type != RUN_START or type(data.get("argv")) is not list
                      or strings_problem(data["argv"], "data.argv") is None)
-                and (line is not None and (not line or not may_nest_too_deep(line)) or not too_deep(data))):
+                and (shallow or line is not None and not may_nest_too_deep(line) or not too_deep(data))):
             return None
         return self._explain(event)
+
+    def _extras_ok(self, event: dict[str, Any], line: bytes | None) -> bool:
+        """The optional envelope fields (origin, sourceSeq), fast: True when they are right.
+
+        A line that ends in `,"origin":C}`, C bytes whose origin was checked before, has that origin: the quote
+        before `origin` opens a key (a closing quote would leave `origin"` outside a string), C is one whole value
+        on its own, and the `}` after it, the line's last byte, closes the event itself; a repeated key's last
+        value is the one read. Events carry few distinct origins (a process, its threads, their call sites)."""
+        tail = None
+        if line is not None and len(event) == 8:
+            tail = line[line.rfind(ORIGIN_TAIL):]
+            if tail in self._origin_tails:
+                return True
+        get = event.get
+        origin, source_seq = get("origin"), get("sourceSeq")
+        if not ((origin is None or type(origin) is dict and self._origin_ok(origin)
+                 and ((site := origin.get("site")) is None or type(site) is dict and self._site_ok(site)))
+                and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT)):
+            return False
+        if (tail is not None and tail.startswith(ORIGIN_TAIL) and tail.endswith(b"}") and origin is not None
+                and len(self._origin_tails) < MAX_ORIGIN_TAILS and _parses_to(tail[len(ORIGIN_TAIL) - 1:-1], origin)):
+            self._origin_tails.add(tail)
+        return True
 
     def _explain(self, event: Any) -> str:
         """The message for an event the fast check refused: the first field that is wrong."""
@@ -154,10 +197,18 @@ class EventChecker:
         return problem or f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
 
 
+def _parses_to(text: bytes, value: Any) -> bool:
+    """True when text is one whole JSON value on its own, equal to value and of the same types throughout."""
+    try:
+        return orjson.dumps(orjson.loads(text)) == orjson.dumps(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+
+
 def may_nest_too_deep(line: bytes) -> bool:
-    """A necessary condition, cheap to test (two memchr passes), for a JSON line nesting deeper than MAX_DEPTH:
+    """A necessary condition, cheap to test (two counting passes, no copy), for a JSON line nesting deeper than MAX_DEPTH:
     it has more opening brackets than that."""
-    return len(line) >= SHALLOW_BYTES and len(line) - len(line.replace(b"{", b"").replace(b"[", b"")) > MAX_DEPTH
+    return len(line) >= SHALLOW_BYTES and line.count(b"{") + line.count(b"[") > MAX_DEPTH
 
 
 @functools.cache
@@ -173,11 +224,11 @@ def chunk_nesting_gate() -> Any:
         return None
 
 
-def _refuse(_get: Any) -> bool:
+def _refuse(_data: Any) -> bool:
     return False
 
 
-def _accept(_get: Any) -> bool:
+def _accept(_data: Any) -> bool:
     return True
 
 
@@ -240,14 +291,6 @@ def _spliced(value: Any, levels: int, default: Any) -> bytes:
 def _as_null(_value: Any) -> None:
     """Bytes (resolved binary blobs) count as one level, like any scalar."""
     return None
-
-
-def _extras_ok(get: Any) -> bool:
-    """The optional envelope fields (origin, sourceSeq), fast: True when they are right."""
-    origin, source_seq = get("origin"), get("sourceSeq")
-    return ((origin is None or type(origin) is dict and _compiled(ORIGIN)(origin.get)
-             and (origin.get("site") is None or type(origin["site"]) is dict and _compiled(SITE)(origin["site"].get)))
-            and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT))
 
 
 def _optional_envelope(get: Any) -> str | None:
