@@ -25,7 +25,14 @@ from openwop_cli.state.checks import (
     write_refusal,
     writer_allowed,
 )
-from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, is_entry, legacy_reducer
+from openwop_cli.state.reducers import (
+    UNDECLARED,
+    ChannelStore,
+    ReducerError,
+    effective_reducer,
+    is_entry,
+    legacy_reducer,
+)
 
 __all__ = ["CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "Finding", "StateFold", "fold_events", "writer_allowed"]
 CHANNEL_WRITTEN = "channel.written"  # the OpenWOP event type, in run logs from OpenWOP hosts
@@ -76,28 +83,25 @@ class StateFold:
         """Fold one event (anything but run_start and state_mutation is skipped)."""
         self.seq = event["seq"]
         event_type = event["type"]
-        if event_type == RUN_START:
+        if event_type == STATE_MUTATION:
+            data = event["data"]
+            kind = data.get("kind")
+            if kind == "channel":
+                self._write_channel(data, event.get("ts", 0))
+            elif kind == "variable":
+                self._write_variable(data, event.get("ts", 0))
+            elif kind == "declare":
+                self.declare_all({str(data.get("channel")): data.get("declaration")})
+        elif event_type == RUN_START:
             declared = event["data"].get("channels")
             if isinstance(declared, dict):
                 self.declare_all(declared)
-            return
-        if event_type == CHANNEL_WRITTEN:
+        elif event_type == CHANNEL_WRITTEN:
             self._write_channel(event["data"], event.get("ts", 0))
-            return
-        if event_type != STATE_MUTATION:
-            if event_type == RUN_END:
-                self.status = str(event["data"].get("status") or "ok")
-            elif event_type in TERMINAL_RUN_EVENTS:
-                self.status = TERMINAL_RUN_EVENTS[event_type]
-            return
-        data, ts = event["data"], event.get("ts", 0)
-        kind = data.get("kind")
-        if kind == "declare":
-            self.declare_all({str(data.get("channel")): data.get("declaration")})
-        elif kind == "channel":
-            self._write_channel(data, ts)
-        elif kind == "variable":
-            self._write_variable(data, ts)
+        elif event_type == RUN_END:
+            self.status = str(event["data"].get("status") or "ok")
+        elif event_type in TERMINAL_RUN_EVENTS:
+            self.status = TERMINAL_RUN_EVENTS[event_type]
 
     def fork(self) -> "StateFold":
         """An independent copy of this fold, to go on folding apart (two runs that shared a prefix)."""
@@ -130,8 +134,10 @@ class StateFold:
     # ---- writes -------------------------------------------------------------------------------
 
     def _write_channel(self, data: dict[str, Any], ts: int) -> None:
-        name = str(data.get("channel"))
-        declaration = self.declarations.get(name) or {}
+        name = data.get("channel")
+        if type(name) is not str:
+            name = str(name)
+        declaration = self.declarations.get(name) or UNDECLARED
         recorded = data.get("reducer") or declaration.get("reducer") or "replace"
         reducer = effective_reducer(recorded)
         if reducer != recorded:
@@ -151,13 +157,18 @@ class StateFold:
         except ReducerError as exc:
             self._find("validation_error", name, f"write to {name!r} not applied: {exc}")
             return
-        meta = self.meta.setdefault(name, {"writes": 0})
-        meta.update(writes=meta["writes"] + 1, lastSeq=self.seq, reducer=reducer)
+        meta = self.meta.get(name)
+        if meta is None:
+            meta = self.meta[name] = {"writes": 0}
+        meta["writes"] += 1
+        meta["lastSeq"], meta["reducer"] = self.seq, reducer
         if "schemaVersion" in data:
             meta["schemaVersion"] = data["schemaVersion"]
 
     def _write_variable(self, data: dict[str, Any], ts: int) -> None:
-        name = str(data.get("key"))
+        name = data.get("key")
+        if type(name) is not str:
+            name = str(name)
         refusal = variable_refusal(name, self.declarations)
         if refusal is not None:
             self._refuse(name, refusal)

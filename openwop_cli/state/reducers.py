@@ -18,6 +18,8 @@ from typing import Any
 CANONICAL = ("replace", "append", "merge", "counter", "votes", "feedback", "message")
 LIST_REDUCERS = frozenset({"append", "votes", "feedback", "message"})
 TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
+CHECKED_INPUT = frozenset({"merge", "counter", "votes", "feedback", "message"})  # the reducers `validate` checks
+UNDECLARED: dict[str, Any] = {}  # the declaration of a channel nobody declared (read, never changed)
 MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 LEGACY_PREFIXES = (
     ("_approvalVotes:", "votes"),
@@ -95,8 +97,9 @@ class ChannelStore:
 
     def write(self, name: str, value: Any, reducer: str, *, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
         """Fold one write into the channel (reducer already resolved with effective_reducer)."""
-        declaration = declaration or {}
-        validate(reducer, value)
+        declaration = declaration or UNDECLARED
+        if reducer in CHECKED_INPUT:
+            validate(reducer, value)
         if reducer in LIST_REDUCERS:
             self._write_list(name, value, reducer, ts, declaration)
             return
@@ -173,7 +176,8 @@ def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:
 
 
 def validate(reducer: str, value: Any) -> None:
-    """Raise ReducerError when value is not an input the reducer takes (the spec's types)."""
+    """Raise ReducerError when value is not an input the reducer takes (the spec's types; replace and append take
+    anything)."""
     if reducer == "merge" and not isinstance(value, dict):
         raise ReducerError(f"merge takes an object, got {type(value).__name__}")
     if reducer == "counter" and (isinstance(value, bool) or not isinstance(value, (int, float))):
