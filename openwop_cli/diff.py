@@ -17,6 +17,7 @@ holds more than the current events, the diffs found (up to max_diffs) and the tw
 """
 
 from collections import deque
+from itertools import zip_longest
 from typing import Any, Iterable, Iterator
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
@@ -212,11 +213,7 @@ class TwinFolds:
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison."""
-    iter_a, iter_b = iter(events_a), iter(events_b)
-    while True:
-        left, right = next(iter_a, None), next(iter_b, None)
-        if left is None and right is None:
-            return
+    for left, right in zip_longest(events_a, events_b):
         if left is not None and right is not None and left["type"] == right["type"] and left["data"] == right["data"]:
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)

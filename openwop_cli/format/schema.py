@@ -123,41 +123,50 @@ class EventChecker:
         self._data_ok, self._other_type = _data_checks(run_log), _accept if run_log else _refuse
         self._origin_ok, self._site_ok = _compiled(ORIGIN), _compiled(SITE)
         self._origin_tails: set[bytes] = set()
+        self.problem = self._fast_check()
 
-    def problem(self, event: Any, line: bytes | None = None, shallow: bool = False) -> str | None:
-        """What is wrong with one event, naming the field, or None when wop can use it.
+    def _fast_check(self) -> Callable[..., str | None]:
+        """`problem` with everything it reads bound in its closure: it runs once per event of every read."""
+        data_checks, other_type, explain, extras_ok = self._data_ok, self._other_type, self._explain, self._extras_ok
+        capture_id, run_id, tails = self.capture_id, self.run_id, self._origin_tails
+        envelope, max_int, shallow_bytes = _ENVELOPE, MAX_INT, SHALLOW_BYTES
 
-        line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
-        enough brackets to nest too deep, and an origin is checked once per distinct bytes).
-        shallow: the line is known not to nest too deep (a reader cleared its whole chunk at once)."""
-        try:
-            version, seq, ts, event_type, data, capture_id, run_id = _ENVELOPE(event)
-            data_ok = self._data_ok.get(event_type, self._other_type)  # TypeError: not a string (unhashable)
-        except (KeyError, TypeError):
-            return self._explain(event)
-        if (type(seq) is int and type(ts) is int and type(data) is dict and type(version) is int
-                and 0 <= ts <= MAX_INT and 0 <= version <= EVENT_VERSION  # seq: its range is the reader's (in order)
-                and (capture_id == self.capture_id and run_id == self.run_id if self.capture_id is not None
-                     else type(capture_id) is str and type(run_id) is str)
-                and data_ok(data) and (len(event) == 7 or self._extras_ok(event, line))
-                and (event_type != RUN_START or type(data.get("argv")) is not list
-                     or strings_problem(data["argv"], "data.argv") is None)
-                and (shallow or line is not None and not may_nest_too_deep(line) or not too_deep(data))):
-            return None
-        return self._explain(event)
+        def problem(event: Any, line: bytes | None = None, shallow: bool = False) -> str | None:
+            """What is wrong with one event, naming the field, or None when wop can use it.
+
+            line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
+            enough brackets to nest too deep, and an origin is checked once per distinct bytes).
+            shallow: the line is known not to nest too deep (a reader cleared its whole chunk at once)."""
+            try:
+                version, seq, ts, event_type, data, event_capture, event_run = envelope(event)
+                data_ok = data_checks.get(event_type, other_type)  # TypeError: not a string (unhashable)
+            except (KeyError, TypeError):
+                return explain(event)
+            if (type(seq) is int and type(ts) is int and type(data) is dict and type(version) is int
+                    and 0 <= ts <= max_int and 0 <= version <= EVENT_VERSION  # seq: its range is the reader's
+                    and (event_capture == capture_id and event_run == run_id if capture_id is not None
+                         else type(event_capture) is str and type(event_run) is str)
+                    and data_ok(data)
+                    and (len(event) == 7 or line is not None and len(event) == 8
+                         and line[line.rfind(ORIGIN_TAIL):] in tails or extras_ok(event, line))
+                    and (event_type != RUN_START or type(data.get("argv")) is not list
+                         or strings_problem(data["argv"], "data.argv") is None)
+                    and (shallow or line is not None and (len(line) < shallow_bytes or not may_nest_too_deep(line))
+                         or not too_deep(data))):
+                return None
+            return explain(event)
+
+        return problem
 
     def _extras_ok(self, event: dict[str, Any], line: bytes | None) -> bool:
-        """The optional envelope fields (origin, sourceSeq), fast: True when they are right.
+        """The optional envelope fields (origin, sourceSeq): True when they are right; a right origin's bytes are
+        remembered, and `problem` takes a line ending in them as checked.
 
         A line that ends in `,"origin":C}`, C bytes whose origin was checked before, has that origin: the quote
         before `origin` opens a key (a closing quote would leave `origin"` outside a string), C is one whole value
         on its own, and the `}` after it, the line's last byte, closes the event itself; a repeated key's last
         value is the one read. Events carry few distinct origins (a process, its threads, their call sites)."""
-        tail = None
-        if line is not None and len(event) == 8:
-            tail = line[line.rfind(ORIGIN_TAIL):]
-            if tail in self._origin_tails:
-                return True
+        tail = line[line.rfind(ORIGIN_TAIL):] if line is not None and len(event) == 8 else None
         get = event.get
         origin, source_seq = get("origin"), get("sourceSeq")
         if not ((origin is None or type(origin) is dict and self._origin_ok(origin)

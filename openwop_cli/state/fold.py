@@ -118,10 +118,11 @@ class StateFold:
     def uses_time(self, event: dict[str, Any]) -> bool:
         """True when folding this event reads its ts: a channel write to a channel declared with ttlMs, or of a TTL
         entry (whose _ts is checked against it). Two runs' same other events fold the same whenever they happened."""
-        data = event["data"]
-        if event["type"] == CHANNEL_WRITTEN or (event["type"] == STATE_MUTATION and data.get("kind") == "channel"):
-            declaration = self.declarations.get(str(data.get("channel")))
-            return bool(isinstance(declaration, dict) and declaration.get("ttlMs")) or is_entry(data.get("value"))
+        data, event_type = event["data"], event["type"]
+        if event_type == STATE_MUTATION and data.get("kind") == "channel" or event_type == CHANNEL_WRITTEN:
+            name = data.get("channel")
+            declaration = self.declarations.get(name if type(name) is str else str(name))
+            return bool(declaration and declaration.get("ttlMs")) or is_entry(data.get("value"))
         return False
 
     def snapshot(self) -> dict[str, Any]:
