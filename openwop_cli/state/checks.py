@@ -31,7 +31,7 @@ class Refusal:
 def write_refusal(name: str, value: Any, data: dict[str, Any], declaration: dict[str, Any], reducer: str,
                   schema_problem: SchemaCheck) -> Refusal | None:
     """The refusal of a channel write of value (data: the write in the channel.written shape), or None."""
-    if CHECKED_DECLARATION_KEYS.isdisjoint(declaration) and "sourceEngineId" not in data and "schemaVersion" not in data:
+    if not checks_writes(declaration) and "sourceEngineId" not in data and "schemaVersion" not in data:
         return None
     if not writer_allowed(declaration.get("access"), data.get("nodeId"), data.get("typeId")):
         return Refusal("channel_access_denied", f"node {data.get('nodeId')!r} may not write to channel {name!r}")
@@ -40,6 +40,12 @@ def write_refusal(name: str, value: Any, data: dict[str, Any], declaration: dict
                        f"channel {name!r} uses reducer {reducer!r}, which forbids writes from engine "
                        f"{data['sourceEngineId']!r}")
     return schema_refusal(name, value, data.get("schemaVersion"), declaration, schema_problem)
+
+
+def checks_writes(declaration: dict[str, Any]) -> bool:
+    """True when a declaration says something a write is checked against (access, schema, schema versions); a write
+    to any other channel is refused only for what it carries itself (sourceEngineId, schemaVersion)."""
+    return not CHECKED_DECLARATION_KEYS.isdisjoint(declaration)
 
 
 def schema_refusal(name: str, value: Any, written: Any, declaration: dict[str, Any],

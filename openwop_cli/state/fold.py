@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.state.checks import (
     Refusal,
+    checks_writes,
     declaration_refusal,
     looks_sensitive,
     variable_refusal,
@@ -65,10 +66,12 @@ class StateFold:
         self.status: str | None = None  # the run's terminal status, once its end event is folded
         self._warned: set[tuple[str, str]] = set()
         self._validator: Any = None
+        self._plans: dict[tuple[str, str | None], tuple[dict[str, Any], str, bool]] = {}
         self.declare_all(declarations or {})
 
     def declare_all(self, declarations: dict[str, Any]) -> None:
         """Take channel declarations (a workflow's `channels`); one the spec refuses is a finding, not used."""
+        self._plans.clear()
         for name, declaration in declarations.items():
             refusal = declaration_refusal(str(name), declaration)
             if refusal is not None:
@@ -113,6 +116,7 @@ class StateFold:
         twin.seq, twin.status = self.seq, self.status
         twin._warned = set(self._warned)
         twin._validator = self._validator
+        twin._plans = dict(self._plans)
         return twin
 
     def uses_time(self, event: dict[str, Any]) -> bool:
@@ -138,21 +142,20 @@ class StateFold:
         name = data.get("channel")
         if type(name) is not str:
             name = str(name)
-        declaration = self.declarations.get(name) or UNDECLARED
-        recorded = data.get("reducer") or declaration.get("reducer") or "replace"
-        reducer = effective_reducer(recorded)
-        if reducer != recorded:
-            self._warn_once(name, recorded)
+        recorded = data.get("reducer")
+        plan = self._plans.get((name, recorded)) if type(recorded) is str or recorded is None else None
+        declaration, reducer, checked = plan or self._plan(name, recorded)
         value = data.get("value")
-        if is_entry(value):
+        if type(value) is dict and is_entry(value):
             if value["_ts"] != ts:
                 self._find("ttl_timestamp_mismatch", name, f"the entry written to {name!r} says _ts {value['_ts']}, "
                                                            f"its event {ts}; the entry's _ts is used")
             value, ts = value["value"], value["_ts"]
-        refusal = write_refusal(name, value, data, declaration, reducer, self._schema_problem)
-        if refusal is not None:
-            self._refuse(name, refusal)
-            return
+        if checked or "sourceEngineId" in data or "schemaVersion" in data:
+            refusal = write_refusal(name, value, data, declaration, reducer, self._schema_problem)
+            if refusal is not None:
+                self._refuse(name, refusal)
+                return
         try:
             self.channels.write(name, value, reducer, ts=ts, declaration=declaration)
         except ReducerError as exc:
@@ -165,6 +168,20 @@ class StateFold:
         meta["lastSeq"], meta["reducer"] = self.seq, reducer
         if "schemaVersion" in data:
             meta["schemaVersion"] = data["schemaVersion"]
+
+    def _plan(self, name: str, recorded: Any) -> tuple[dict[str, Any], str, bool]:
+        """How writes to a channel with this recorded reducer fold: its declaration, the reducer they fold with (an
+        unknown one is warned about, once) and whether the declaration checks them; kept until a declaration
+        changes."""
+        declaration = self.declarations.get(name) or UNDECLARED
+        named = recorded or declaration.get("reducer") or "replace"
+        reducer = effective_reducer(named)
+        if reducer != named:
+            self._warn_once(name, named)
+        plan = declaration, reducer, checks_writes(declaration)
+        if type(recorded) is str or recorded is None:
+            self._plans[name, recorded] = plan
+        return plan
 
     def _write_variable(self, data: dict[str, Any], ts: int) -> None:
         name = data.get("key")

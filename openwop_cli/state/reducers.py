@@ -28,6 +28,7 @@ LEGACY_PREFIXES = (
     ("_feedbackHistory:", "feedback"),
     ("_loopbackCount:", "counter"),
 )
+_LEGACY_STARTS = tuple(prefix for prefix, _ in LEGACY_PREFIXES)
 LEGACY_NODE_PREFIXES = (*(prefix for prefix, _ in LEGACY_PREFIXES), "_loopbackIteration:", "_previousArtifact:",
                         "wfArtifactData_")
 
@@ -68,9 +69,10 @@ def reduce_once(name: str, current: Any, value: Any, reducer: str, *, ts: int,
 
 def legacy_reducer(variable: str) -> str:
     """The reducer a legacy variable folds with, from its prefix (others: replace)."""
-    for prefix, reducer in LEGACY_PREFIXES:
-        if variable.startswith(prefix):
-            return reducer
+    if variable.startswith(_LEGACY_STARTS):  # one test for the many variables without a legacy prefix
+        for prefix, reducer in LEGACY_PREFIXES:
+            if variable.startswith(prefix):
+                return reducer
     return "replace"
 
 
