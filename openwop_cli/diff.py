@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.replay.divergence import differences, json_path
-from openwop_cli.state.fold import CHANNEL_WRITTEN, TERMINAL_RUN_EVENTS, StateFold
+from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
 
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
@@ -73,6 +73,7 @@ def diff_runs(
             diverged_at = seq
         if max_diffs is None or len(diffs) < max_diffs:
             diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
+    folds.finish()
     fold_a, fold_b = folds.a, folds.b
     final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
@@ -186,28 +187,77 @@ def _folded(events: Iterable[dict[str, Any]], fold: StateFold, ignored: list[lis
 
 
 class TwinFolds:
-    """The two runs' state folds: one fold while their folded events are the same (an identical prefix is folded
-    once), forked at the first that differs — or that folds by its time (a TTL channel) at two different times."""
+    """The two runs' state folds, for the diff's end states. While their folded events are the same there is one
+    fold (an identical prefix is folded once). Once they part, each run folds in its own fold what it writes apart,
+    and a channel or variable both runs go on writing alike is still folded once, in the shared fold, until its first
+    write that differs — or that folds by its time (a TTL channel) at two different times —, when its state is copied
+    into both runs' folds. An event of the run as a whole (a declaration, the run's end) that differs parts them all.
+    `finish` puts what is still shared into both runs' folds; their findings and meta leave out shared writes."""
 
     def __init__(self) -> None:
-        self.a = self.b = StateFold()
+        self.shared = self.a = self.b = StateFold()
+        self.parted: set[tuple[str, str]] | None = set()  # what each run folds apart; None: everything
 
     def same(self, left: dict[str, Any], right: dict[str, Any]) -> None:
         """Fold two events equal in type and data."""
-        if self.a is self.b and left["seq"] == right["seq"] and (left.get("ts") == right.get("ts")
-                                                                  or not self.a.uses_time(left)):
-            self.a.apply(left)
-        else:
-            self.apart(left, right)
+        if self.a is self.b:
+            if self._alike(left, right):
+                self.a.apply(left)
+            else:
+                self.apart(left, right)
+            return
+        target, parted = self.shared.target(left), self.parted
+        if parted is not None and target not in parted:
+            if target is None:  # the run as a whole, alike: the shared fold takes it too
+                self.shared.apply(left)
+            elif self._alike(left, right):
+                self.shared.apply(left)
+                return
+            else:
+                self._part(target)
+        self._fold_apart(left, right)
+
+    def _alike(self, left: dict[str, Any], right: dict[str, Any]) -> bool:
+        """True when two equal events fold alike: the same seq, and the same time or a fold that does not read it."""
+        return left["seq"] == right["seq"] and (left.get("ts") == right.get("ts") or not self.shared.uses_time(left))
 
     def apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:
         """Fold each run's event into its own fold (None: that run has no event here)."""
+        for event in (left, right):
+            if event is not None:
+                self._part(self.shared.target(event))
+        self._fold_apart(left, right)
+
+    def finish(self) -> None:
+        """Put what both runs still fold alike into each run's fold (call once, when the runs have ended)."""
+        if self.a is not self.b and self.parted is not None:
+            self._part(None)
+
+    def _fold_apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:
         if self.a is self.b:
-            self.b = self.a.fork()
+            self.a, self.b = self.shared.fork(), self.shared.fork()
         if left is not None:
             self.a.apply(left)
         if right is not None:
             self.b.apply(right)
+
+    def _part(self, target: tuple[str, str] | None) -> None:
+        """Fold target apart from here (None: everything), its state so far copied from the shared fold."""
+        if self.a is self.b:
+            self.a, self.b = self.shared.fork(), self.shared.fork()
+        if self.parted is None or target in self.parted:
+            return
+        targets = [target] if target is not None else [
+            *((CHANNELS, name) for name in self.shared.channels.names()),
+            *((VARIABLES, name) for name in self.shared.variables.names())]
+        for each in targets:
+            if each not in self.parted:
+                self.a.adopt(self.shared, each)
+                self.b.adopt(self.shared, each)
+        if target is None:
+            self.parted = None
+        else:
+            self.parted.add(target)
 
 
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,

@@ -194,6 +194,9 @@ WRITE = st.one_of(
               st.integers(0, 3)),
     st.builds(lambda value: {"kind": "channel", "channel": "notes", "value": value, "reducer": "merge"},
               st.dictionaries(st.sampled_from("pq"), st.integers(0, 3), max_size=2)),
+    st.builds(lambda value: {"kind": "declare", "channel": "cost", "declaration": {"reducer": "counter",
+                                                                                  "default": value}},
+              st.integers(0, 3)),
 )
 DECLARED = {"log": {"reducer": "append", "maxSize": 3}, "fresh": {"reducer": "append", "ttlMs": 5}}
 
@@ -209,7 +212,8 @@ def stamped(writes, times):
 @given(st.lists(WRITE, max_size=25), st.data())
 def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_runs(writes, data):
     """Whatever two runs share and wherever they part (a changed write, a write at another time on a TTL channel,
-    a shorter run), the diff's state is what folding each run on its own gives."""
+    a changed declaration, a shorter run), and whatever they go on writing alike after, the diff's state is what
+    folding each run on its own gives."""
     from openwop_cli.diff import state_diff
     from openwop_cli.state.fold import fold_events
 
@@ -224,3 +228,21 @@ def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_
     result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
     alone = state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
     assert result["stateDiff"] == alone
+
+
+def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_share():
+    """After the runs part (x), both declare `cost` alike and write it alike (shared), then apart: the state diff
+    shows `cost` as each run folds it on its own, its declared default included."""
+    from openwop_cli.diff import state_diff
+    from openwop_cli.state.fold import fold_events
+
+    def run(x: int, last: int) -> list[dict]:
+        return stamped([{"kind": "variable", "key": "x", "value": x},
+                        {"kind": "declare", "channel": "cost", "declaration": {"reducer": "counter", "default": 2}},
+                        {"kind": "channel", "channel": "cost", "value": 1, "reducer": "counter"},
+                        {"kind": "channel", "channel": "cost", "value": last, "reducer": "counter"}], [1, 2, 3, 4])
+
+    run_a, run_b = run(1, 1), run(2, 5)
+    result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
+    assert result["stateDiff"]["channels"]["changed"]["cost"] == {"a": 4, "b": 8, "paths": ["$"]}
+    assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")

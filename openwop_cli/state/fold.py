@@ -35,9 +35,10 @@ from openwop_cli.state.reducers import (
     legacy_reducer,
 )
 
-__all__ = ["CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "Finding", "StateFold", "fold_events", "writer_allowed"]
+__all__ = ["CHANNELS", "CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "VARIABLES", "Finding", "StateFold", "fold_events", "writer_allowed"]
 CHANNEL_WRITTEN = "channel.written"  # the OpenWOP event type, in run logs from OpenWOP hosts
 TERMINAL_RUN_EVENTS = {"run.completed": "completed", "run.failed": "failed", "run.cancelled": "cancelled"}
+CHANNELS, VARIABLES = "channels", "variables"  # a fold's two stores, as `target` names them
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,25 @@ class StateFold:
         twin._validator = self._validator
         twin._plans = dict(self._plans)
         return twin
+
+    def target(self, event: dict[str, Any]) -> tuple[str, str] | None:
+        """The one channel (CHANNELS, name) or variable (VARIABLES, name) folding this event writes; None for an
+        event that folds into the run as a whole (a declaration, the run's start or end) or not at all."""
+        event_type, data = event["type"], event["data"]
+        if event_type == STATE_MUTATION and data.get("kind") == "channel" or event_type == CHANNEL_WRITTEN:
+            name = data.get("channel")
+            return CHANNELS, name if type(name) is str else str(name)
+        if event_type == STATE_MUTATION and data.get("kind") == "variable":
+            name = data.get("key")
+            return VARIABLES, name if type(name) is str else str(name)
+        return None
+
+    def adopt(self, other: "StateFold", target: tuple[str, str]) -> None:
+        """Take other's folded state of one channel or variable (a copy), as if this fold had folded its writes."""
+        part, name = target
+        getattr(self, part).adopt(getattr(other, part), name)
+        if part == CHANNELS and name in other.meta:
+            self.meta[name] = dict(other.meta[name])
 
     def uses_time(self, event: dict[str, Any]) -> bool:
         """True when folding this event reads its ts: a channel write to a channel declared with ttlMs, or of a TTL

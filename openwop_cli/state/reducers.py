@@ -125,6 +125,19 @@ class ChannelStore:
         twin._message_ids = {name: set(ids) for name, ids in self._message_ids.items()}
         return twin
 
+    def adopt(self, other: "ChannelStore", name: str) -> None:
+        """Take other's state of one channel (a copy, as `copy` makes), or none when other has none."""
+        if name not in other._values:
+            self._values.pop(name, None)
+            self._message_ids.pop(name, None)
+            return
+        value = other._values[name]
+        self._values[name] = deque(value) if isinstance(value, deque) else value
+        if name in other._message_ids:
+            self._message_ids[name] = set(other._message_ids[name])
+        else:
+            self._message_ids.pop(name, None)
+
     def load(self, name: str, value: Any, reducer: str) -> None:
         """Set a channel's reduced value as it was folded elsewhere (a list reducer's entries, any other value)."""
         self._values[name] = deque(value) if reducer in LIST_REDUCERS and isinstance(value, list) else value
