@@ -10,7 +10,8 @@ for two wop captures, where they differ between any two runs by nature).
 
 Comparison is dict equality on parsed events, so equal events cost no serialization; only events
 that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way for the state diff — their
-identical prefix once, into one fold forked where their folded events first differ —
+identical prefix once, into one fold forked where their folded events first differ, and after that every channel or
+variable they still write alike once (TwinFolds) —
 and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
 run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
 holds more than the current events, the diffs found (up to max_diffs) and the two states.
@@ -188,11 +189,12 @@ def _folded(events: Iterable[dict[str, Any]], fold: StateFold, ignored: list[lis
 
 class TwinFolds:
     """The two runs' state folds, for the diff's end states. While their folded events are the same there is one
-    fold (an identical prefix is folded once). Once they part, each run folds in its own fold what it writes apart,
-    and a channel or variable both runs go on writing alike is still folded once, in the shared fold, until its first
-    write that differs — or that folds by its time (a TTL channel) at two different times —, when its state is copied
-    into both runs' folds. An event of the run as a whole (a declaration, the run's end) that differs parts them all.
-    `finish` puts what is still shared into both runs' folds; their findings and meta leave out shared writes."""
+    fold (an identical prefix is folded once). Once they part, each run folds what it writes apart in a fold of its
+    own, and a channel or variable both runs go on writing alike is still folded once, in the shared fold, until its
+    first write that differs (or that folds by its time, a TTL channel, at two different times); then its state is
+    copied into both runs' folds. An event of the run as a whole (a declaration, the run's end) that differs parts
+    everything. `finish` puts what is still shared into both runs' folds; their findings and meta leave out the
+    writes folded in the shared one."""
 
     def __init__(self) -> None:
         self.shared = self.a = self.b = StateFold()

@@ -215,8 +215,8 @@ def _parses_to(text: bytes, value: Any) -> bool:
 
 
 def may_nest_too_deep(line: bytes) -> bool:
-    """A necessary condition, cheap to test (two counting passes, no copy), for a JSON line nesting deeper than MAX_DEPTH:
-    it has more opening brackets than that."""
+    """A necessary condition, cheap to test (two counting passes, no copy), for a JSON line nesting deeper than
+    MAX_DEPTH: it has more opening brackets than that."""
     return len(line) >= SHALLOW_BYTES and line.count(b"{") + line.count(b"[") > MAX_DEPTH
 
 

@@ -35,7 +35,8 @@ from openwop_cli.state.reducers import (
     legacy_reducer,
 )
 
-__all__ = ["CHANNELS", "CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "VARIABLES", "Finding", "StateFold", "fold_events", "writer_allowed"]
+__all__ = ["CHANNELS", "CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "VARIABLES", "Finding", "StateFold", "fold_events",
+           "writer_allowed"]
 CHANNEL_WRITTEN = "channel.written"  # the OpenWOP event type, in run logs from OpenWOP hosts
 TERMINAL_RUN_EVENTS = {"run.completed": "completed", "run.failed": "failed", "run.cancelled": "cancelled"}
 CHANNELS, VARIABLES = "channels", "variables"  # a fold's two stores, as `target` names them
