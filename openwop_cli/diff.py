@@ -232,7 +232,7 @@ class TwinFolds:
 
     def finish(self) -> None:
         """Put what both runs still fold alike into each run's fold (call once, when the runs have ended)."""
-        if self.a is not self.b and self.parted is not None:
+        if self.shared is not self.a and self.parted is not None:  # (folds aligned by content never share one)
             self._part(None)
 
     def _fold_apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:

@@ -225,9 +225,10 @@ def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_
     times_a = sorted(data.draw(st.lists(st.integers(1, 40), min_size=len(writes), max_size=len(writes))))
     times_b = [ts + data.draw(st.sampled_from([0, 0, 3, 9])) for ts in times_a[:len(other)]]
     run_a, run_b = stamped(writes, times_a), stamped(other, times_b)
-    result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
     alone = state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
-    assert result["stateDiff"] == alone
+    for align in ("seq", "content"):
+        result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok", align=align)
+        assert result["stateDiff"] == alone
 
 
 def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_share():
