@@ -104,12 +104,12 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
     for part in ("variables", "channels"):
         left, right = state_a.get(part, {}), state_b.get(part, {})
         changed = {}
-        for name in left.keys() & right.keys():
+        for name in sorted(left.keys() & right.keys()):  # sorted: the same order whatever the hash seed
             if left[name] != right[name]:
                 changed[name] = {"a": left[name], "b": right[name], "paths": changed_paths(left[name], right[name])}
         result[part] = {
-            "added": {name: right[name] for name in right.keys() - left.keys()},
-            "removed": {name: left[name] for name in left.keys() - right.keys()},
+            "added": {name: right[name] for name in sorted(right.keys() - left.keys())},
+            "removed": {name: left[name] for name in sorted(left.keys() - right.keys())},
             "changed": changed,
         }
     return result

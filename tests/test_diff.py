@@ -183,6 +183,22 @@ def test_a_state_heavy_diff_with_a_late_difference_reports_the_state_that_differ
     assert state["channels"]["added"] == state["channels"]["removed"] == {}
 
 
+def test_the_state_diff_lists_names_in_the_same_order_whatever_the_hash_seed(tmp_path):
+    def run(offset):
+        writes = [("state_mutation", {"kind": "variable", "key": f"var{(index * 7) % 23}", "value": index + offset})
+                  for index in range(23)]
+        writes += [("state_mutation", {"kind": "variable", "key": f"only{offset}-{index}", "value": index})
+                   for index in range(9)]
+        return [("run_start", {"argv": ["agent.py"]}), *writes, ("run_end", {"exitCode": 0, "status": "ok"})]
+
+    a, b = write_capture(tmp_path / "a", run(0)), write_capture(tmp_path / "b", run(1))
+    outputs = {run_wop("diff", "--json", str(a), str(b), env={"PYTHONHASHSEED": seed}).stdout for seed in "0123"}
+    assert len(outputs) == 1
+    variables = orjson.loads(outputs.pop())["stateDiff"]["variables"]
+    assert list(variables["changed"]) == sorted(variables["changed"]) and len(variables["changed"]) == 23
+    assert list(variables["added"]) == sorted(variables["added"]) and len(variables["removed"]) == 9
+
+
 WRITE = st.one_of(
     st.builds(lambda value: {"kind": "channel", "channel": "log", "value": value, "reducer": "append"},
               st.integers(0, 3)),
