@@ -103,46 +103,59 @@ def patch_thread_executor(module: Any) -> None:
 
 
 def patch_queue(module: Any) -> None:
-    """queue.Queue and LifoQueue: an item the program's own code puts is a task, `queue N.K from FILE:LINE` (see
-    _numbered), which the thread other than the main one that gets it, in its own code, runs until its next get.
-    Hand-rolled workers pulling from a shared queue take the items in an order a race decides; named so, each
-    item's clock, uuid and random values and its calls are served to whichever worker takes it."""
-    for kind, take in ((module.Queue, "popleft"), (module.LifoQueue, "pop")):
-        _name_queued_items(kind, take)
-
-
-def _name_queued_items(kind: Any, take: str) -> None:
-    """Patch kind's _put and _get (called with the queue's lock held) to keep each item's name beside it, in a deque
-    taken from the same end; only a queue made with both in place keeps one (not a subclass that replaces them)."""
-    init, put, get = kind.__init__, kind._put, kind._get
+    """queue.Queue and every kind made from it (LifoQueue, PriorityQueue, a program's subclass with its own _put and
+    _get): an item the program's own code puts is a task, `queue N.K from FILE:LINE` (see _numbered), which the thread
+    other than the main one that gets it, in its own code, runs until its next get. Hand-rolled workers pulling from
+    a shared queue take the items in an order a race decides; named so, each item's clock, uuid and random values
+    and its calls are served to whichever worker takes it."""
+    init = module.Queue.__init__
+    here = module.__file__
 
     @functools.wraps(init)
     def tracking_init(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        if type(self)._put is naming_put and type(self)._get is task_setting_get:
-            self._wop_names = collections.deque()
+        _name_queued_items(self, here)
 
-    @functools.wraps(put)
-    def naming_put(self: Any, item: Any) -> None:
-        put(self, item)
-        names = self.__dict__.get("_wop_names")
-        if names is not None:
-            by_program = _placed(sys._getframe(2)) == PROGRAM and not inside_boundary()
-            names.append(_numbered(self, "queue", 3) if by_program else None)
+    ambient.replace(module.Queue, "__init__", tracking_init)
 
-    @functools.wraps(get)
-    def task_setting_get(self: Any) -> Any:
-        item = get(self)
-        names = self.__dict__.get("_wop_names")
-        if names:
-            name = getattr(names, take)()
-            if (name is not None and threading.current_thread() is not threading.main_thread()
-                    and _placed(sys._getframe(2)) == PROGRAM):
-                _start_task(name)
+
+def _name_queued_items(queue: Any, here: str) -> None:
+    """Wrap this queue's _put and _get (called with its lock held, by put, get and their _nowait forms in the queue
+    module, here) to keep each item's name by the item's identity: a priority queue or a subclass takes its items
+    in its own order. Names left by items the queue dropped (a subclass that drops duplicates, a program that
+    clears queue.queue) are forgotten whenever the queue is empty."""
+    put, get, size = queue._put, queue._get, queue._qsize
+    names: dict[int, collections.deque] = {}
+
+    def naming_put(item: Any) -> None:
+        if names and not size():
+            names.clear()
+        put(item)
+        by_program = _placed(_outside(sys._getframe(1), here)) == PROGRAM and not inside_boundary()
+        name = _numbered(queue, "queue", 3) if by_program else None
+        names.setdefault(id(item), collections.deque()).append(name)
+
+    def task_setting_get() -> Any:
+        item = get()
+        waiting = names.get(id(item))
+        name = waiting.popleft() if waiting else None
+        if not waiting:
+            names.pop(id(item), None)
+            if names and not size():
+                names.clear()
+        if (name is not None and threading.current_thread() is not threading.main_thread()
+                and _placed(_outside(sys._getframe(1), here)) == PROGRAM):
+            _start_task(name)
         return item
 
-    for name, value in (("__init__", tracking_init), ("_put", naming_put), ("_get", task_setting_get)):
-        ambient.replace(kind, name, value)
+    queue._put, queue._get = naming_put, task_setting_get
+
+
+def _outside(frame: Any, filename: str) -> Any:
+    """The first of frame and its callers not in filename (put_nowait calls put, which calls _put)."""
+    while frame.f_code.co_filename == filename:
+        frame = frame.f_back
+    return frame
 
 
 def _placed(frame: Any) -> int:

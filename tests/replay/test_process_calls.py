@@ -408,6 +408,62 @@ def test_items_hand_rolled_workers_take_from_a_queue_are_served_their_values_whi
     assert_replays_exactly(tmp_path, source, captured)
 
 
+QUEUE_KINDS = """
+import queue, random, threading, time, uuid
+import openwop_cli as wop
+
+@wop.tool
+def lookup(item):
+    return {"item": item, "price": random.randint(0, 10**9)}
+
+class Deduplicating(queue.Queue):  # its own storage: an item already waiting is not put again
+    def _init(self, maxsize):
+        self.queue = []
+    def _put(self, item):
+        if item not in self.queue:
+            self.queue.append(item)
+    def _get(self):
+        return self.queue.pop(0)
+    def _qsize(self):
+        return len(self.queue)
+
+work, results = KIND(), queue.Queue()
+
+def worker():
+    while True:
+        try:
+            rank, item = work.get_nowait()
+        except queue.Empty:
+            return
+        time.sleep((time.perf_counter_ns() % 7) / 1000)  # which worker takes which item changes from run to run
+        results.put_nowait((item, uuid.uuid4().hex[:8], lookup(item)["price"]))
+
+for item in range(12):
+    work.put_nowait((item % 4, item))
+work.put_nowait((0, 0))
+threads = [threading.Thread(target=worker) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(*sorted(results.get() for _ in range(results.qsize())), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("kind", ["queue.PriorityQueue", "Deduplicating"])
+def test_items_a_priority_queue_or_a_subclass_hands_out_with_nowait_are_served_their_values(tmp_path, kind):
+    """Items put and taken with put_nowait and get_nowait, from a queue that takes them in its own order. Before,
+    an item put with put_nowait was no task (its caller, queue.py, is not the program), nor was any item of a
+    PriorityQueue or of a subclass with its own _put and _get (names were kept in put order), and a strict replay
+    stopped on a call made by the wrong worker."""
+    source = capture(tmp_path, QUEUE_KINDS.replace("KIND", kind))
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == (12 if kind == "Deduplicating" else 13)  # (0, 0) is put twice
+    tasks = {event["origin"].get("poolTask") for event in CaptureReader(source) if event["type"] == "tool_call"}
+    assert len(tasks) == len(captured) and all(task.startswith("queue 1.") for task in tasks), tasks
+    assert_replays_exactly(tmp_path, source, captured)
+
+
 CHANGED_TASK = """
 import multiprocessing, random, time
 import openwop_cli as wop
