@@ -65,7 +65,7 @@ def install() -> None:
                         ("multiprocessing.pool", pooltasks.patch_pool),
                         ("concurrent.futures.process", pooltasks.patch_executor),
                         ("concurrent.futures.thread", pooltasks.patch_thread_executor),
-                        ("queue", pooltasks.patch_queue)):
+                        ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop)):
         when_imported(name, _once(name, patch))
 
 

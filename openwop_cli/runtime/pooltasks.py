@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, _places, opening_site, place
 from openwop_cli.runtime.processname import identity
-from openwop_cli.runtime.session import current_pool_task, inside_boundary, set_pool_task
+from openwop_cli.runtime.session import current_pool_task, inside_boundary, name_pool_asyncio_task, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
@@ -45,6 +45,7 @@ _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
+_asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
 
 
 def moves_between_processes(pool_task: str) -> bool:
@@ -158,6 +159,25 @@ def _outside(frame: Any, filename: str) -> Any:
     return frame
 
 
+def patch_event_loop(module: Any) -> None:
+    """asyncio.base_events.BaseEventLoop.create_task: an asyncio task made unnamed while a pool task runs is recorded
+    as `asyncio task K`, the K-th the pool task made (origin.task), not by its name, Task-N: N counts the process's
+    tasks, and workers running event loops side by side (asyncio.run in a worker thread) make them in any order."""
+    create_task = module.BaseEventLoop.create_task
+
+    @functools.wraps(create_task)
+    def numbering_create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
+        task = create_task(self, coro, *args, **kwargs)
+        within = current_pool_task()
+        if within is not None and kwargs.get("name") is None:
+            with _numbering:
+                count = _asyncio_tasks.setdefault(within, itertools.count(1))
+            name_pool_asyncio_task(task, f"asyncio task {next(count)}")
+        return task
+
+    ambient.replace(module.BaseEventLoop, "create_task", numbering_create_task)
+
+
 def _placed(frame: Any) -> int:
     """The place (callsite.PROGRAM…) of a frame's code."""
     filename = frame.f_code.co_filename
@@ -168,8 +188,14 @@ def _start_task(name: str | None) -> None:
     """This thread runs the task name from now on (the task it ran is over)."""
     finished = current_pool_task()
     if finished is not None:
-        _thread_executors.pop(finished, None)
+        _forget(finished)
     set_pool_task(name)
+
+
+def _forget(task: str) -> None:
+    """Drop the counts a pool task kept (it is over)."""
+    _thread_executors.pop(task, None)
+    _asyncio_tasks.pop(task, None)
 
 
 def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
@@ -201,7 +227,7 @@ def _as_task(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             set_pool_task(outer)
-            _thread_executors.pop(name, None)
+            _forget(name)
 
     return task
 

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import program_site
@@ -96,7 +97,7 @@ class Session:
         if asyncio is not None and asyncio._get_running_loop() is not None:
             task = asyncio.current_task()
             if task is not None:
-                where["task"] = task.get_name()
+                where["task"] = (pool_task is not None and _pool_asyncio_tasks.get(task)) or task.get_name()
         return where
 
     def flush(self) -> None:
@@ -155,6 +156,16 @@ def set_pool_task(name: str | None) -> None:
 def current_pool_task() -> str | None:
     """The pool task this thread runs (None outside one)."""
     return getattr(_pool_task, "name", None)
+
+
+# an asyncio task made (unnamed) while a pool task ran → `asyncio task K`, its place among that pool task's; its own
+# name, Task-N, counts the process's tasks, which workers running event loops side by side make in any order
+_pool_asyncio_tasks: Any = weakref.WeakKeyDictionary()
+
+
+def name_pool_asyncio_task(task: Any, name: str) -> None:
+    """Record task under name in origin.task (runtime.pooltasks.patch_event_loop)."""
+    _pool_asyncio_tasks[task] = name
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)

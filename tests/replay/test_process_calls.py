@@ -464,6 +464,53 @@ def test_items_a_priority_queue_or_a_subclass_hands_out_with_nowait_are_served_t
     assert_replays_exactly(tmp_path, source, captured)
 
 
+QUEUE_EVENT_LOOPS = """
+import asyncio, concurrent.futures, queue, random, threading, time, uuid
+import openwop_cli as wop
+
+@wop.tool
+def lookup(item):
+    return {"item": item, "price": random.randint(0, 10**9)}
+
+async def handle(item):
+    await asyncio.sleep((time.perf_counter_ns() % 7) / 1000)  # which worker takes which item changes each run
+    token = uuid.uuid4().hex[:8]
+    return item, token, lookup(f"{item} {token}")["price"]
+
+work, results = queue.Queue(), queue.Queue()
+
+def worker():
+    while (item := work.get()) is not None:
+        results.put(asyncio.run(handle(item)))
+
+threads = [threading.Thread(target=worker) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for item in range(9):
+    work.put(item)
+for _ in threads:
+    work.put(None)
+for thread in threads:
+    thread.join()
+with concurrent.futures.ThreadPoolExecutor(3) as executor:
+    done = list(executor.map(lambda item: asyncio.run(handle(item)), range(9, 15)))
+print(*sorted([results.get() for _ in range(9)] + done), sep="\\n")
+"""
+
+
+def test_workers_running_event_loops_side_by_side_are_served_their_items_values(tmp_path):
+    """Worker threads (hand-rolled, and an executor's) each run an event loop (asyncio.run) per item. Before, the
+    values an item's coroutine read were keyed by its asyncio task's name, Task-N, N counting the process's tasks in
+    whichever order the workers made them: a strict replay got live uuids and stopped on a tool call."""
+    source = capture(tmp_path, QUEUE_EVENT_LOOPS)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 15
+    origins = {(event["origin"]["poolTask"].split(" from")[0], event["origin"]["task"])
+               for event in CaptureReader(source) if event["type"] == "tool_call"}
+    assert len(origins) == 15 and {task for _, task in origins} == {"asyncio task 1"}, origins
+    assert_replays_exactly(tmp_path, source, captured)
+
+
 CHANGED_TASK = """
 import multiprocessing, random, time
 import openwop_cli as wop
