@@ -139,6 +139,30 @@ def test_plain_httpx_and_requests_calls_are_http_tool_calls_that_replay(tmp_path
     assert replayed.stderr.splitlines()[:4] == expected
 
 
+STREAMED_UPLOADS = """
+import io, os
+import requests
+
+base = os.environ["BASE"]
+print(requests.post(base + "/file", data=io.BytesIO(b'{"from": "a file"}')).json()["echo"])
+print(requests.post(base + "/chunks", data=(part for part in (b'{"from": ', b'"chunks"}'))).json()["echo"])
+"""
+
+
+def test_requests_uploads_from_a_file_or_a_generator_are_sent_recorded_and_replayed(tmp_path):
+    """requests hands a file-like or iterable body to urllib3 to stream. Before, the program died on a TypeError (the
+    exchange took the body's len) and nothing was sent."""
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        captured, source = capture(tmp_path, STREAMED_UPLOADS, env)
+    assert provider.requests == [{"from": "a file"}, {"from": "chunks"}]
+    calls = [event["data"]["args"] for event in CaptureReader(source) if event["type"] == "tool_call"]
+    assert [call["body"] for call in calls] == [{"from": "a file"}, {"from": "chunks"}]
+    replayed, report = replay(tmp_path, source, "--strict", env=env)
+    assert replayed.returncode == 0 and report["diverged"] is False, replayed.stderr
+    assert replayed.stderr.splitlines() == captured.stdout.splitlines()
+
+
 def test_an_http_request_with_no_recorded_match_gets_an_error_answer_not_a_hang(tmp_path):
     with FakeProvider() as provider:
         env = {"BASE": provider.url}

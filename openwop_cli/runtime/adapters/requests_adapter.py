@@ -7,7 +7,14 @@ and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw
 import io
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers, recording_session, to_wop_proxy
+from openwop_cli.runtime.adapters.exchange import (
+    Exchange,
+    body_bytes,
+    plain_headers,
+    recording_session,
+    sendable_body,
+    to_wop_proxy,
+)
 
 _MARK = "__wop_patched__"
 
@@ -26,7 +33,9 @@ def _send_handler(original: Callable[..., Any]) -> Callable[..., Any]:
         session = recording_session()
         if session is None or to_wop_proxy(request.url):
             return original(self, request, *args, **kwargs)
-        body = request.body.encode() if isinstance(request.body, str) else (request.body or b"")
+        if request.body is not None and not isinstance(request.body, (bytes, str)):  # a file or chunks: read once
+            request.body = sendable_body(request.body)
+        body = request.body.encode() if isinstance(request.body, str) else body_bytes(request.body)
         exchange = Exchange(session, request.method, request.url, request.headers, body)
         answer = exchange.begin()
         if answer is not None:
