@@ -56,6 +56,9 @@ _VALUES = (
      r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
     # a scheme is at most 32 characters here: unbounded, a long run of letters was scanned again from each of them
     (r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s/@:]*:)[^\s/@]+(?=@)", r"://[^\s/@]*:[^\s/@]*@"),
+    # a URL's credential parameter whose name is no secret word (`?key=…`, a SAS `&sig=…`, an OAuth `?code=…`),
+    # as a server echoing the URL writes it (the URL of a recorded request has it masked already)
+    (r"(?P<keep>[?&](?i:key|sig|signature|code)=)(?P<value>[^&\s\\\"'#<>]{4,})", r"[?&](?i:key|sig|signature|code)="),
     # a labelled value (`password=…`, `"client_secret": "…"`) and a flag's (`--token X`): one prefilter for both
     (rf"(?P<keep>(?i:{_SECRET_WORD})[\\\"']*[ \t]*[:=][ \t]*[\\\"']*)(?P<value>[^\s\\\"',;&<>(){{}}\[\]]{{4,}})"
      r"(?=[\s\\\"',;&<>]|\Z)",

@@ -172,7 +172,8 @@ def test_every_prefilter_engine_flags_every_secret_format(engine):
         pytest.skip(f"{engine} is not installed here")
     samples = [f"session {JWT} ok", f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}", f"aws_secret_access_key = {AWS_SECRET}",
                f"AKIAIOSFODNN7EXAMPLE {AWS_SECRET_2}", AWS_SESSION, f"postgresql://app:{DSN_PASSWORD}@db/x",
-               f"deploy --token {ARGV_TOKEN}", '{"client_secret": "' + NESTED_SECRET + '"}', "password=hunter22"]
+               f"deploy --token {ARGV_TOKEN}", '{"client_secret": "' + NESTED_SECRET + '"}', "password=hunter22",
+               "GET /blob?sv=2024&sig=Zk3q8vN0pLx7Yw"]
     for sample in samples:
         assert prefilter.search(orjson.dumps({"text": sample})), sample
     assert prefilter.search(orjson.dumps({"argv": ["agent.py", "--api-key", "x"]}))
@@ -224,3 +225,19 @@ def test_the_hyperscan_database_is_cached_without_the_secret_values_and_a_damage
     rebuilt = HyperscanMatcher([r"static-[a-z]{4}"])
     assert rebuilt.search(b"static-wxyz") and not rebuilt.search(b"static-")
     assert len(cached[0].read_bytes()) > 100
+
+
+ECHOED_URL_SECRETS = ("Q9x7LmPz2Kd81", "Zk3%2Bq8vN0pLx7Yw%3D", "4/0AfJohXn8qLr2tY")
+
+
+def test_credential_parameters_of_a_url_a_server_echoes_do_not_reach_the_capture(tmp_path):
+    """A recorded request's URL has them masked (url_without_secrets); a server that echoes the URL in its body
+    (an error message, a redirect list) used to put `key=` and a SAS `sig=` on disk as they were."""
+    body = {"error": "denied: GET https://maps.example.com/api?key=Q9x7LmPz2Kd81&q=paris",
+            "tried": ["https://acct.blob.core.windows.net/c/b?sv=2024&sig=Zk3%2Bq8vN0pLx7Yw%3D&se=1",
+                      "https://app.example.com/callback?code=4/0AfJohXn8qLr2tY&state=abc"],
+            "kept": "?key=value&code=200"}
+    capture = write_capture(tmp_path / "c", [("tool_result", {"callId": "h1", "ok": False, "result": body})])
+    written = (capture / "events.jsonl").read_bytes()
+    assert not [secret for secret in ECHOED_URL_SECRETS if secret.encode() in written]
+    assert written.count(REDACTED.encode()) == 3 and b"?key=value&code=200" in written
