@@ -152,12 +152,18 @@ with httpx.Client() as client:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_an_answer_a_forked_child_reads_for_its_parents_request_is_recorded_whole(tmp_path):
-    (tmp_path / "agent.py").write_text(textwrap.dedent(FORKED))
+def _captured(tmp_path, source: str):
+    """`wop capture` of source as agent.py, against a fake provider at $BASE, into tmp_path/c."""
+    (tmp_path / "agent.py").write_text(textwrap.dedent(source))
     with FakeProvider() as provider:
         done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "agent.py",
                        env={"BASE": provider.url}, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_an_answer_a_forked_child_reads_for_its_parents_request_is_recorded_whole(tmp_path):
+    done = _captured(tmp_path, FORKED)
     assert "child read" in done.stdout and "messages from recorded processes" not in done.stderr
     (request,) = events(tmp_path / "c", "llm_request")
     (response,) = events(tmp_path / "c", "llm_response")
@@ -190,11 +196,7 @@ print("ok")
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the channel is a unix socket here")
 def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_goes_on(tmp_path):
-    (tmp_path / "agent.py").write_text(textwrap.dedent(HOSTILE))
-    with FakeProvider() as provider:
-        done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "agent.py",
-                       env={"BASE": provider.url}, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    done = _captured(tmp_path, HOSTILE)
     assert "7 messages from recorded processes" in done.stderr and not (tmp_path / "owned").exists()
     (call,) = events(tmp_path / "c", "tool_call")
     (result,) = events(tmp_path / "c", "tool_result")
