@@ -271,7 +271,7 @@ class _OpenCapture:
         append = _adding_request_keys(hooks.wrap_append(sink.append))
         self.collector = Collector(append, processes.on_message, on_idle=sink.flush, listener=listener,
                                    append_raw=_parsing_llm_requests(hooks.wrap_append_raw(sink.append_raw, append),
-                                                                    append))
+                                                                    append), yield_cores=hooks.mode == "capture")
         self.collector.start()
         self.llm_proxy = _start_proxy(processes.after_run_start(append), sink, hooks) if proxy else None
 
