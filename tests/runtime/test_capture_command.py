@@ -800,3 +800,43 @@ def test_a_divergence_in_a_pool_worker_ends_the_replay_instead_of_hanging_the_po
                        env={"ORDER": "B-2"})
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "the strict replay stopped the program" in replayed.stdout
+
+
+def _scheduling_policies(pid: int) -> list[int]:
+    """The scheduling policy of each of a process's threads (field 41 of /proc/PID/task/TID/stat; 5 is SCHED_IDLE)."""
+    policies = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            policies.append(int(stat.read_text().rsplit(")", 1)[1].split()[38]))
+    return policies
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
+def test_wop_captures_collector_runs_on_idle_cores_and_a_replays_does_not(tmp_path):
+    """A capture's collector yields the cores to the program and the servers it talks to (at nice 10 it took the core
+    a loopback server needed); a replay's answers the replayed program, which must not wait for it."""
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent("""
+        import sys, time, uuid
+        print(uuid.uuid4(), flush=True)
+        sys.stdin.readline() if len(sys.argv) > 1 else time.sleep(0.5)
+    """))
+    capturing = start_capture(program, tmp_path / "c")
+    try:
+        assert capturing.stdout.readline()
+        assert 5 in _scheduling_policies(capturing.pid)
+    finally:
+        os.killpg(capturing.pid, signal.SIGTERM)
+        capturing.wait(timeout=60)
+    done = run_wop("capture", "--out", str(tmp_path / "d"), "--", sys.executable, str(program))
+    assert done.returncode == 0, done.stderr
+    replaying = subprocess.Popen([sys.executable, "-m", "openwop_cli", "replay", str(tmp_path / "d")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[int] = []
+    try:
+        while replaying.poll() is None:  # sampled while the program runs (its sleep), the collector serving it
+            seen += _scheduling_policies(replaying.pid)
+            time.sleep(0.02)
+    finally:
+        replaying.communicate(timeout=60)
+    assert len(seen) > 10 and 5 not in seen
