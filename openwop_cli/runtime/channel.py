@@ -163,8 +163,7 @@ class ChannelSender:
             event_type, data = build(*args)
             return self._line(event_type, data, ts, origin, None)
         except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
-            print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
-            return b""
+            return _lost_event(exc)
 
     def _frame(self, run: list[tuple]) -> bytes:
         """A frame of raw pieces (see the module docstring): the run pickled as one list (each entry alone, and any that
@@ -195,8 +194,7 @@ class ChannelSender:
         try:
             return self._pickled([entry])
         except Exception as exc:
-            print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
-            return b""
+            return _lost_event(exc)
 
     def _queue(self, entry: bytes | tuple, size: int) -> None:
         """Add an event line (or an emit_later entry) to the queue; hand a full batch to the flusher thread."""
@@ -342,6 +340,12 @@ class ChannelSender:
         except OSError as exc:
             self._broken = True
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
+
+
+def _lost_event(exc: Exception) -> bytes:
+    """Warn that an event could not be made (a bug in wop) and stand in for it with nothing."""
+    print(f"wop: could not record an event ({type(exc).__name__}: {exc})", file=sys.stderr)
+    return b""
 
 
 def _yield_to_recorded_processes() -> None:

@@ -34,7 +34,7 @@ import weakref
 from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
-from openwop_cli.runtime.callsite import PROGRAM, _places, opening_site, place
+from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
 from openwop_cli.runtime.processname import identity
 from openwop_cli.runtime.session import current_pool_task, inside_boundary, name_pool_asyncio_task, set_pool_task
 
@@ -180,8 +180,7 @@ def patch_event_loop(module: Any) -> None:
 
 def _placed(frame: Any) -> int:
     """The place (callsite.PROGRAM…) of a frame's code."""
-    filename = frame.f_code.co_filename
-    return (_places.get(filename) or place(filename))[0]
+    return place(frame.f_code.co_filename)[0]
 
 
 def _start_task(name: str | None) -> None:
