@@ -1,5 +1,6 @@
 """Shared pieces of the benchmarks: a realistic ~900-byte event and a timer."""
 
+import hashlib
 import os
 import time
 from typing import Callable
@@ -12,7 +13,7 @@ def realistic_data(index: int) -> dict:
     return {
         "provider": "openai",
         "model": "gpt-4o-mini",
-        "cacheKey": f"{index:064x}",
+        "cacheKey": hashlib.sha256(f"request {index}".encode()).hexdigest(),  # as real keys: no long digit runs
         "callId": f"call-{index}",
         "request": {
             "messages": [

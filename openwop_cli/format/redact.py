@@ -245,24 +245,23 @@ class HyperscanMatcher:
 
     Compiling `parts` takes tens of milliseconds, more than a small capture's whole run, so their database is
     kept in the user's cache directory and loaded in microseconds by later runs; `secret_parts` (the values of
-    secret environment variables) are compiled in every run, in a database of their own that never reaches a disk."""
+    secret environment variables) are compiled in every run, in a database of their own that never reaches a disk.
+    every_match: report every match to `match_ends` (else each pattern's first only, which is all `search` needs)."""
 
-    def __init__(self, parts: list[str], secret_parts: Sequence[str] = ()) -> None:
+    def __init__(self, parts: list[str], secret_parts: Sequence[str] = (), *, every_match: bool = False) -> None:
         import threading
 
         import hyperscan
 
         self._hyperscan = hyperscan
-        self._databases = [_cached_database(hyperscan, parts)]
+        self._databases = [_cached_database(hyperscan, parts, every_match)]
         if secret_parts:
-            self._databases.append(_compiled_database(hyperscan, list(secret_parts)))
+            self._databases.append(_compiled_database(hyperscan, list(secret_parts), every_match))
         self._local = threading.local()
 
     def search(self, data: bytes) -> bool:
         """True when any pattern matches somewhere in data (the scan stops at the first match)."""
-        scratches = getattr(self._local, "scratches", None)
-        if scratches is None:
-            scratches = self._local.scratches = [self._hyperscan.Scratch(database) for database in self._databases]
+        scratches = self._scratches()
         try:
             for database, scratch in zip(self._databases, scratches):
                 database.scan(data, match_event_handler=_stop, scratch=scratch)
@@ -270,18 +269,38 @@ class HyperscanMatcher:
             return True
         return False
 
+    def _scratches(self) -> list[Any]:
+        """This thread's scratch space for each database (Hyperscan's scans may not share one across threads)."""
+        scratches = getattr(self._local, "scratches", None)
+        if scratches is None:
+            scratches = self._local.scratches = [self._hyperscan.Scratch(database) for database in self._databases]
+        return scratches
 
-def _compiled_database(hyperscan: Any, parts: list[str]) -> Any:
+    def match_ends(self, data: bytes) -> list[int]:
+        """Where in data each match of the patterns ends (offsets one past its last byte), in the order found."""
+        scratches = self._scratches()
+        ends: list[int] = []
+
+        def found(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
+            ends.append(end)
+
+        for database, scratch in zip(self._databases, scratches):
+            database.scan(data, match_event_handler=found, scratch=scratch)
+        return ends
+
+
+def _compiled_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
     database = hyperscan.Database()
     database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
-                     flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
+                     flags=[0 if every_match else hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
     return database
 
 
-def _cached_database(hyperscan: Any, parts: list[str]) -> Any:
+def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
     """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
     loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
-    key = hashlib.sha256(orjson.dumps([hyperscan.__version__, parts])).hexdigest()[:32]
+    key = hashlib.sha256(orjson.dumps([hyperscan.__version__, parts, *(["every match"] if every_match else [])]))
+    key = key.hexdigest()[:32]
     from platformdirs import user_cache_dir
 
     path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")
@@ -294,7 +313,7 @@ def _cached_database(hyperscan: Any, parts: list[str]) -> Any:
         pass
     import threading
 
-    database = _compiled_database(hyperscan, parts)
+    database = _compiled_database(hyperscan, parts, every_match)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temporary = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"

@@ -6,15 +6,21 @@ naming the seq and the field — never met later as a crash. Checks are plain ty
 jsonschema in the hot path): an event's envelope, then the data fields of its type. Fields wop does
 not read are left alone, so newer writers can add fields freely.
 
+Big event logs are read through a second, faster door (`EventChecker.fast`): msgspec decodes a line and checks its
+envelope and origin in C, against types made from the same tables; whatever that door does not take whole — a
+line it refuses, a number too long for both parsers to agree on, an envelope field it does not know — goes
+through orjson and the checks here, so both doors accept exactly the same lines.
+
 Nesting is bounded by what orjson writes (MAX_DEPTH levels in an event's data, or a manifest): what
 the sink can write is exactly what a reader accepts, no recursion over it meets Python's limit, and
 `dumps_wrapping` writes it inside any output (a diff, a report, a state) whatever levels that adds.
 """
 
 import functools
+import operator
 import re
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import orjson
 
@@ -74,6 +80,8 @@ ORIGIN_TAIL = b',"origin":{'  # how an event line the sink wrote ends: its origi
 MAX_ORIGIN_TAILS = 4096  # distinct origins whose bytes a checker remembers as checked
 ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("poolTask", KEY), ("site", OPT_DICT))
 SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
+ENVELOPE_FIELDS = frozenset({"version", "captureId", "runId", "seq", "ts", "type", "data", "origin", "sourceSeq"})
+ORIGIN_FIELDS, SITE_FIELDS = frozenset(name for name, _ in ORIGIN), frozenset(name for name, _ in SITE)
 
 
 SELDOM = frozenset({"nodeId", "typeId", "sourceEngineId", "schemaVersion", "declaration", "error", "min", "max",
@@ -125,6 +133,31 @@ class EventChecker:
         self._origin_tails: set[bytes] = set()
         self.problem = self._fast_check()
 
+    def fast(self) -> Callable[[bytes, bool], dict[str, Any] | None]:
+        """A quicker way to read a line of a big capture (msgspec is imported for it): `fast(line, shallow)` is the
+        event when the line is one `problem` passes (the same dict, unknown fields left out as `problem` leaves them)
+        and has no number of 19 digits or more (see long_number_lines); else None, and the caller reads the line
+        with orjson and `problem`. Only for a checker that knows its capture's ids."""
+        assert self.capture_id is not None and self.run_id is not None
+        decode, refused = _envelope_decoder(self.capture_id, self.run_id)
+        data_checks, other_type = self._data_ok, self._other_type
+        shallow_bytes = SHALLOW_BYTES
+
+        def fast(line: bytes, shallow: bool = False) -> dict[str, Any] | None:
+            try:
+                event = decode(line)
+            except refused:
+                return None
+            data, event_type = event["data"], event["type"]
+            if (data_checks.get(event_type, other_type)(data)
+                    and (event_type != RUN_START or type(data.get("argv")) is not list
+                         or strings_problem(data["argv"], "data.argv") is None)
+                    and (shallow or len(line) < shallow_bytes or not may_nest_too_deep(line))):
+                return event
+            return None
+
+        return fast
+
     def _fast_check(self) -> Callable[..., str | None]:
         """`problem` with everything it reads bound in its closure: it runs once per event of every read."""
         data_checks, other_type, explain, extras_ok = self._data_ok, self._other_type, self._explain, self._extras_ok
@@ -136,7 +169,9 @@ class EventChecker:
 
             line: the bytes it was parsed from, when known (the nesting check then runs only on a line with
             enough brackets to nest too deep, and an origin is checked once per distinct bytes).
-            shallow: the line is known not to nest too deep (a reader cleared its whole chunk at once)."""
+            shallow: the line is known not to nest too deep (a reader cleared its whole chunk at once).
+            An event of a capture that passes keeps only the envelope and origin fields wop knows (a newer writer's
+            others are left out, as the fast door leaves them)."""
             try:
                 version, seq, ts, event_type, data, event_capture, event_run = envelope(event)
                 data_ok = data_checks.get(event_type, other_type)  # TypeError: not a string (unhashable)
@@ -173,6 +208,8 @@ class EventChecker:
                  and ((site := origin.get("site")) is None or type(site) is dict and self._site_ok(site)))
                 and (source_seq is None or type(source_seq) is int and 0 <= source_seq <= MAX_INT)):
             return False
+        if self.capture_id is not None:
+            _keep_known_fields(event)
         if (tail is not None and tail.startswith(ORIGIN_TAIL) and tail.endswith(b"}") and origin is not None
                 and len(self._origin_tails) < MAX_ORIGIN_TAILS and _parses_to(tail[len(ORIGIN_TAIL) - 1:-1], origin)):
             self._origin_tails.add(tail)
@@ -204,6 +241,70 @@ class EventChecker:
         if problem is None and type(data.get("argv")) is list:
             problem = strings_problem(data["argv"], "data.argv")
         return problem or f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
+
+
+def long_number_lines(data: bytes) -> set[int] | None:
+    """Indexes (0-based) of the lines of data that may hold a number of 19 digits or more (orjson reads one beyond 64
+    bits as a float, msgspec as an int, so such a line is for orjson alone); None where Hyperscan is not installed.
+    A necessary condition, cheap: 19 digits in a row anywhere (one quick Hyperscan pass; few buffers have them), and
+    then digits right after a colon, comma or bracket (a slower pass, over those buffers only)."""
+    scanners = _long_number_scanners()
+    if scanners is None:
+        return None
+    found: set[int] = set()
+    any_run, exact = scanners
+    if not any_run.search(data):
+        return found
+    line, counted = 0, 0
+    for end in exact.match_ends(data):
+        line += data.count(b"\n", counted, end)
+        counted = end
+        found.add(line)
+    return found
+
+
+@functools.cache
+def _long_number_scanners() -> tuple[Any, Any] | None:
+    from openwop_cli.format.redact import HyperscanMatcher
+
+    try:
+        return HyperscanMatcher(["[0-9]{19}"]), HyperscanMatcher([r"[:,\[][ \t\r]*-?[0-9]{19}"], every_match=True)
+    except ImportError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _envelope_decoder(capture_id: str, run_id: str) -> tuple[Callable[[bytes], dict[str, Any]],
+                                                             tuple[type[BaseException], ...]]:
+    """msgspec's door for the event lines of one capture: (decode, refused). decode reads a line into the event dict,
+    its envelope (ids included) and origin checked for the types and ranges asked here (TypedDicts made from the
+    same tables) and only the fields wop knows kept; refused: the errors by which it turns a line away."""
+    from typing import Annotated, Literal, NotRequired
+
+    import msgspec
+
+    def typed(fields: Fields, nested: dict[str, Any]) -> dict[str, Any]:
+        return {name: nested.get(name) or functools.reduce(operator.or_, kinds) for name, kinds in fields}
+
+    count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
+    site = TypedDict("Site", typed(SITE, {}), total=False)  # type: ignore[misc]
+    origin = TypedDict("Origin", typed(ORIGIN, {"site": site | None}), total=False)  # type: ignore[misc]
+    envelope = TypedDict("Envelope", {  # type: ignore[misc]
+        "version": Annotated[int, msgspec.Meta(ge=0, le=EVENT_VERSION)],
+        "captureId": Literal[capture_id], "runId": Literal[run_id],  # type: ignore[valid-type]
+        "seq": count, "ts": count, "type": str, "data": dict[str, Any],
+        "origin": NotRequired[origin | None], "sourceSeq": NotRequired[count | None]})
+    return msgspec.json.Decoder(envelope).decode, (msgspec.DecodeError, ValueError, RecursionError)
+
+
+def _keep_known_fields(event: dict[str, Any]) -> None:
+    """Leave out of a capture's event the envelope and origin fields wop does not know."""
+    for key in event.keys() - ENVELOPE_FIELDS:
+        del event[key]
+    origin = event.get("origin") or {}
+    for part, known in ((origin, ORIGIN_FIELDS), (origin.get("site") or {}, SITE_FIELDS)):
+        for key in part.keys() - known:
+            del part[key]
 
 
 def _parses_to(text: bytes, value: Any) -> bool:
