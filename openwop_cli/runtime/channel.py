@@ -348,22 +348,23 @@ def _lost_event(exc: Exception) -> bytes:
     return b""
 
 
-def _yield_to_recorded_processes() -> None:
-    """Run the calling thread only on otherwise idle cores (Linux's SCHED_IDLE, per thread; nice 10 where that is
+def _yield_to_recorded_processes(thread: int, yielding: bool) -> None:
+    """Run a thread (its native id) only on otherwise idle cores (Linux's SCHED_IDLE, per thread; nice 10 where that is
     refused): the collector builds and writes events in the time the recorded processes and the servers they talk
     to leave free, and where they keep the cores busy their events wait in the channel (bounded by the senders'
     MAX_QUEUED_BYTES). At nice 10 it still took the core a loopback server needed: an httpx call under capture
     took 378 us against 325 plain, 363 at SCHED_IDLE, 359 with the collector doing nothing. For `wop capture`
     only: a replay's collector also answers the replayed program, which a lagging collector would keep waiting
-    (a served call cost 16.5 us instead of 12.5 at 10,000 recorded calls, bench_replay)."""
+    (a served call cost 16.5 us instead of 12.5 at 10,000 recorded calls, bench_replay). yielding False: back to
+    the usual priority once the program has ended (what is left is on the way to the capture's end; a process
+    without the privilege to raise its nice value back keeps nice 10)."""
     if not sys.platform.startswith("linux"):
         return
-    thread = threading.get_native_id()
     try:
-        os.sched_setscheduler(thread, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(thread, os.SCHED_IDLE if yielding else os.SCHED_OTHER, os.sched_param(0))
     except (AttributeError, OSError):
         try:
-            os.setpriority(os.PRIO_PROCESS, thread, COLLECTOR_NICENESS)
+            os.setpriority(os.PRIO_PROCESS, thread, COLLECTOR_NICENESS if yielding else 0)
         except OSError:
             pass
 
@@ -532,7 +533,11 @@ class Collector:
         self._thread.start()
 
     def stop(self, grace_seconds: float) -> None:
-        """Read until every connection has closed, or grace_seconds have passed; then stop."""
+        """Read until every connection has closed, or grace_seconds have passed; then stop. The program has ended:
+        what it sent is all that is left to do, and now urgent, so a collector that yielded the cores stops
+        yielding them (from this thread: at SCHED_IDLE on a busy machine, its own might not run for long)."""
+        if self._yield_cores and self._thread.native_id is not None:
+            _yield_to_recorded_processes(self._thread.native_id, False)
         self._stop_at = time.monotonic() + grace_seconds
         self._wake_write.send(b"x")
         self._thread.join()
@@ -542,10 +547,14 @@ class Collector:
 
     def _serve(self) -> None:
         if self._yield_cores:
-            _yield_to_recorded_processes()
+            _yield_to_recorded_processes(threading.get_native_id(), True)
+        stopping = False
         while True:
             timeout = None
             if self._stop_at is not None:
+                if not stopping:
+                    stopping = True
+                    self._accept_waiting()
                 timeout = self._stop_at - time.monotonic()
                 if not self._pending or timeout <= 0:
                     break
@@ -559,15 +568,22 @@ class Collector:
             self._on_idle()
         self._shut_down()
 
-    def _accept(self) -> None:
+    def _accept_waiting(self) -> None:
+        """Accept every connection still waiting in the listener's backlog: a process that connected, sent its
+        events and ended before this thread ran (at SCHED_IDLE on a busy machine it may not run for long)."""
+        while self._accept():
+            pass
+
+    def _accept(self) -> bool:
         try:
             conn, _ = self._listener.socket.accept()
         except BlockingIOError:
-            return
+            return False
         conn.setblocking(False)
         self._pending[conn] = bytearray()
         self._pids[conn] = None
         self._selector.register(conn, self._readable, "conn")
+        return True
 
     def _read(self, conn: Any) -> None:
         try:

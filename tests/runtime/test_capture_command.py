@@ -840,3 +840,34 @@ def test_wop_captures_collector_runs_on_idle_cores_and_a_replays_does_not(tmp_pa
     finally:
         replaying.communicate(timeout=60)
     assert len(seen) > 10 and 5 not in seen
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pins processes to one core (Linux)")
+def test_every_event_reaches_the_capture_when_the_collector_got_no_core_while_the_program_ran(tmp_path):
+    """On a busy machine a collector at SCHED_IDLE may not run at all while the program does: a quick program can
+    connect, send its events and end before the collector has accepted its connection. Pinned to one core beside a
+    process that keeps it busy, the program still runs (at the usual priority) and its events must all be kept."""
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent("""
+        import openwop_cli as wop
+
+        @wop.tool
+        def step(index):
+            return index * 2
+
+        print(sum(step(index) for index in range(50)))
+    """))
+    core = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core}}})\nwhile True: pass"])
+    try:
+        for attempt in range(3):
+            out = tmp_path / f"c{attempt}"
+            done = subprocess.run([sys.executable, "-m", "openwop_cli", "capture", "--out", str(out), "--",
+                                   sys.executable, str(program)], capture_output=True, text=True, timeout=120,
+                                  preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+            assert done.returncode == 0 and done.stdout.strip() == "2450", done.stderr
+            events = [event["type"] for event in CaptureReader(out)]
+            assert events.count("tool_call") == events.count("tool_result") == 50, (attempt, Counter(events))
+    finally:
+        busy.kill()
+        busy.wait()
