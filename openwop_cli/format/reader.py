@@ -11,8 +11,6 @@ line (anyone can recompute it), so every line is checked whatever the hash says.
 
 import hashlib
 import os
-import queue
-import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ import orjson
 
 from openwop_cli.errors import CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
+from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.format.schema import MAX_INT, EventChecker, chunk_nesting_gate, long_number_lines, too_deep
@@ -53,44 +52,6 @@ class Problem:
         if self.seq is not None:
             where.append(f"seq {self.seq}")
         return f"{EVENTS_NAME} {' '.join(where)}: {self.message}" if where else self.message
-
-
-class BackgroundHash:
-    """The sha256 of chunks handed to it, computed on a thread of its own (hashlib lets go of the GIL while it
-    hashes), so reading a big capture does not wait for it. The thread takes whatever chunks are waiting at once,
-    as one buffer: it needs the GIL twice per batch, however far behind it is, and what waits stays small."""
-
-    def __init__(self) -> None:
-        self._chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._digest = hashlib.sha256()
-        self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
-        self._thread.start()
-
-    def update(self, chunk: bytes) -> None:
-        """Hash chunk after the ones before it."""
-        self._chunks.put(chunk)
-
-    def hexdigest(self) -> str:
-        """The sha256 of every chunk handed so far, once the thread has caught up."""
-        self.close()
-        return self._digest.hexdigest()
-
-    def close(self) -> None:
-        """Stop the thread once it has hashed what it was handed (again: nothing)."""
-        if self._thread.is_alive():
-            self._chunks.put(None)
-            self._thread.join()
-
-    def _hash(self) -> None:
-        chunks = self._chunks
-        while True:
-            batch = [chunks.get()]
-            while not chunks.empty() and batch[-1] is not None:
-                batch.append(chunks.get())
-            done = batch[-1] is None
-            self._digest.update(b"".join(batch[:-1] if done else batch))
-            if done:
-                return
 
 
 class CaptureReader:
@@ -202,7 +163,7 @@ class CaptureReader:
         finally:
             self.events_read = events_read
             if isinstance(digest, BackgroundHash):
-                digest.close()
+                digest.close()  # (the events were not all read: its thread ends)
         self._check_totals(events_hash, lineno)
         if not stop_at_first_problem:
             self._check_manifest_blobs()

@@ -15,7 +15,6 @@ trimmed, and the manifest — written into space reserved at start — says from
 were lost. Everything is created readable by its owner only (0700 directory, 0600 files).
 """
 
-import hashlib
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ import orjson
 from openwop_cli._version import __version__
 from openwop_cli.errors import UsageError
 from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore, write_private
+from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST, new_id
 from openwop_cli.format.manifest import (
     EVENTS_NAME,
@@ -80,7 +80,7 @@ class CaptureSink:
         self._buffer: list[bytes] = []
         self._buffered = 0
         self._written = 0
-        self._hash = hashlib.sha256()
+        self._hash = BackgroundHash()
         self._line_checksums = array("I")
         self._file: Any = None
         self._failure: str | None = None

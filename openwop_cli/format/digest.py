@@ -1,0 +1,72 @@
+"""A sha256 computed off the caller's thread: hashlib lets go of the GIL while it hashes, so a capture's events hash
+on another core while the thread that reads or writes them goes on."""
+
+import hashlib
+import os
+import queue
+import threading
+import weakref
+
+
+class BackgroundHash:
+    """The sha256 of the chunks handed to `update`, in order, computed on a thread of its own (started with the
+    first chunk). The thread takes whatever chunks are waiting at once, as one buffer: it needs the GIL twice per
+    batch however far behind it is, and what waits stays small. Before the process forks, the thread hashes what
+    waits and ends (a child forked while it held the hash's lock would find that lock taken for good); the next
+    chunk starts another."""
+
+    def __init__(self) -> None:
+        self._chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._digest = hashlib.sha256()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        _live.add(self)
+
+    def update(self, chunk: bytes) -> None:
+        """Hash chunk after the ones before it."""
+        if self._closed:
+            self._digest.update(chunk)
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
+            self._thread.start()
+        self._chunks.put(chunk)
+
+    def hexdigest(self) -> str:
+        """The sha256 of every chunk handed so far."""
+        self.close()
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        """Let the thread hash what it was handed, and end; chunks handed later are hashed on the caller's thread."""
+        self._closed = True
+        self._stop_thread()
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None:
+            self._chunks.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _hash(self) -> None:
+        chunks = self._chunks
+        while True:
+            batch = [chunks.get()]
+            while batch[-1] is not None and not chunks.empty():
+                batch.append(chunks.get())
+            done = batch[-1] is None
+            self._digest.update(b"".join(batch[:-1] if done else batch))
+            if done:
+                return
+
+
+_live: "weakref.WeakSet[BackgroundHash]" = weakref.WeakSet()
+
+
+def _before_fork() -> None:
+    for hashed in list(_live):
+        hashed._stop_thread()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)

@@ -1,0 +1,48 @@
+"""BackgroundHash: the sha256 hashlib gives for the same chunks, whatever their sizes and however they are handed
+(many at once, none, after the digest was read), and in a forked child that has no hashing thread."""
+
+import hashlib
+import os
+import select
+import signal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.format.digest import BackgroundHash
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=5000), max_size=40), st.integers(0, 40))
+def test_the_digest_is_hashlibs_for_the_same_chunks(chunks, read_after):
+    hashed = BackgroundHash()
+    for index, chunk in enumerate(chunks):
+        if index == read_after:
+            assert hashed.hexdigest() == hashlib.sha256(b"".join(chunks[:index])).hexdigest()
+        hashed.update(chunk)
+    assert hashed.hexdigest() == hashlib.sha256(b"".join(chunks)).hexdigest()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_a_forked_child_hashes_what_was_handed_before_and_after_the_fork():
+    """Forked while the thread hashes a big chunk: the child neither hangs nor loses the chunk."""
+    hashed = BackgroundHash()
+    hashed.update(b"before " * 100_000)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: no hashing thread; what waits, and what comes, is hashed here
+        try:
+            hashed.update(b"after")
+            os.write(writer, hashed.hexdigest().encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    answered, _, _ = select.select([reader], [], [], 60)
+    if not answered:  # the child hangs (a hash lock taken for good): end it, and fail
+        os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    assert answered, "the forked child hung on its hash"
+    digest = os.read(reader, 64).decode()
+    assert digest == hashlib.sha256(b"before " * 100_000 + b"after").hexdigest()
+    assert hashed.hexdigest() == hashlib.sha256(b"before " * 100_000).hexdigest()
