@@ -100,7 +100,7 @@ class CaptureReader:
         try:
             with handle:
                 fast = checker.fast() if size >= FAST_BYTES and long_number_lines(b"") is not None else None
-                gate = chunk_nesting_gate() if size >= GATED_BYTES and fast is None else None
+                gate = chunk_nesting_gate() if size >= GATED_BYTES else None
                 long_numbers: set[int] | tuple[()] = ()
                 tail = b""
                 while chunk := handle.read(CHUNK_BYTES):
