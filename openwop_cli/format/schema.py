@@ -244,31 +244,41 @@ class EventChecker:
 
 
 def long_number_lines(data: bytes) -> set[int] | None:
-    """Indexes (0-based) of the lines of data that may hold a number of 19 digits or more (orjson reads one beyond 64
-    bits as a float, msgspec as an int, so such a line is for orjson alone); None where Hyperscan is not installed.
-    A necessary condition, cheap: 19 digits in a row anywhere (one quick Hyperscan pass; few buffers have them), and
-    then digits right after a colon, comma or bracket (a slower pass, over those buffers only)."""
-    scanners = _long_number_scanners()
-    if scanners is None:
+    """Indexes (0-based) of the lines of data that may hold an integer of 19 digits or more (orjson reads one beyond
+    64 bits as a float, msgspec as an int, so such a line is for orjson alone); None where Hyperscan is not installed.
+    A necessary condition, cheap: one Hyperscan pass finds every run of 19 digits (a few per MiB, most of them in
+    hex strings), and a run counts when what comes before it, past a minus sign and blanks, opens a value (a colon,
+    comma or bracket): digits after a point or an exponent's e are a float's, which both parsers read alike."""
+    scanner = _digit_runs()
+    if scanner is None:
         return None
     found: set[int] = set()
-    any_run, exact = scanners
-    if not any_run.search(data):
-        return found
-    line, counted = 0, 0
-    for end in exact.match_ends(data):
-        line += data.count(b"\n", counted, end)
-        counted = end
-        found.add(line)
+    line, counted, previous = 0, 0, -2
+    for end in scanner.match_ends(data):
+        if end == previous + 1:  # the same run, one digit longer (Hyperscan reports every end)
+            previous = end
+            continue
+        previous, before = end, end - 20  # the byte before the run's first digit
+        if before >= 0 and data[before] == _MINUS:
+            before -= 1
+        while before >= 0 and data[before] in _BLANKS:
+            before -= 1
+        if before >= 0 and data[before] in _OPENS_A_VALUE:
+            line += data.count(b"\n", counted, end)
+            counted = end
+            found.add(line)
     return found
 
 
+_MINUS, _BLANKS, _OPENS_A_VALUE = ord("-"), b" \t\r", b":,["
+
+
 @functools.cache
-def _long_number_scanners() -> tuple[Any, Any] | None:
+def _digit_runs() -> Any:
     from openwop_cli.format.redact import HyperscanMatcher
 
     try:
-        return HyperscanMatcher(["[0-9]{19}"]), HyperscanMatcher([r"[:,\[][ \t\r]*-?[0-9]{19}"], every_match=True)
+        return HyperscanMatcher(["[0-9]{19}"], every_match=True)
     except ImportError:
         return None
 
