@@ -13,24 +13,28 @@ class BackgroundHash:
     first chunk). The thread takes whatever chunks are waiting at once, as one buffer: it needs the GIL twice per
     batch however far behind it is, and what waits stays small. Before the process forks, the thread hashes what
     waits and ends (a child forked while it held the hash's lock would find that lock taken for good); the next
-    chunk starts another."""
+    chunk starts another. A lock of its own, held across a fork by the thread that forks, keeps another thread from
+    starting or stopping the hashing thread meanwhile."""
 
     def __init__(self) -> None:
         self._chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._digest = hashlib.sha256()
         self._thread: threading.Thread | None = None
         self._closed = False
-        _live.add(self)
+        self._lock = threading.Lock()
+        with _live_lock:
+            _live.add(self)
 
     def update(self, chunk: bytes) -> None:
         """Hash chunk after the ones before it."""
-        if self._closed:
-            self._digest.update(chunk)
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
-            self._thread.start()
-        self._chunks.put(chunk)
+        with self._lock:
+            if self._closed:
+                self._digest.update(chunk)
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
+                self._thread.start()
+            self._chunks.put(chunk)
 
     def hexdigest(self) -> str:
         """The sha256 of every chunk handed so far."""
@@ -39,8 +43,9 @@ class BackgroundHash:
 
     def close(self) -> None:
         """Let the thread hash what it was handed, and end; chunks handed later are hashed on the caller's thread."""
-        self._closed = True
-        self._stop_thread()
+        with self._lock:
+            self._closed = True
+            self._stop_thread()
 
     def _stop_thread(self) -> None:
         if self._thread is not None:
@@ -61,12 +66,24 @@ class BackgroundHash:
 
 
 _live: "weakref.WeakSet[BackgroundHash]" = weakref.WeakSet()
+_live_lock = threading.Lock()  # held across a fork with the locks of the hashes in _held (threads may fork at once)
+_held: list[BackgroundHash] = []
 
 
 def _before_fork() -> None:
-    for hashed in list(_live):
+    _live_lock.acquire()
+    _held[:] = _live
+    for hashed in _held:
+        hashed._lock.acquire()
         hashed._stop_thread()
 
 
+def _after_fork() -> None:
+    for hashed in _held:
+        hashed._lock.release()
+    _held.clear()
+    _live_lock.release()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)

@@ -3,13 +3,14 @@
 A capture is data from a stranger. Whatever reads one (the reader, the replay source, run logs)
 checks here the fields wop goes on to use, so a wrong type is reported once, as a damaged capture
 naming the seq and the field — never met later as a crash. Checks are plain type tests (no
-jsonschema in the hot path): an event's envelope, then the data fields of its type. Fields wop does
-not read are left alone, so newer writers can add fields freely.
+jsonschema in the hot path): an event's envelope, then the data fields of its type. Data fields wop
+does not read are left alone, so newer writers can add fields freely; envelope and origin fields it
+does not know are left out of a capture's events.
 
 Big event logs are read through a second, faster door (`EventChecker.fast`): msgspec decodes a line and checks its
 envelope and origin in C, against types made from the same tables; whatever that door does not take whole — a
-line it refuses, a number too long for both parsers to agree on, an envelope field it does not know — goes
-through orjson and the checks here, so both doors accept exactly the same lines.
+line it refuses, one that is not UTF-8, a number the two parsers read apart (long_number_lines) — goes through
+orjson and the checks here, so both doors accept exactly the same lines and give the same events.
 
 Nesting is bounded by what orjson writes (MAX_DEPTH levels in an event's data, or a manifest): what
 the sink can write is exactly what a reader accepts, no recursion over it meets Python's limit, and
@@ -146,6 +147,8 @@ class EventChecker:
         def fast(line: bytes, shallow: bool = False) -> dict[str, Any] | None:
             try:
                 event = decode(line)
+                if not line.isascii():
+                    line.decode()  # UnicodeDecodeError: msgspec does not check the bytes it skips (unknown fields)
             except refused:
                 return None
             data, event_type = event["data"], event["type"]
@@ -245,16 +248,19 @@ class EventChecker:
 
 def long_number_lines(data: bytes) -> set[int] | None:
     """Indexes (0-based) of the lines of data that may hold an integer of 19 digits or more (orjson reads one beyond
-    64 bits as a float, msgspec as an int, so such a line is for orjson alone); None where Hyperscan is not installed.
-    A necessary condition, cheap: one Hyperscan pass finds every run of 19 digits (a few per MiB, most of them in
-    hex strings), and a run counts when what comes before it, past a minus sign and blanks, opens a value (a colon,
-    comma or bracket): digits after a point or an exponent's e are a float's, which both parsers read alike."""
-    scanner = _digit_runs()
-    if scanner is None:
+    64 bits as a float, msgspec as an int) or a number with an exponent of 100 or more (too big for a float: orjson
+    refuses it, msgspec lets it by in a field it skips), so that such a line is read by orjson alone; None where
+    Hyperscan is not installed. A necessary condition, cheap: one Hyperscan pass finds every run of 19 digits (a
+    few per MiB, most of them in hex strings), which counts when what comes before it, past a minus sign and
+    blanks, opens a value (a colon, comma or bracket: digits after a point or an exponent's e are a float's, which
+    both parsers read alike); another finds the big exponents by the number's end."""
+    scanners = _long_number_scanners()
+    if scanners is None:
         return None
-    found: set[int] = set()
-    line, counted, previous = 0, 0, -2
-    for end in scanner.match_ends(data):
+    runs, exponents = scanners
+    ends = exponents.match_ends(data)
+    previous = -2
+    for end in runs.match_ends(data):
         if end == previous + 1:  # the same run, one digit longer (Hyperscan reports every end)
             previous = end
             continue
@@ -264,9 +270,13 @@ def long_number_lines(data: bytes) -> set[int] | None:
         while before >= 0 and data[before] in _BLANKS:
             before -= 1
         if before >= 0 and data[before] in _OPENS_A_VALUE:
-            line += data.count(b"\n", counted, end)
-            counted = end
-            found.add(line)
+            ends.append(end)
+    found: set[int] = set()
+    line, counted = 0, 0
+    for end in sorted(ends):
+        line += data.count(b"\n", counted, end)
+        counted = end
+        found.add(line)
     return found
 
 
@@ -274,11 +284,12 @@ _MINUS, _BLANKS, _OPENS_A_VALUE = ord("-"), b" \t\r", b":,["
 
 
 @functools.cache
-def _digit_runs() -> Any:
+def _long_number_scanners() -> tuple[Any, Any] | None:
     from openwop_cli.format.redact import HyperscanMatcher
 
     try:
-        return HyperscanMatcher(["[0-9]{19}"], every_match=True)
+        return (HyperscanMatcher(["[0-9]{19}"], every_match=True),
+                HyperscanMatcher([r'[0-9][eE]\+?0*[1-9][0-9]{2,}[^0-9a-zA-Z"]'], every_match=True))  # not a hex string
     except ImportError:
         return None
 

@@ -5,6 +5,8 @@ import hashlib
 import os
 import select
 import signal
+import sys
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -46,3 +48,37 @@ def test_a_forked_child_hashes_what_was_handed_before_and_after_the_fork():
     digest = os.read(reader, 64).decode()
     assert digest == hashlib.sha256(b"before " * 100_000 + b"after").hexdigest()
     assert hashed.hexdigest() == hashlib.sha256(b"before " * 100_000).hexdigest()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_the_digest_is_right_while_another_thread_forks_again_and_again():
+    """Two threads of a program fork (multiprocessing) while another appends events: each fork ends the hashing
+    thread and the next chunk starts another. No chunk is lost or hashed twice, and the fork hooks never fail."""
+    failed_hooks = []
+    before, sys.unraisablehook = sys.unraisablehook, failed_hooks.append
+    try:
+        for _ in range(30):
+            hashed, chunks, stop = BackgroundHash(), [os.urandom(64) for _ in range(300)], threading.Event()
+
+            def fork_until_stopped():
+                while not stop.is_set():
+                    child = os.fork()
+                    if child == 0:
+                        os._exit(0)
+                    os.waitpid(child, 0)
+
+            forkers = [threading.Thread(target=fork_until_stopped) for _ in range(2)]
+            for forker in forkers:
+                forker.start()
+            try:
+                for chunk in chunks:
+                    hashed.update(chunk)
+                digest = hashed.hexdigest()
+            finally:
+                stop.set()
+                for forker in forkers:
+                    forker.join()
+            assert digest == hashlib.sha256(b"".join(chunks)).hexdigest()
+    finally:
+        sys.unraisablehook = before
+    assert failed_hooks == []
