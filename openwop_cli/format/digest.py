@@ -3,22 +3,25 @@ on another core while the thread that reads or writes them goes on."""
 
 import hashlib
 import os
-import queue
 import threading
 import weakref
+from typing import Any
+
+INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts no thread (nor imports queue)
 
 
 class BackgroundHash:
-    """The sha256 of the chunks handed to `update`, in order, computed on a thread of its own (started with the
-    first chunk). The thread takes whatever chunks are waiting at once, as one buffer: it needs the GIL twice per
+    """The sha256 of the chunks handed to `update`, in order: their first INLINE_BYTES on the caller's thread, the
+    rest on a thread of its own (started then). The thread takes whatever chunks are waiting at once, as one buffer: it needs the GIL twice per
     batch however far behind it is, and what waits stays small. Before the process forks, the thread hashes what
     waits and ends (a child forked while it held the hash's lock would find that lock taken for good); the next
     chunk starts another. A lock of its own, held across a fork by the thread that forks, keeps another thread from
     starting or stopping the hashing thread meanwhile."""
 
     def __init__(self) -> None:
-        self._chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._chunks: Any = None  # a queue.SimpleQueue of chunks (None: the end), once the thread starts
         self._digest = hashlib.sha256()
+        self._inline = INLINE_BYTES
         self._thread: threading.Thread | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -28,10 +31,15 @@ class BackgroundHash:
     def update(self, chunk: bytes) -> None:
         """Hash chunk after the ones before it."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._inline > 0:
+                self._inline -= len(chunk)
                 self._digest.update(chunk)
                 return
             if self._thread is None:
+                if self._chunks is None:
+                    import queue
+
+                    self._chunks = queue.SimpleQueue()
                 self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
                 self._thread.start()
             self._chunks.put(chunk)

@@ -1,5 +1,6 @@
 """BackgroundHash: the sha256 hashlib gives for the same chunks, whatever their sizes and however they are handed
-(many at once, none, after the digest was read), and in a forked child that has no hashing thread."""
+(many at once, none, after the digest was read), and in a forked child that has no hashing thread. Each test first
+hands INLINE_BYTES, hashed on the caller's thread, so that what follows goes to the hashing thread."""
 
 import hashlib
 import os
@@ -12,12 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.format.digest import BackgroundHash
+from openwop_cli.format.digest import INLINE_BYTES, BackgroundHash
+
+PAST_INLINE = b"i" * INLINE_BYTES
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.binary(max_size=5000), max_size=40), st.integers(0, 40))
-def test_the_digest_is_hashlibs_for_the_same_chunks(chunks, read_after):
+@given(st.lists(st.binary(max_size=5000), max_size=40), st.integers(0, 40), st.booleans())
+def test_the_digest_is_hashlibs_for_the_same_chunks(chunks, read_after, threaded):
+    chunks = [PAST_INLINE, *chunks] if threaded else chunks
     hashed = BackgroundHash()
     for index, chunk in enumerate(chunks):
         if index == read_after:
@@ -30,6 +34,7 @@ def test_the_digest_is_hashlibs_for_the_same_chunks(chunks, read_after):
 def test_a_forked_child_hashes_what_was_handed_before_and_after_the_fork():
     """Forked while the thread hashes a big chunk: the child neither hangs nor loses the chunk."""
     hashed = BackgroundHash()
+    hashed.update(PAST_INLINE)
     hashed.update(b"before " * 100_000)
     reader, writer = os.pipe()
     child = os.fork()
@@ -46,8 +51,8 @@ def test_a_forked_child_hashes_what_was_handed_before_and_after_the_fork():
     os.waitpid(child, 0)
     assert answered, "the forked child hung on its hash"
     digest = os.read(reader, 64).decode()
-    assert digest == hashlib.sha256(b"before " * 100_000 + b"after").hexdigest()
-    assert hashed.hexdigest() == hashlib.sha256(b"before " * 100_000).hexdigest()
+    assert digest == hashlib.sha256(PAST_INLINE + b"before " * 100_000 + b"after").hexdigest()
+    assert hashed.hexdigest() == hashlib.sha256(PAST_INLINE + b"before " * 100_000).hexdigest()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
@@ -58,7 +63,7 @@ def test_the_digest_is_right_while_another_thread_forks_again_and_again():
     before, sys.unraisablehook = sys.unraisablehook, failed_hooks.append
     try:
         for _ in range(30):
-            hashed, chunks, stop = BackgroundHash(), [os.urandom(64) for _ in range(300)], threading.Event()
+            hashed, chunks, stop = BackgroundHash(), [PAST_INLINE, *(os.urandom(64) for _ in range(300))], threading.Event()
 
             def fork_until_stopped():
                 while not stop.is_set():
