@@ -99,7 +99,7 @@ class CaptureReader:
         digest = BackgroundHash() if size >= FAST_BYTES else hashlib.sha256()
         try:
             with handle:
-                fast = checker.fast() if size >= FAST_BYTES and long_number_lines(b"") is not None else None
+                fast = checker.fast() if size >= FAST_BYTES else None
                 gate = chunk_nesting_gate() if size >= GATED_BYTES else None
                 long_numbers: set[int] | tuple[()] = ()
                 tail = b""
@@ -163,7 +163,7 @@ class CaptureReader:
         finally:
             self.events_read = events_read
             if isinstance(digest, BackgroundHash):
-                digest.close()  # (the events were not all read: its thread ends)
+                digest.close()  # its thread ends, whether or not every event was read
         self._check_totals(events_hash, lineno)
         if not stop_at_first_problem:
             self._check_manifest_blobs()

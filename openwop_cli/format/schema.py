@@ -134,12 +134,15 @@ class EventChecker:
         self._origin_tails: set[bytes] = set()
         self.problem = self._fast_check()
 
-    def fast(self) -> Callable[[bytes, bool], dict[str, Any] | None]:
+    def fast(self) -> Callable[[bytes, bool], dict[str, Any] | None] | None:
         """A quicker way to read a line of a big capture (msgspec is imported for it): `fast(line, shallow)` is the
-        event when the line is one `problem` passes (the same dict, unknown fields left out as `problem` leaves them)
-        and has no number of 19 digits or more (see long_number_lines); else None, and the caller reads the line
-        with orjson and `problem`. Only for a checker that knows its capture's ids."""
+        event when the line is one `problem` passes (the same dict, unknown fields left out as `problem` leaves them),
+        else None, and the caller reads the line with orjson and `problem`. The caller hands it only lines that
+        long_number_lines does not name. Only for a checker that knows its capture's ids; None where Hyperscan, which
+        long_number_lines needs, is not installed."""
         assert self.capture_id is not None and self.run_id is not None
+        if _long_number_scanners() is None:
+            return None
         decode, refused = _envelope_decoder(self.capture_id, self.run_id)
         data_checks, other_type = self._data_ok, self._other_type
         shallow_bytes = SHALLOW_BYTES
