@@ -12,11 +12,11 @@ INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts 
 
 class BackgroundHash:
     """The sha256 of the chunks handed to `update`, in order: their first INLINE_BYTES on the caller's thread, the
-    rest on a thread of its own (started then). The thread takes whatever chunks are waiting at once, as one buffer: it needs the GIL twice per
-    batch however far behind it is, and what waits stays small. Before the process forks, the thread hashes what
-    waits and ends (a child forked while it held the hash's lock would find that lock taken for good); the next
-    chunk starts another. A lock of its own, held across a fork by the thread that forks, keeps another thread from
-    starting or stopping the hashing thread meanwhile."""
+    rest on a thread of its own (started then). The thread takes whatever chunks are waiting at once, as one
+    buffer: it needs the GIL twice per batch however far behind it is, and what waits stays small. Before the
+    process forks, the thread hashes what waits and ends (a child forked while it held the hash's lock would find
+    that lock taken for good); the next chunk starts another. A lock of its own, held across a fork by the thread
+    that forks, keeps another thread from starting or stopping the hashing thread meanwhile."""
 
     def __init__(self) -> None:
         self._chunks: Any = None  # a queue.SimpleQueue of chunks (None: the end), once the thread starts

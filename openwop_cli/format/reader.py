@@ -9,7 +9,6 @@ named through the per-line crc32 checksums the sink wrote. A matching hash prove
 line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
-import hashlib
 import os
 import zlib
 from dataclasses import dataclass
@@ -96,7 +95,7 @@ class CaptureReader:
             return
         events_read = 0
         size = os.fstat(handle.fileno()).st_size
-        digest = BackgroundHash() if size >= FAST_BYTES else hashlib.sha256()
+        digest = BackgroundHash()  # (a small file is hashed on this thread: see INLINE_BYTES)
         try:
             with handle:
                 fast = checker.fast() if size >= FAST_BYTES else None
@@ -162,8 +161,7 @@ class CaptureReader:
                 events_hash = digest.hexdigest()
         finally:
             self.events_read = events_read
-            if isinstance(digest, BackgroundHash):
-                digest.close()  # its thread ends, whether or not every event was read
+            digest.close()  # its thread ends, whether or not every event was read
         self._check_totals(events_hash, lineno)
         if not stop_at_first_problem:
             self._check_manifest_blobs()

@@ -156,8 +156,7 @@ class EventChecker:
                 return None
             data, event_type = event["data"], event["type"]
             if (data_checks.get(event_type, other_type)(data)
-                    and (event_type != RUN_START or type(data.get("argv")) is not list
-                         or strings_problem(data["argv"], "data.argv") is None)
+                    and (event_type != RUN_START or _argv_ok(data))
                     and (shallow or len(line) < shallow_bytes or not may_nest_too_deep(line))):
                 return event
             return None
@@ -190,8 +189,7 @@ class EventChecker:
                     and data_ok(data)
                     and (len(event) == 7 or line is not None and len(event) == 8
                          and line[line.rfind(ORIGIN_TAIL):] in tails or extras_ok(event, line))
-                    and (event_type != RUN_START or type(data.get("argv")) is not list
-                         or strings_problem(data["argv"], "data.argv") is None)
+                    and (event_type != RUN_START or _argv_ok(data))
                     and (shallow or line is not None and (len(line) < shallow_bytes or not may_nest_too_deep(line))
                          or not too_deep(data))):
                 return None
@@ -319,6 +317,11 @@ def _envelope_decoder(capture_id: str, run_id: str) -> tuple[Callable[[bytes], d
         "seq": count, "ts": count, "type": str, "data": dict[str, Any],
         "origin": NotRequired[origin | None], "sourceSeq": NotRequired[count | None]})
     return msgspec.json.Decoder(envelope).decode, (msgspec.DecodeError, ValueError, RecursionError)
+
+
+def _argv_ok(data: dict[str, Any]) -> bool:
+    """A run_start's argv, when it is a list, holds strings only."""
+    return type(data.get("argv")) is not list or strings_problem(data["argv"], "data.argv") is None
 
 
 def _keep_known_fields(event: dict[str, Any]) -> None:

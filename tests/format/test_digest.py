@@ -63,7 +63,8 @@ def test_the_digest_is_right_while_another_thread_forks_again_and_again():
     before, sys.unraisablehook = sys.unraisablehook, failed_hooks.append
     try:
         for _ in range(30):
-            hashed, chunks, stop = BackgroundHash(), [PAST_INLINE, *(os.urandom(64) for _ in range(300))], threading.Event()
+            hashed, stop = BackgroundHash(), threading.Event()
+            chunks = [PAST_INLINE, *(os.urandom(64) for _ in range(300))]
 
             def fork_until_stopped():
                 while not stop.is_set():

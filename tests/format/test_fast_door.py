@@ -116,8 +116,10 @@ def test_the_fast_door_reads_a_line_as_the_orjson_door_does(fields, edit):
 
 NUMBER_TEXTS = st.one_of(
     st.integers(-(2**80), 2**80).map(str),
-    st.tuples(st.integers(-(2**80), 2**80), st.text("0123456789", min_size=1, max_size=25)).map(lambda p: f"{p[0]}.{p[1]}"),
-    st.tuples(st.integers(-9, 9), st.sampled_from(["e", "E", "e-", "e+"]), st.text("0123456789", min_size=1, max_size=22))
+    st.tuples(st.integers(-(2**80), 2**80), st.text("0123456789", min_size=1, max_size=25))
+    .map(lambda p: f"{p[0]}.{p[1]}"),
+    st.tuples(st.integers(-9, 9), st.sampled_from(["e", "E", "e-", "e+"]),
+              st.text("0123456789", min_size=1, max_size=22))
     .map(lambda p: f"{p[0]}{p[1]}{p[2]}"),
     st.text("0123456789abcdef", max_size=70).map(lambda text: f'"{text}"'),
 )
@@ -135,7 +137,8 @@ def test_long_number_lines_names_every_line_the_two_parsers_read_apart(rows, in_
     lines = []
     for row in rows:
         values = [f"{blank}{number}" for blank, number in row]
-        body = f"[{','.join(values)}]" if in_array else ",".join(f'"k{index}":{value}' for index, value in enumerate(values))
+        pairs = ",".join(f'"k{index}":{value}' for index, value in enumerate(values))
+        body = f"[{','.join(values)}]" if in_array else pairs
         lines.append(f'{{"a":{body}}}' if in_array else f"{{{body}}}")
     found = long_number_lines("\n".join(lines).encode())
     for index, line in enumerate(lines):
@@ -217,7 +220,8 @@ def test_msgspec_is_imported_for_a_big_capture_only(tmp_path):
     assert imported == ["False", "True"]
 
 
-HOSTILE_TAILS = [b',"later":1e999', b',"later":"\xff"', b',"origin":{"\xc0\x80":1}', b',"origin":{"site":{"col":-1E+400}}',
+HOSTILE_TAILS = [b',"later":1e999', b',"later":"\xff"', b',"origin":{"\xc0\x80":1}',
+                 b',"origin":{"site":{"col":-1E+400}}',
                  b',"later":{"a":[1,2]}']
 
 
