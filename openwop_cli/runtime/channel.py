@@ -404,6 +404,10 @@ def take_messages(pending: bytearray) -> tuple[list[tuple[bool, bytes]], int, in
 _unpickler: Any = None
 
 
+def _recorded_at(received: tuple) -> int:
+    return received[0]
+
+
 def _frame_entries(payload: bytes) -> Iterator[Any]:
     """The entries of a frame's pickles (lists of entries), loaded with builtin values only: a class or function
     named in one is refused."""
@@ -482,7 +486,9 @@ class Collector:
     """The parent's end: accepts any number of processes and appends their events to one sink.
 
     `append` is called from the collector's thread, per connection in the order sent (or
-    `append_raw(type, data_json, ts=, origin_json=, source_seq=)` when given: no re-parsing). Messages
+    `append_raw(type, data_json, ts=, origin_json=, source_seq=)` when given: no re-parsing); what several
+    connections sent before one reading is merged by each event's ts, so a process's events come before those
+    another process recorded after it ended (see _handle_round). Messages
     that are not events (hello, modules) go to `on_message` with the sender's pid; what it returns,
     if anything, is sent back as the answer. `on_idle` runs
     whenever everything readable has been handled (the launcher flushes the sink there, so a
@@ -499,6 +505,7 @@ class Collector:
         yield_cores: bool = False,
     ) -> None:
         """yield_cores: the collector runs at a lower priority (see _yield_to_recorded_processes)."""
+        import heapq
         import selectors
 
         import orjson
@@ -506,6 +513,7 @@ class Collector:
         from openwop_cli.runtime.jsonable import dumps, revive_bytes
 
         self._loads, self._dumps, self._revive_bytes = orjson.loads, dumps, revive_bytes
+        self._merge = heapq.merge
         self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first frame
         self._append = append
         self._append_raw = append_raw
@@ -558,38 +566,51 @@ class Collector:
                 timeout = self._stop_at - time.monotonic()
                 if not self._pending or timeout <= 0:
                     break
+            ready = []
             for key, _ in self._selector.select(timeout):
-                if key.data == "accept":
-                    self._accept()
-                elif key.data == "wake":
+                if key.data == "wake":
                     self._wake_read.recv(64)
-                else:
-                    self._read(key.fileobj)
+                elif key.data == "conn":
+                    ready.append(key.fileobj)
+            self._handle_round([*ready, *self._accept_waiting()])
             self._on_idle()
         self._shut_down()
 
-    def _accept_waiting(self) -> None:
-        """Accept every connection still waiting in the listener's backlog: a process that connected, sent its
-        events and ended before this thread ran (at SCHED_IDLE on a busy machine it may not run for long)."""
-        while self._accept():
-            pass
+    def _accept_waiting(self) -> list[socket.socket]:
+        """Accept every connection waiting in the listener's backlog (a process that connected, sent its events and
+        ended before this thread ran: at SCHED_IDLE on a busy machine it may not run for long)."""
+        accepted = []
+        while (conn := self._accept()) is not None:
+            accepted.append(conn)
+        return accepted
 
-    def _accept(self) -> bool:
+    def _accept(self) -> socket.socket | None:
         try:
             conn, _ = self._listener.socket.accept()
         except BlockingIOError:
-            return False
+            return None
         conn.setblocking(False)
         self._pending[conn] = bytearray()
         self._pids[conn] = None
         self._selector.register(conn, self._readable, "conn")
-        return True
+        return conn
 
-    def _read(self, conn: Any) -> None:
+    def _handle_round(self, conns: list[socket.socket]) -> None:
+        """Handle what conns have sent, merged by the time each event was recorded: each process's messages stay in
+        the order it sent them, and the events of a process that ended before another recorded one (a child its
+        parent waited for) come first, whichever connection is read first."""
+        streams = [stream for stream in map(self._received, conns) if stream]
+        merged = streams[0] if len(streams) == 1 else self._merge(*streams, key=_recorded_at)
+        for _, handle, args in merged:
+            handle(*args)
+
+    def _received(self, conn: socket.socket) -> list[tuple[int, Callable[..., None], tuple]]:
+        """The whole messages conn has sent since last read, as (ts, handler, its arguments): an event's ts, and a
+        control message the ts of the event before it (so it keeps its place)."""
         try:
             chunk = conn.recv(1 << 20)
         except BlockingIOError:
-            return
+            return []
         except OSError:
             chunk = b""
         pending = self._pending[conn]
@@ -597,22 +618,28 @@ class Collector:
             if pending:
                 self.torn_messages += 1
             self._drop(conn)
-            return
+            return []
         pending += chunk
         if len(pending) < self._awaiting.get(conn, 0):
-            return  # the rest of a frame is still to come
+            return []  # the rest of a frame is still to come
         messages, self._awaiting[conn], torn = take_messages(pending)
         self.torn_messages += torn
+        received: list[tuple[int, Callable[..., None], tuple]] = []
+        ts = 0
         for is_frame, message in messages:
             if is_frame:
-                self._handle_frame(message)
-            else:
-                self._handle(conn, message)
+                for event in self._frame_events(message):
+                    ts = event[1]
+                    received.append((ts, self._deliver_sent, event))
+            elif message.startswith(b"{"):
+                received.append((ts, self._handle, (conn, message)))
+            elif (event := self._event_line(message)) is not None:
+                ts = event[1]
+                received.append((ts, self._deliver_sent, event))
+        return received
 
     def _handle(self, conn: socket.socket, line: bytes) -> None:
-        if not line.startswith(b"{"):
-            self._handle_event(line)
-            return
+        """A control message (hello, modules, a question): to on_message, and its answer, if any, back to conn."""
         try:
             message = self._loads(line)
         except ValueError:
@@ -626,42 +653,41 @@ class Collector:
             if reply is not None:
                 self._answer(conn, reply)
 
-    def _handle_event(self, line: bytes) -> None:
+    def _event_line(self, line: bytes) -> tuple[str, int, bytes, bytes, int | None] | None:
+        """(type, ts, origin JSON, data JSON, source seq) of an event line; None, counted, for one no wop sends."""
         parts = line.split(b"\t")
         if len(parts) != 5:
             self.torn_messages += 1
-            return
+            return None
         kind, ts, origin, data, source = parts
         try:
-            self._deliver(kind.decode(), int(ts), origin, data, int(source) if source else None)
-        except (TypeError, ValueError):
+            return kind.decode(), int(ts), origin, data, int(source) if source else None
+        except ValueError:
             self.bad_messages += 1
+            return None
 
-    def _handle_frame(self, payload: bytes) -> None:
-        """A frame of raw pieces (ChannelSender.emit_later): each entry built into its event, then delivered as if
+    def _frame_events(self, payload: bytes) -> list[tuple[str, int, bytes, bytes, None]]:
+        """The events a frame of raw pieces (ChannelSender.emit_later) holds, each entry built into its event as if
         sent as one; an entry wop cannot build an event from is counted and skipped."""
         if self._raw_exchanges is None:
             from openwop_cli.runtime.adapters.exchange import RawExchanges
 
             self._raw_exchanges = RawExchanges()
+        events: list[tuple[str, int, bytes, bytes, None]] = []
         entries = _frame_entries(payload)
         while True:
             try:
                 entry = next(entries)
             except StopIteration:
-                return
+                return events
             except Exception:  # not pickles, or ones naming a class: nothing any wop sends; the rest is lost with it
                 self.bad_messages += 1
-                return
+                return events
             built = self._raw_event(entry)
             if built is None:
                 self.bad_messages += 1
                 continue
-            event_type, ts, origin, data = built
-            try:
-                self._deliver(event_type, ts, origin, data, None)
-            except (TypeError, ValueError):
-                self.bad_messages += 1
+            events.append((*built, None))
 
     def _raw_event(self, entry: Any) -> tuple[str, int, bytes, bytes] | None:
         """(type, ts, origin JSON, data JSON) of the event a frame's entry is the raw pieces of; None when wop cannot
@@ -676,6 +702,13 @@ class Collector:
             return event[0], ts, self._dumps(origin), self._dumps(event[1])
         except Exception:
             return None
+
+    def _deliver_sent(self, event_type: str, ts: int, origin: bytes, data: bytes, source_seq: int | None) -> None:
+        """_deliver an event a process sent; one whose data is not what wop sends is counted and skipped."""
+        try:
+            self._deliver(event_type, ts, origin, data, source_seq)
+        except (TypeError, ValueError):
+            self.bad_messages += 1
 
     def _deliver(self, event_type: str, ts: int, origin: bytes, data: bytes, source_seq: int | None) -> None:
         """Append an event whose data and origin are JSON bytes (spliced into the line, unless it holds bytes)."""

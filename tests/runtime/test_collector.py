@@ -29,3 +29,31 @@ def test_events_of_a_process_that_ended_before_the_collector_ran_are_kept():
     collector.start()
     collector.stop(grace_seconds=10)
     assert [data["index"] for _, data in received] == list(range(20))
+
+
+SENDER_AT = textwrap.dedent("""
+    import sys
+    from openwop_cli.runtime.channel import ChannelSender
+
+    sender = ChannelSender(sys.argv[1])
+    name, first_ts, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    for index in range(count):
+        sender.emit("tool_call", {"name": name, "index": index}, first_ts + index, {"pid": 1})
+    sender.close()
+""")
+
+
+def test_events_read_together_are_kept_in_the_order_they_were_recorded():
+    # Both processes have sent everything before the collector runs; the one that connected first recorded later
+    # (a parent that waited for its child): its event is still after the child's, and each keeps its own order.
+    received: list[tuple] = []
+    collector = Collector(append=lambda event_type, data, ts, **_: received.append((data["name"], ts)),
+                          on_message=lambda _pid, _message: None)
+    for name, first_ts, count in (("parent", 2_000, 3), ("child", 1_000, 20)):
+        sent = subprocess.run([sys.executable, "-c", SENDER_AT, collector.address, name, str(first_ts), str(count)],
+                              capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 0, sent.stderr
+    collector.start()
+    collector.stop(grace_seconds=10)
+    assert received == [*(("child", 1_000 + index) for index in range(20)),
+                        *(("parent", 2_000 + index) for index in range(3))]
