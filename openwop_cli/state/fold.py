@@ -167,7 +167,7 @@ class StateFold:
         plan = self._plans.get((name, recorded)) if type(recorded) is str or recorded is None else None
         declaration, reducer, checked = plan or self._plan(name, recorded)
         value = data.get("value")
-        if type(value) is dict and is_entry(value):
+        if type(value) is dict and len(value) == 2 and is_entry(value):
             if value["_ts"] != ts:
                 self._find("ttl_timestamp_mismatch", name, f"the entry written to {name!r} says _ts {value['_ts']}, "
                                                            f"its event {ts}; the entry's _ts is used")
@@ -178,7 +178,7 @@ class StateFold:
                 self._refuse(name, refusal)
                 return
         try:
-            self.channels.write(name, value, reducer, ts=ts, declaration=declaration)
+            self.channels.write(name, value, reducer, ts, declaration)
         except ReducerError as exc:
             self._find("validation_error", name, f"write to {name!r} not applied: {exc}")
             return
@@ -214,7 +214,7 @@ class StateFold:
             return
         try:
             self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)),
-                                 ts=ts)
+                                 ts)
         except ReducerError as exc:
             self._find("validation_error", name, f"write to variable {name!r} not applied: {exc}")
 

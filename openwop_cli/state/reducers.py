@@ -97,7 +97,7 @@ class ChannelStore:
     def names(self) -> list[str]:
         return list(self._values)
 
-    def write(self, name: str, value: Any, reducer: str, *, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
+    def write(self, name: str, value: Any, reducer: str, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
         """Fold one write into the channel (reducer already resolved with effective_reducer)."""
         declaration = declaration or UNDECLARED
         if reducer in CHECKED_INPUT:
