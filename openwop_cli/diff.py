@@ -8,18 +8,20 @@ minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-e
 writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
 for two wop captures, where they differ between any two runs by nature).
 
-Comparison is dict equality on parsed events, so equal events cost no serialization; only events
-that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way for the state diff — their
-identical prefix once, into one fold forked where their folded events first differ, and after that every channel or
-variable they still write alike once (TwinFolds) —
-and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
-run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
-holds more than the current events, the diffs found (up to max_diffs) and the two states.
+Comparison is dict equality on parsed events, confirmed on their compact JSON (True == 1 == 1.0 in Python, not in
+JSON); only events that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way
+for the state diff — their identical prefix once, into one fold forked where their folded events first differ, and
+after that every channel or variable they still write alike once (TwinFolds) — and their terminal status comes from
+the run's end (wop's run_end, OpenWOP's run.completed / run.failed / run.cancelled); a run with no terminal event was
+in flight: `truncated`. Nothing holds more than the current events, the diffs found (up to max_diffs) and the two
+states.
 """
 
 from collections import deque
 from itertools import zip_longest
 from typing import Any, Iterable, Iterator
+
+import orjson
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.replay.divergence import differences, json_path
@@ -105,7 +107,7 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
         left, right = state_a.get(part, {}), state_b.get(part, {})
         changed = {}
         for name in sorted(left.keys() & right.keys()):  # sorted: the same order whatever the hash seed
-            if left[name] != right[name]:
+            if not same_json(left[name], right[name]):
                 changed[name] = {"a": left[name], "b": right[name], "paths": changed_paths(left[name], right[name])}
         result[part] = {
             "added": {name: right[name] for name in sorted(right.keys() - left.keys())},
@@ -113,6 +115,18 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
             "changed": changed,
         }
     return result
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another."""
+    if left != right:
+        return False
+    try:
+        if orjson.dumps(left) == orjson.dumps(right):
+            return True
+    except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
+        pass
+    return not any(differences(left, right))
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
@@ -264,9 +278,11 @@ class TwinFolds:
 
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
-    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison."""
+    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison and one of
+    their compact JSON."""
     for left, right in zip_longest(events_a, events_b):
-        if left is not None and right is not None and left["type"] == right["type"] and left["data"] == right["data"]:
+        if left is not None and right is not None and left["type"] == right["type"] \
+                and same_json(left["data"], right["data"]):
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)
             continue
@@ -278,7 +294,7 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield left["seq"], "removed", left, None
         elif left is None:
             yield right["seq"], "added", None, right
-        elif comparable(left, ignored, excluded) != comparable(right, ignored, excluded):
+        elif not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
             yield left["seq"], "changed", left, right
 
 
@@ -311,7 +327,7 @@ def _by_content(stream_a: Iterator[tuple], stream_b: Iterator[tuple]) -> Iterato
             yield right[0]["seq"], "added", None, right[0]
             continue
         left, right = ahead_a[0], ahead_b[0]
-        if left[1] == right[1]:
+        if same_json(left[1], right[1]):
             ahead_a.popleft(), ahead_b.popleft()
             continue
         found_in_b = _position(ahead_b, left[1])
@@ -331,7 +347,7 @@ def _by_content(stream_a: Iterator[tuple], stream_b: Iterator[tuple]) -> Iterato
 
 def _position(buffer: deque, wanted: dict[str, Any]) -> int | None:
     for index, item in enumerate(buffer):
-        if item[1] == wanted:
+        if same_json(item[1], wanted):
             return index
     return None
 

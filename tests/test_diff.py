@@ -263,3 +263,27 @@ def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_s
     result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
     assert result["stateDiff"]["channels"]["changed"]["cost"] == {"a": 4, "b": 8, "paths": ["$"]}
     assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
+
+
+def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp_path):
+    """Python says True == 1 == 1.0; JSON does not. A run that writes true where the other wrote 1 differs: the
+    counter refuses true (validation_error), so only b's counter holds 1; each run's append channel keeps its own."""
+    def run(value):
+        return [("run_start", {"argv": ["agent.py"]}),
+                ("state_mutation", {"kind": "channel", "channel": "cost", "value": value, "reducer": "counter"}),
+                ("state_mutation", {"kind": "channel", "channel": "flag", "value": value, "reducer": "replace"}),
+                ("state_mutation", {"kind": "channel", "channel": "log", "value": value, "reducer": "append"}),
+                ("run_end", {"exitCode": 0, "status": "ok"})]
+
+    a, b = write_capture(tmp_path / "a", run(True)), write_capture(tmp_path / "b", run(1))
+    done, result = diff_json(a, b, "--detail")
+    assert done.returncode == 1
+    assert [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [(1, ["$.value"]), (2, ["$.value"]),
+                                                                               (3, ["$.value"])]
+    channels = result["stateDiff"]["channels"]
+    assert channels["added"] == {"cost": 1} and channels["removed"] == {}
+    assert channels["changed"] == {"flag": {"a": True, "b": 1, "paths": ["$"]},
+                                   "log": {"a": [True], "b": [1], "paths": ["$[0]"]}}
+    for align in ("seq", "content"):
+        result = diff_runs(events({"v": 1.0}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
+        assert result["counts"]["changed"] + result["counts"]["added"] >= 1, align
