@@ -51,19 +51,22 @@ def diff_runs(
     max_diffs: int | None = None,
     align: str = ALIGN_SEQ,
     ignore_run_metadata: bool = False,
+    declarations_a: dict[str, Any] | None = None,
+    declarations_b: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The RFC 0054 object for two runs, with wop's detail beside it (`rfc_result` keeps the RFC's fields only).
 
     status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
+    declarations_a/declarations_b: channels each run declared outside its events (its pinned workflow's).
     Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
     added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
     `excluded`, the payload fields not compared.
     """
     ignored = [parse_path(path) for path in ignore]
     excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
-    folds = TwinFolds()
+    folds = TwinFolds(declarations_a, declarations_b)
     if align == ALIGN_CONTENT:
-        folds.b = StateFold()
+        folds.b = StateFold(declarations_b)
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
     else:
         pairs = _by_seq(events_a, events_b, folds, ignored, excluded)
@@ -210,9 +213,12 @@ class TwinFolds:
     everything. `finish` puts what is still shared into both runs' folds; their findings and meta leave out the
     writes folded in the shared one."""
 
-    def __init__(self) -> None:
-        self.shared = self.a = self.b = StateFold()
+    def __init__(self, declarations_a: dict[str, Any] | None = None,
+                 declarations_b: dict[str, Any] | None = None) -> None:
+        self.shared = self.a = self.b = StateFold(declarations_a)
         self.parted: set[tuple[str, str]] | None = set()  # what each run folds apart; None: everything
+        if not same_json(declarations_a or {}, declarations_b or {}):  # declared apart from the start: all apart
+            self.b, self.parted = StateFold(declarations_b), None
 
     def same(self, left: dict[str, Any], right: dict[str, Any]) -> None:
         """Fold two events equal in type and data."""

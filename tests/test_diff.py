@@ -287,3 +287,35 @@ def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp
     for align in ("seq", "content"):
         result = diff_runs(events({"v": 1.0}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
         assert result["counts"]["changed"] + result["counts"]["added"] >= 1, align
+
+
+def test_the_state_diff_folds_each_run_with_the_channels_of_the_workflow_it_pinned(tmp_path):
+    """Channels declared only by the pinned workflow (`wop capture --workflow`): the diff folds each run with its own
+    workflow's declarations (maxSize, a default), as `wop state` and the program itself do."""
+    program = tmp_path / "agent.py"
+    program.write_text("import os\nimport openwop_cli as wop\n"
+                       "for step in range(4):\n"
+                       "    wop.state.write('log', os.environ['WORD'] + str(step))\n"
+                       "    wop.state.write('budget', -1)\n")
+
+    def capture_with(name, word, max_size):
+        workflow = tmp_path / f"{name}.json"
+        workflow.write_text(orjson.dumps({"name": "triage", "channels": {
+            "log": {"reducer": "append", "maxSize": max_size}, "budget": {"reducer": "counter", "default": 100}}}).decode())
+        out = tmp_path / name
+        done = run_wop("capture", "--workflow", str(workflow), "--out", str(out), "--", sys.executable, str(program),
+                       env={"WORD": word}, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return out
+
+    a, b, c = capture_with("a", "yes", 2), capture_with("b", "no", 2), capture_with("c", "yes", 3)
+    done, result = diff_json(a, b)
+    assert done.returncode == 1
+    assert result["stateDiff"]["channels"]["changed"] == {"log": {"a": ["yes2", "yes3"], "b": ["no2", "no3"],
+                                                                  "paths": ["$[0]", "$[1]"]}}
+    for side in (a, b):
+        assert orjson.loads(run_wop("state", str(side), "--json").stdout)["channels"]["budget"] == 96
+    done, result = diff_json(a, c)
+    assert result["eventDiffs"] == []
+    assert result["stateDiff"]["channels"]["changed"] == {"log": {"a": ["yes2", "yes3"], "b": ["yes1", "yes2", "yes3"],
+                                                                  "paths": ["$[0]", "$[1]", "$[2]"]}}
