@@ -193,3 +193,33 @@ def test_list_channels_holding_other_shapes_fold_without_a_crash(tmp_path):
     assert [entry.get("value") for entry in channels["notes"]] == [None, 2] and channels["notes"][0]["_ts"] == "x"
     assert [entry.get("value") for entry in channels["seen"]] == [None, 3]
     assert run_wop("diff", str(capture), str(capture)).returncode == 0
+
+
+def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
+    """access whose writers are not a list, compatibleWith that is not a list, a schema that is not a valid JSON Schema
+    (a bad type, a bad regex) or whose $ref cannot be resolved: `wop state` and `wop diff` name the problem in a
+    finding and go on (exit 0), they never crash (exit 70). A declaration an engine refuses is not used (its channel's
+    write folds as undeclared); a write to a channel whose schema cannot be checked is refused."""
+    def declare(name, declaration):
+        return "state_mutation", {"kind": "declare", "channel": name, "declaration": declaration}
+
+    def channel(name, value, **extra):
+        return "state_mutation", {"kind": "channel", "channel": name, "value": value, **extra}
+
+    capture = write_capture(tmp_path / "odd", [
+        ("run_start", {"argv": ["agent.py"]}),
+        declare("gate", {"access": {"writers": 5}}), channel("gate", 1, nodeId="n"),
+        declare("compat", {"schemaVersion": 3, "compatibleWith": 5}), channel("compat", 1, schemaVersion=1),
+        declare("typed", {"schema": {"type": 12}}), channel("typed", 1),
+        declare("pattern", {"schema": {"pattern": "("}}), channel("pattern", "a"),
+        declare("linked", {"schema": {"$ref": "#/$defs/missing"}}), channel("linked", 1),
+        channel("plain", 1), ("run_end", {"exitCode": 0, "status": "ok"})])
+    done = run_wop("state", str(capture), "--json")
+    assert done.returncode == 0, done.stderr
+    state = orjson.loads(done.stdout)
+    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1}
+    problems = {finding["channel"]: finding["message"] for finding in state["findings"]}
+    assert set(problems) == {"gate", "compat", "typed", "pattern", "linked"}
+    assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]
+    assert all("schema" in problems[name] for name in ("typed", "pattern", "linked"))
+    assert run_wop("diff", str(capture), str(capture)).returncode == 0
