@@ -8,18 +8,20 @@ minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-e
 writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
 for two wop captures, where they differ between any two runs by nature).
 
-Comparison is dict equality on parsed events, so equal events cost no serialization; only events
-that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way for the state diff — their
-identical prefix once, into one fold forked where their folded events first differ, and after that every channel or
-variable they still write alike once (TwinFolds) —
-and their terminal status comes from the run's end (wop's run_end, OpenWOP's run.completed /
-run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing
-holds more than the current events, the diffs found (up to max_diffs) and the two states.
+Comparison is dict equality on parsed events, confirmed on their compact JSON (True == 1 == 1.0 in Python, not in
+JSON); only events that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way
+for the state diff — their identical prefix once, into one fold forked where their folded events first differ, and
+after that every channel or variable they still write alike once (TwinFolds) — and their terminal status comes from
+the run's end (wop's run_end, OpenWOP's run.completed / run.failed / run.cancelled); a run with no terminal event was
+in flight: `truncated`. Nothing holds more than the current events, the diffs found (up to max_diffs) and the two
+states.
 """
 
 from collections import deque
 from itertools import zip_longest
 from typing import Any, Iterable, Iterator
+
+import orjson
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.replay.divergence import differences, json_path
@@ -49,19 +51,22 @@ def diff_runs(
     max_diffs: int | None = None,
     align: str = ALIGN_SEQ,
     ignore_run_metadata: bool = False,
+    declarations_a: dict[str, Any] | None = None,
+    declarations_b: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The RFC 0054 object for two runs, with wop's detail beside it (`rfc_result` keeps the RFC's fields only).
 
     status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
+    declarations_a/declarations_b: channels each run declared outside its events (its pinned workflow's).
     Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
     added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
     `excluded`, the payload fields not compared.
     """
     ignored = [parse_path(path) for path in ignore]
     excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
-    folds = TwinFolds()
+    folds = TwinFolds(declarations_a, declarations_b)
     if align == ALIGN_CONTENT:
-        folds.b = StateFold()
+        folds.b = StateFold(declarations_b)
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
     else:
         pairs = _by_seq(events_a, events_b, folds, ignored, excluded)
@@ -105,7 +110,7 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
         left, right = state_a.get(part, {}), state_b.get(part, {})
         changed = {}
         for name in sorted(left.keys() & right.keys()):  # sorted: the same order whatever the hash seed
-            if left[name] != right[name]:
+            if not same_json(left[name], right[name]):
                 changed[name] = {"a": left[name], "b": right[name], "paths": changed_paths(left[name], right[name])}
         result[part] = {
             "added": {name: right[name] for name in sorted(right.keys() - left.keys())},
@@ -113,6 +118,18 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
             "changed": changed,
         }
     return result
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another."""
+    if left != right:
+        return False
+    try:
+        if orjson.dumps(left) == orjson.dumps(right):
+            return True
+    except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
+        pass
+    return not any(differences(left, right))
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
@@ -196,9 +213,12 @@ class TwinFolds:
     everything. `finish` puts what is still shared into both runs' folds; their findings and meta leave out the
     writes folded in the shared one."""
 
-    def __init__(self) -> None:
-        self.shared = self.a = self.b = StateFold()
+    def __init__(self, declarations_a: dict[str, Any] | None = None,
+                 declarations_b: dict[str, Any] | None = None) -> None:
+        self.shared = self.a = self.b = StateFold(declarations_a)
         self.parted: set[tuple[str, str]] | None = set()  # what each run folds apart; None: everything
+        if not same_json(declarations_a or {}, declarations_b or {}):  # declared apart from the start: all apart
+            self.b, self.parted = StateFold(declarations_b), None
 
     def same(self, left: dict[str, Any], right: dict[str, Any]) -> None:
         """Fold two events equal in type and data."""
@@ -264,9 +284,11 @@ class TwinFolds:
 
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
-    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison."""
+    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison and one of
+    their compact JSON."""
     for left, right in zip_longest(events_a, events_b):
-        if left is not None and right is not None and left["type"] == right["type"] and left["data"] == right["data"]:
+        if left is not None and right is not None and left["type"] == right["type"] \
+                and same_json(left["data"], right["data"]):
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)
             continue
@@ -278,7 +300,7 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield left["seq"], "removed", left, None
         elif left is None:
             yield right["seq"], "added", None, right
-        elif comparable(left, ignored, excluded) != comparable(right, ignored, excluded):
+        elif not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
             yield left["seq"], "changed", left, right
 
 
@@ -311,7 +333,7 @@ def _by_content(stream_a: Iterator[tuple], stream_b: Iterator[tuple]) -> Iterato
             yield right[0]["seq"], "added", None, right[0]
             continue
         left, right = ahead_a[0], ahead_b[0]
-        if left[1] == right[1]:
+        if same_json(left[1], right[1]):
             ahead_a.popleft(), ahead_b.popleft()
             continue
         found_in_b = _position(ahead_b, left[1])
@@ -331,7 +353,7 @@ def _by_content(stream_a: Iterator[tuple], stream_b: Iterator[tuple]) -> Iterato
 
 def _position(buffer: deque, wanted: dict[str, Any]) -> int | None:
     for index, item in enumerate(buffer):
-        if item[1] == wanted:
+        if same_json(item[1], wanted):
             return index
     return None
 

@@ -2,6 +2,7 @@
 
 import sys
 import textwrap
+from itertools import zip_longest
 
 import orjson
 import pytest
@@ -263,3 +264,143 @@ def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_s
     result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
     assert result["stateDiff"]["channels"]["changed"]["cost"] == {"a": 4, "b": 8, "paths": ["$"]}
     assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
+
+
+def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp_path):
+    """Python says True == 1 == 1.0; JSON does not. A run that writes true where the other wrote 1 differs: the
+    counter refuses true (validation_error), so only b's counter holds 1; each run's append channel keeps its own."""
+    def run(value):
+        return [("run_start", {"argv": ["agent.py"]}),
+                ("state_mutation", {"kind": "channel", "channel": "cost", "value": value, "reducer": "counter"}),
+                ("state_mutation", {"kind": "channel", "channel": "flag", "value": value, "reducer": "replace"}),
+                ("state_mutation", {"kind": "channel", "channel": "log", "value": value, "reducer": "append"}),
+                ("run_end", {"exitCode": 0, "status": "ok"})]
+
+    a, b = write_capture(tmp_path / "a", run(True)), write_capture(tmp_path / "b", run(1))
+    done, result = diff_json(a, b, "--detail")
+    assert done.returncode == 1
+    assert [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [(1, ["$.value"]), (2, ["$.value"]),
+                                                                               (3, ["$.value"])]
+    channels = result["stateDiff"]["channels"]
+    assert channels["added"] == {"cost": 1} and channels["removed"] == {}
+    assert channels["changed"] == {"flag": {"a": True, "b": 1, "paths": ["$"]},
+                                   "log": {"a": [True], "b": [1], "paths": ["$[0]"]}}
+    for align in ("seq", "content"):
+        result = diff_runs(events({"v": 1.0}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
+        assert result["counts"]["changed"] + result["counts"]["added"] >= 1, align
+
+
+def test_the_state_diff_folds_each_run_with_the_channels_of_the_workflow_it_pinned(tmp_path):
+    """Channels declared only by the pinned workflow (`wop capture --workflow`): the diff folds each run with its own
+    workflow's declarations (maxSize, a default), as `wop state` and the program itself do."""
+    program = tmp_path / "agent.py"
+    program.write_text("import os\nimport openwop_cli as wop\n"
+                       "for step in range(4):\n"
+                       "    wop.state.write('log', os.environ['WORD'] + str(step))\n"
+                       "    wop.state.write('budget', -1)\n")
+
+    def capture_with(name, word, max_size):
+        workflow = tmp_path / f"{name}.json"
+        workflow.write_text(orjson.dumps({"name": "triage", "channels": {
+            "log": {"reducer": "append", "maxSize": max_size}, "budget": {"reducer": "counter", "default": 100}}}).decode())
+        out = tmp_path / name
+        done = run_wop("capture", "--workflow", str(workflow), "--out", str(out), "--", sys.executable, str(program),
+                       env={"WORD": word}, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return out
+
+    a, b, c = capture_with("a", "yes", 2), capture_with("b", "no", 2), capture_with("c", "yes", 3)
+    done, result = diff_json(a, b)
+    assert done.returncode == 1
+    assert result["stateDiff"]["channels"]["changed"] == {"log": {"a": ["yes2", "yes3"], "b": ["no2", "no3"],
+                                                                  "paths": ["$[0]", "$[1]"]}}
+    for side in (a, b):
+        assert orjson.loads(run_wop("state", str(side), "--json").stdout)["channels"]["budget"] == 96
+    done, result = diff_json(a, c)
+    assert result["eventDiffs"] == []
+    assert result["stateDiff"]["channels"]["changed"] == {"log": {"a": ["yes2", "yes3"], "b": ["yes1", "yes2", "yes3"],
+                                                                  "paths": ["$[0]", "$[1]", "$[2]"]}}
+
+
+def _write(name, value, reducer):
+    return {"kind": "channel", "channel": name, "value": value, "reducer": reducer}
+
+
+NAME = st.sampled_from(["log", "cost", "7", "m"])
+VALUE = st.sampled_from([0, 1, 2, True, 1.0, "a", None])
+ANY_EVENT = st.one_of(
+    st.builds(_write, NAME, VALUE, st.sampled_from(["append", "counter", "replace"])),
+    st.builds(lambda name, key, value: _write(name, {key: value}, "merge"), NAME, st.sampled_from("ab"), VALUE),
+    st.builds(lambda name, user, action: _write(name, {"userId": user, "action": action}, "votes"), NAME,
+              st.sampled_from("uw"), st.sampled_from("yn")),
+    st.builds(lambda name, mid, role: _write(name, {"messageId": mid, "role": role, "content": "c"}, "message"), NAME,
+              st.sampled_from("pq"), st.sampled_from(["user", "bot"])),
+    st.builds(lambda name, value, ts: _write(name, {"value": value, "_ts": ts}, "append"), NAME, VALUE,
+              st.integers(0, 45)),
+    st.builds(lambda name, value: {"kind": "variable", "key": name, "value": value}, NAME, VALUE),
+    st.builds(lambda name, value: {"kind": "channel", "channel": name, "value": value}, st.sampled_from([7, None]),
+              VALUE),
+    st.builds(lambda name, declaration: {"kind": "declare", "channel": name, "declaration": declaration}, NAME,
+              st.one_of(st.fixed_dictionaries({}, optional={
+                  "reducer": st.sampled_from(["append", "votes", "counter", "message"]), "ttlMs": st.sampled_from([0, 3]),
+                  "maxSize": st.integers(0, 2), "default": st.sampled_from([5, [1], "x"])}), st.sampled_from([None, [1]]))),
+    st.builds(lambda value: ("tool_call", {"name": "t", "v": value}), VALUE),
+    st.just(("run_end", {"status": "error", "exitCode": 1})),
+    st.builds(lambda name, value: ("channel.written", {"channel": name, "value": value, "reducer": "append"}), NAME,
+              VALUE),
+)
+PINNED = st.sampled_from([None, {"log": {"reducer": "append", "maxSize": 1}},
+                          {"cost": {"reducer": "counter", "default": 5}, "m": {"reducer": "append", "ttlMs": 3}}])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ANY_EVENT, max_size=16), st.data())
+def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(events_a, data):
+    """Two runs that share a prefix and then differ (a write changed, inserted or dropped, true for 1, a shorter run,
+    other times on TTL channels, another pinned workflow): the diff's stateDiff, by seq or by content, is byte for byte
+    the state diff of each run folded alone (`wop state` of each), and it finds a divergence exactly when the runs'
+    events are not the same JSON."""
+    from openwop_cli.diff import state_diff
+    from openwop_cli.state.fold import fold_events
+
+    events_b = list(events_a)
+    for index in data.draw(st.lists(st.integers(0, 15), max_size=3)):
+        index = min(index, len(events_b))
+        change = data.draw(st.sampled_from(["replace", "insert", "delete", "retype"]))
+        if change == "insert" or index == len(events_b):
+            events_b.insert(index, data.draw(ANY_EVENT))
+        elif change == "replace":
+            events_b[index] = data.draw(ANY_EVENT)
+        elif change == "delete":
+            del events_b[index]
+        elif isinstance(events_b[index], dict):  # the same write of a value Python calls equal
+            value = events_b[index].get("value")
+            retyped = int(value) if type(value) is bool else True if value == 1 else float(value) \
+                if type(value) is int else True
+            events_b[index] = {**events_b[index], "value": retyped}
+    if data.draw(st.booleans()):
+        events_b = events_b[:data.draw(st.integers(0, len(events_b)))]
+    times_a = sorted(data.draw(st.lists(st.integers(1, 40), min_size=len(events_a), max_size=len(events_a))))
+    times_b = [ts + data.draw(st.sampled_from([0, 0, 3])) for ts in [*times_a, *[41] * len(events_b)][:len(events_b)]]
+
+    def run(writes, times):
+        stamped_run = [{"seq": 0, "ts": 0, "type": "run_start", "data": {"channels": {"log": {"reducer": "append"}}}}]
+        for seq, (event, ts) in enumerate(zip(writes, times), 1):
+            event_type, event_data = event if isinstance(event, tuple) else ("state_mutation", event)
+            stamped_run.append({"seq": seq, "ts": ts, "type": event_type, "data": event_data})
+        return stamped_run
+
+    run_a, run_b = run(events_a, times_a), run(events_b, times_b)
+    pinned_a = data.draw(PINNED)
+    pinned_b = data.draw(st.sampled_from([pinned_a, None]))
+    fold_a, fold_b = fold_events(run_a, declarations=pinned_a), fold_events(run_b, declarations=pinned_b)
+    alone = orjson.dumps(state_diff(fold_a.snapshot(), fold_b.snapshot(), fold_a.status, fold_b.status),
+                         option=orjson.OPT_SORT_KEYS)
+    as_json = [[orjson.dumps([event["type"], event["data"]], option=orjson.OPT_SORT_KEYS) for event in run]
+               for run in (run_a, run_b)]
+    parted_at = next((seq for seq, (left, right) in enumerate(zip_longest(*as_json)) if left != right), None)
+    for align in ("seq", "content"):
+        result = diff_runs(run_a, run_b, a="a", b="b", align=align, declarations_a=pinned_a, declarations_b=pinned_b)
+        assert orjson.dumps(result["stateDiff"], option=orjson.OPT_SORT_KEYS) == alone, align
+        assert result["divergedAtSeq"] == parted_at if align == "seq" else \
+            (result["divergedAtSeq"] is None) == (parted_at is None)

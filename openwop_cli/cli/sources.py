@@ -23,13 +23,16 @@ def diff_readers(reader_a: Any, reader_b: Any, *, events_a: Any = None, ignore_r
     manifest, a run log's from its terminal event; wop's recorder bookkeeping left out when both are captures
     (unless ignore_run_metadata says otherwise)."""
     from openwop_cli.diff import diff_runs
+    from openwop_cli.runtime.program import pinned_channels
 
     if ignore_run_metadata is None:
         ignore_run_metadata = not (is_log(reader_a) or is_log(reader_b))
     return diff_runs(reader_a if events_a is None else events_a, reader_b, a=str(reader_a.manifest.get("runId")), b=str(reader_b.manifest.get("runId")),
                      status_a=None if is_log(reader_a) else reader_a.manifest.get("status"),
                      status_b=None if is_log(reader_b) else reader_b.manifest.get("status"),
-                     ignore_run_metadata=ignore_run_metadata, **options)
+                     ignore_run_metadata=ignore_run_metadata,
+                     declarations_a=pinned_channels(reader_a.manifest, reader_a.blobs),
+                     declarations_b=pinned_channels(reader_b.manifest, reader_b.blobs), **options)
 
 
 def is_log(reader: Any) -> bool:

@@ -1,7 +1,7 @@
 """`wop state CAPTURE [--at SEQ]`: the folded channel state of a run at any point."""
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -30,15 +30,17 @@ def command(
       wop state host-run.jsonl --declarations workflow.json
     """
     from openwop_cli.cli.sources import open_run
+    from openwop_cli.runtime.program import pinned_channels
     from openwop_cli.state.fold import fold_events
 
     reader = open_run(capture, resolve_blobs=True)
     count = reader.manifest.get("eventCount")
     if at is not None and count is not None and not 0 <= at < max(count, 1):
         raise UsageError(f"--at {at} is out of range: this capture has seq 0..{count - 1}")
-    declared = {**workflow_declarations(reader), **(read_declarations(declarations) if declarations else {})}
+    declared = {**pinned_channels(reader.manifest, reader.blobs),
+                **(read_declarations(declarations) if declarations else {})}
     fold = fold_events(reader, at=at, declarations=declared)
-    if at is not None and fold.seq < at:
+    if at is not None and fold.seq < at and reader.problems:  # (a run log's sequences may skip SEQ: its state then)
         raise UsageError(f"--at {at} is past the readable events of this capture (they end at seq {fold.seq})")
     snapshot = fold.snapshot()
     if channel is not None:
@@ -67,15 +69,6 @@ def read_declarations(path: Path) -> dict:
     if not isinstance(found, dict):
         raise UsageError(f"--declarations {path} must be an object of channel declarations")
     return found
-
-
-def workflow_declarations(reader: Any) -> dict:
-    """The `channels` of the workflow the run pinned with `wop capture --workflow`, if any."""
-    from openwop_cli.runtime.program import pinned_workflow
-
-    workflow = pinned_workflow(reader.manifest, reader.blobs)
-    channels = workflow.get("channels") if isinstance(workflow, dict) else None
-    return channels if isinstance(channels, dict) else {}
 
 
 def _only(snapshot: dict, name: str) -> dict:

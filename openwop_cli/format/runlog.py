@@ -40,6 +40,7 @@ class RunLogReader:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         check = EventChecker(run_log=True).problem
+        previous = -1
         for index, record in enumerate(self._records()):
             if not isinstance(record, dict):
                 raise CorruptCapture(f"{self.path}: record {index + 1} is not an object")
@@ -47,6 +48,10 @@ class RunLogReader:
             problem = check(event)
             if problem is not None:
                 raise CorruptCapture(f"{self.path}: record {index + 1}: {problem}")
+            if event["seq"] <= previous:  # events fold and align in sequence order (gaps are fine)
+                order = f"does not come after {previous}" if previous >= 0 else "is below 0"
+                raise CorruptCapture(f"{self.path}: record {index + 1}: sequence {event['seq']} {order}")
+            previous = event["seq"]
             self.events_read += 1
             yield event
 

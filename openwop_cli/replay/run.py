@@ -146,11 +146,14 @@ def diff_against_source(source_dir: Path, fork_dir: Path, max_diffs: int = 50) -
     """The RFC 0054 diff of a fork against the capture it came from (the first max_diffs event diffs)."""
     from openwop_cli.diff import diff_runs
     from openwop_cli.format.reader import CaptureReader
+    from openwop_cli.runtime.program import pinned_channels
 
     original, fork = CaptureReader(source_dir, resolve_blobs=True), CaptureReader(fork_dir, resolve_blobs=True)
     return diff_runs(original, fork, a=str(original.manifest.get("runId")), b=str(fork.manifest.get("runId")),
                      status_a=original.manifest.get("status"), status_b=fork.manifest.get("status"),
-                     max_diffs=max_diffs, ignore_run_metadata=True)
+                     max_diffs=max_diffs, ignore_run_metadata=True,
+                     declarations_a=pinned_channels(original.manifest, original.blobs),
+                     declarations_b=pinned_channels(fork.manifest, fork.blobs))
 
 
 def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int, edited: bool = False) -> int:

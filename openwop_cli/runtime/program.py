@@ -104,6 +104,13 @@ def pinned_workflow(manifest: dict[str, Any], blobs: Any) -> Any:
     return blobs.resolve(pinned["blob"])
 
 
+def pinned_channels(manifest: dict[str, Any], blobs: Any) -> dict[str, Any]:
+    """The `channels` declared by the workflow a capture pinned, if any ({} without one)."""
+    workflow = pinned_workflow(manifest, blobs)
+    channels = workflow.get("channels") if isinstance(workflow, dict) else None
+    return channels if isinstance(channels, dict) else {}
+
+
 def _relative(path: str, cwd: str) -> str:
     try:
         return os.path.relpath(path, cwd) if path.startswith(os.path.realpath(cwd) + os.sep) else path

@@ -83,9 +83,18 @@ def variable_refusal(key: str, declarations: dict[str, Any]) -> Refusal | None:
 
 
 def declaration_refusal(name: str, declaration: Any) -> Refusal | None:
-    """A ChannelDeclaration an engine refuses at registration: not an object, or ttlMs out of 0..1 year."""
+    """A ChannelDeclaration an engine refuses at registration: not an object, access or compatibleWith of the wrong
+    shape, or ttlMs out of 0..1 year."""
     if not isinstance(declaration, dict):
         return Refusal("validation_error", f"the declaration of channel {name!r} is not an object")
+    access = declaration.get("access")
+    if not (access in (None, "public", "private") or isinstance(access, dict)
+            and isinstance(access.get("writers", []), list)):
+        return Refusal("validation_error", f"channel {name!r}: access must be public, private or "
+                                           f"{{writers: [...]}}; got {access!r}")
+    if not isinstance(declaration.get("compatibleWith", []), list):
+        return Refusal("validation_error", f"channel {name!r}: compatibleWith must be a list of schema versions; "
+                                           f"got {declaration['compatibleWith']!r}")
     ttl = declaration.get("ttlMs")
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= MAX_TTL_MS):
         return Refusal("validation_error", f"channel {name!r}: ttlMs must be an integer from 1 to {MAX_TTL_MS} "

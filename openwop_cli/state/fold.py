@@ -244,9 +244,27 @@ def schema_validator() -> Any:
         import jsonschema
     except ImportError:
         return False
+    try:
+        from referencing.exceptions import Unresolvable as unresolvable
+    except ImportError:  # jsonschema before 4.18 resolves $refs itself
+        unresolvable = jsonschema.RefResolutionError
+    schema_errors: dict[int, tuple[dict[str, Any], str | None]] = {}  # by id, the schema kept so its id stays its own
 
     def first_problem(schema: dict[str, Any], value: Any) -> str | None:
-        error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)), None)
+        known = schema_errors.get(id(schema))
+        if known is None:
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+                known = schema, None
+            except jsonschema.SchemaError as exc:
+                known = schema, f"its schema is not a valid JSON Schema ({exc.message})"
+            schema_errors[id(schema)] = known
+        if known[1] is not None:
+            return known[1]
+        try:
+            error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)), None)
+        except unresolvable as exc:
+            return f"its schema has a $ref that cannot be resolved ({exc})"
         return None if error is None else error.message
 
     return first_problem

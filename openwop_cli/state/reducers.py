@@ -163,7 +163,7 @@ class ChannelStore:
         ttl = declaration.get("ttlMs") or 0
         wrapped = bool(ttl) and reducer in TTL_REDUCERS
         if wrapped:
-            while entries and isinstance(entries[0], dict) and entries[0].get("_ts", ts) < ts - ttl:
+            while entries and _expired(entries[0], ts - ttl):
                 entries.popleft()
         if reducer == "message":
             seen = self._message_ids.setdefault(name, {m.get("messageId") for m in entries if isinstance(m, dict)})
@@ -181,8 +181,15 @@ class ChannelStore:
         if isinstance(limit, int) and limit >= 0:
             while len(entries) > limit:
                 dropped = entries.popleft()
-                if reducer == "message":
+                if reducer == "message" and isinstance(dropped, dict):
                     self._message_ids[name].discard(dropped.get("messageId"))
+
+
+def _expired(entry: Any, cutoff: int) -> bool:
+    """True for a TTL entry stamped before cutoff; an entry without a numeric `_ts` (written before ttlMs was declared,
+    a declared default) never expires."""
+    stamp = entry.get("_ts") if isinstance(entry, dict) else None
+    return isinstance(stamp, (int, float)) and stamp < cutoff
 
 
 def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:

@@ -194,3 +194,20 @@ def test_big_files_clear_nesting_a_chunk_at_a_time_and_still_find_a_deep_line(ca
     forge(capture, lines)
     problems = [(problem.kind, problem.seq) for problem in verify_capture(capture).problems]
     assert problems == ([("bad_event", 1)] if depth > 252 else [])
+
+
+@pytest.mark.parametrize("sequences, named", [([0, 0], "record 2"), ([3, 1], "record 2"), ([-1, 0], "record 1")])
+def test_a_run_log_whose_sequence_goes_back_or_below_zero_is_exit_3(tmp_path, sequences, named):
+    """Events fold and align by sequence: a run log whose sequences repeat, go back or start below 0 would fold (and
+    `wop state --at` stop) at the wrong place, so it is damaged; gaps are fine."""
+    log = tmp_path / "host.jsonl"
+    log.write_bytes(b"".join(orjson.dumps({"sequence": sequence, "type": "channel.written",
+                                           "payload": {"channel": "c", "value": index}}) + b"\n"
+                             for index, sequence in enumerate(sequences)))
+    for command in (("state", str(log)), ("diff", str(log), str(log)), ("show", str(log))):
+        done = run_wop(*command)
+        assert done.returncode == 3 and named in done.stderr and "sequence" in done.stderr, (command, done.stderr)
+    log.write_bytes(b"".join(orjson.dumps({"sequence": sequence, "type": "channel.written",
+                                           "payload": {"channel": "c", "value": sequence}}) + b"\n"
+                             for sequence in (0, 4, 9)))
+    assert orjson.loads(run_wop("state", str(log), "--at", "5", "--json").stdout)["channels"] == {"c": 4}

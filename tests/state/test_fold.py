@@ -169,3 +169,57 @@ def test_without_jsonschema_schemas_are_skipped_with_one_notice(monkeypatch):
     fold = fold_events([write(0, "score", "a"), write(1, "score", "b")], declarations=declarations)
     assert fold.snapshot()["channels"] == {"score": "b"}
     assert [f.code for f in fold.findings] == ["schema_validation_skipped"]
+
+
+def test_list_channels_holding_other_shapes_fold_without_a_crash(tmp_path):
+    """A channel whose entries are not what its latest reducer writes (a message write trimming a number appended
+    before; a `_ts` that is not a time, in an entry written before ttlMs was declared or in a declared default) folds:
+    an entry without a numeric `_ts` never expires. `wop state` and `wop diff` of such captures exit 0/1, never 70."""
+    def channel(name, value, reducer="append"):
+        return "state_mutation", {"kind": "channel", "channel": name, "value": value, "reducer": reducer}
+
+    message = {"messageId": "m1", "role": "user", "content": "hi"}
+    capture = write_capture(tmp_path / "odd", [
+        ("run_start", {"argv": ["agent.py"], "channels": {"log": {"reducer": "append", "maxSize": 1},
+                                                          "seen": {"reducer": "append", "ttlMs": 5,
+                                                                   "default": [{"_ts": None}]}}}),
+        channel("log", 0), channel("log", message, "message"), channel("notes", {"_ts": "x", "n": 1}),
+        ("state_mutation", {"kind": "declare", "channel": "notes", "declaration": {"reducer": "append", "ttlMs": 5}}),
+        channel("notes", 2), channel("seen", 3), ("run_end", {"exitCode": 0, "status": "ok"})])
+    done = run_wop("state", str(capture), "--json")
+    assert done.returncode == 0, done.stderr
+    channels = orjson.loads(done.stdout)["channels"]
+    assert channels["log"] == [message]
+    assert [entry.get("value") for entry in channels["notes"]] == [None, 2] and channels["notes"][0]["_ts"] == "x"
+    assert [entry.get("value") for entry in channels["seen"]] == [None, 3]
+    assert run_wop("diff", str(capture), str(capture)).returncode == 0
+
+
+def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
+    """access whose writers are not a list, compatibleWith that is not a list, a schema that is not a valid JSON Schema
+    (a bad type, a bad regex) or whose $ref cannot be resolved: `wop state` and `wop diff` name the problem in a
+    finding and go on (exit 0), they never crash (exit 70). A declaration an engine refuses is not used (its channel's
+    write folds as undeclared); a write to a channel whose schema cannot be checked is refused."""
+    def declare(name, declaration):
+        return "state_mutation", {"kind": "declare", "channel": name, "declaration": declaration}
+
+    def channel(name, value, **extra):
+        return "state_mutation", {"kind": "channel", "channel": name, "value": value, **extra}
+
+    capture = write_capture(tmp_path / "odd", [
+        ("run_start", {"argv": ["agent.py"]}),
+        declare("gate", {"access": {"writers": 5}}), channel("gate", 1, nodeId="n"),
+        declare("compat", {"schemaVersion": 3, "compatibleWith": 5}), channel("compat", 1, schemaVersion=1),
+        declare("typed", {"schema": {"type": 12}}), channel("typed", 1),
+        declare("pattern", {"schema": {"pattern": "("}}), channel("pattern", "a"),
+        declare("linked", {"schema": {"$ref": "#/$defs/missing"}}), channel("linked", 1),
+        channel("plain", 1), ("run_end", {"exitCode": 0, "status": "ok"})])
+    done = run_wop("state", str(capture), "--json")
+    assert done.returncode == 0, done.stderr
+    state = orjson.loads(done.stdout)
+    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1}
+    problems = {finding["channel"]: finding["message"] for finding in state["findings"]}
+    assert set(problems) == {"gate", "compat", "typed", "pattern", "linked"}
+    assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]
+    assert all("schema" in problems[name] for name in ("typed", "pattern", "linked"))
+    assert run_wop("diff", str(capture), str(capture)).returncode == 0
