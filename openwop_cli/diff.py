@@ -121,15 +121,15 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
 
 
 def same_json(left: Any, right: Any) -> bool:
-    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another."""
-    if left != right:
-        return False
+    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another.
+    Their compact JSON is compared first (the same bytes, as two runs' equal values have, settle it in one step); keys
+    in another order, or a value deeper than orjson writes, are compared value by value."""
     try:
         if orjson.dumps(left) == orjson.dumps(right):
             return True
     except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
         pass
-    return not any(differences(left, right))
+    return left == right and not any(differences(left, right))
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
