@@ -220,7 +220,11 @@ def warn_problems(reader: Any) -> None:
     from openwop_cli.report.console import print_warning
 
     for problem in reader.problems[:5]:
-        stops_reading = problem.kind in ("torn_line", "bad_json", "bad_event", "seq_gap", "blob")
-        suffix = "; showing the events before it" if stops_reading else ""
+        if problem.kind == "blob":  # the reader goes on: only that event's payload is missing
+            suffix = "; its event is read with the blob reference in place of the payload"
+        elif problem.kind in ("torn_line", "bad_json", "bad_event", "seq_gap"):
+            suffix = "; showing the events before it"
+        else:
+            suffix = ""
         print_warning(f"{problem}{suffix} (run `wop verify` for a full check)")
 

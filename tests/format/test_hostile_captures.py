@@ -76,6 +76,19 @@ def test_a_blob_linked_to_dev_zero_is_refused(capture, tmp_path):
     assert results["show"].returncode == 0 and "symbolic link" in results["show"].stderr
 
 
+def test_a_missing_blob_is_named_and_the_events_after_it_are_still_read(tmp_path):
+    events = [("run_start", {"argv": ["agent.py"]}), ("tool_result", {"callId": "b", "ok": True, "result": "z" * 70_000}),
+              ("tool_call", {"name": "after", "args": {}, "callId": "c"})]
+    capture = write_capture(tmp_path / "c", events)
+    [blob] = [path for path in (capture / "blobs").rglob("*") if path.is_file()]
+    blob.unlink()
+    shown = run_wop("show", str(capture), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert [event["seq"] for event in orjson.loads(shown.stdout)["events"]] == [0, 1, 2]
+    assert "read with the blob reference in place of the payload" in shown.stderr
+    assert "showing the events before it" not in shown.stderr
+
+
 def test_a_fifo_named_events_crc32_never_hangs_verify(capture):
     lines = lines_of(capture)
     lines[1] = lines[1].replace(b'"lookup"', b'"LOOKUP"')
