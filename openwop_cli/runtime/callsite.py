@@ -17,9 +17,9 @@ directory the run started in) for program files, and relative to its site-packag
 installed packages, so a site is the same on every machine that runs the program.
 """
 
-import functools
 import os
 import sys
+import sysconfig
 from typing import Any
 
 WOP = 0
@@ -48,17 +48,14 @@ _lines: dict[int, tuple[Any, dict[int, int]]] = {}  # id(code) -> (code, {instru
 _root: list[str] = []
 
 
-@functools.cache
 def _stdlib_prefixes() -> tuple[str, ...]:
-    """The standard library's directories (worked out on the first call site: a process that records nothing never
-    pays for sysconfig)."""
-    import sysconfig
-
     paths = sysconfig.get_paths()
     found = {os.path.abspath(paths[name]) + os.sep for name in ("stdlib", "platstdlib") if paths.get(name)}
     found.update(os.path.realpath(prefix) for prefix in list(found))
     return tuple(sorted({prefix.rstrip(os.sep) + os.sep for prefix in found}))
 
+
+_STDLIB = _stdlib_prefixes()  # at start-up: worked out on a first call site, a signal handler could come mid-import
 
 
 def program_root() -> str:
@@ -94,7 +91,7 @@ def _classify(filename: str) -> tuple[int, str]:
             index = len(parts) - 1 - parts[::-1].index(marker)
             inside = parts[index + 1:]
             return _package_place(inside), "/".join(inside)
-    if path.startswith(_stdlib_prefixes()):
+    if path.startswith(_STDLIB):
         return STDLIB, path
     root = program_root()
     if path.startswith(root):

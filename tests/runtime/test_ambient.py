@@ -355,7 +355,7 @@ def tick(signum, frame):
     ticks.append(time.time())
 
 signal.signal(signal.SIGALRM, tick)
-signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)
 value = random.random()  # the first read: wop loads what events need, or in a replay the capture and its engine
 for _ in range(20):
     time.sleep(0.01)
@@ -365,10 +365,12 @@ print("value", value, "ticks", len(ticks) > 0)
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="signal.setitimer")
-def test_a_timer_whose_handler_reads_the_clock_is_captured_and_replayed(tmp_path):
+@pytest.mark.parametrize("interval", ["0.001", "0.0002"])
+def test_a_timer_whose_handler_reads_the_clock_is_captured_and_replayed(tmp_path, interval):
     """The handler runs inside wop's first-read loading: the capture used to crash (its read, failing on a half-loaded
-    module, broke orjson's initialization) and the replay to wait on its own build until the recursion limit."""
-    source = capture(tmp_path, TIMER_PROGRAM)
+    module, broke orjson's initialization) and the replay to wait on its own build until the recursion limit (also
+    when the timer fired while the build had its lock but the handlers were not held yet: 0.2 ms makes that likely)."""
+    source = capture(tmp_path, TIMER_PROGRAM.replace("INTERVAL", interval))
     assert orjson.loads((source / "manifest.json").read_bytes())["status"] == "ok"
     assert any(event["origin"]["site"]["function"] == "tick" for event in ambient_events(source))
     captured = (tmp_path / "source.stdout").read_text().splitlines()
