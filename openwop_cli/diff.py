@@ -18,7 +18,6 @@ states.
 """
 
 from collections import deque
-from itertools import zip_longest
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -286,7 +285,7 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison and one of
     their compact JSON."""
-    for left, right in zip_longest(events_a, events_b):
+    for left, right in _aligned_by_seq(events_a, events_b):
         if left is not None and right is not None and left["type"] == right["type"] \
                 and same_json(left["data"], right["data"]):
             if left["type"] in FOLDED_TYPES:
@@ -302,6 +301,24 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield right["seq"], "added", None, right
         elif not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
             yield left["seq"], "changed", left, right
+
+
+def _aligned_by_seq(events_a: Iterable[dict[str, Any]],
+                    events_b: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+    """The two runs' events paired by seq (both in rising seq order: the readers see to it), None on the side that has
+    no event at a seq: a run log's sequence may skip numbers, and RFC 0054 aligns by seq, not by position."""
+    iter_a, iter_b = iter(events_a), iter(events_b)
+    left, right = next(iter_a, None), next(iter_b, None)
+    while left is not None or right is not None:
+        if right is None or left is not None and left["seq"] < right["seq"]:
+            yield left, None
+            left = next(iter_a, None)
+        elif left is None or right["seq"] < left["seq"]:
+            yield None, right
+            right = next(iter_b, None)
+        else:
+            yield left, right
+            left, right = next(iter_a, None), next(iter_b, None)
 
 
 def _by_content(stream_a: Iterator[tuple], stream_b: Iterator[tuple]) -> Iterator[tuple]:

@@ -147,6 +147,19 @@ def test_openwop_run_event_logs_are_read_by_diff_and_show(tmp_path):
     assert shown.returncode == 0 and "channel.written" in shown.stdout
 
 
+def test_run_logs_whose_sequences_skip_numbers_are_aligned_by_seq_not_by_position(tmp_path):
+    def log(name, sequences):
+        records = [{"eventId": f"{name}{seq}", "runId": name, "sequence": seq, "type": "step.done",
+                    "payload": {"step": seq}, "timestamp": "2026-05-01T10:00:00Z"} for seq in sequences]
+        (tmp_path / f"{name}.jsonl").write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in records))
+        return tmp_path / f"{name}.jsonl"
+
+    done, result = diff_json(log("a", [0, 2, 4, 6]), log("b", [0, 4, 6, 8]), "--detail")
+    assert done.returncode == 1, done.stderr
+    assert [(item["seq"], item["op"]) for item in result["eventDiffs"]] == [(2, "removed"), (8, "added")]
+    assert result["divergedAtSeq"] == 2
+
+
 def test_the_human_report_names_the_alignment_and_the_first_divergence():
     done = run_wop("diff", str(FIXTURES / "support-agent"), str(FIXTURES / "support-agent-changed"))
     assert done.returncode == 1
