@@ -18,9 +18,11 @@ states.
 """
 
 from collections import deque
+from itertools import zip_longest
 from typing import Any, Iterable, Iterator
 
 import orjson
+from orjson import dumps
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.replay.divergence import differences, json_path
@@ -286,8 +288,8 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison and one of
     their compact JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        if left is not None and right is not None and left["type"] == right["type"] \
-                and same_json(left["data"], right["data"]):
+        if (left is not None and right is not None and left["type"] == right["type"]  # same_json, its first step inline
+                and (dumps(left["data"]) == dumps(right["data"]) or same_json(left["data"], right["data"]))):
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)
             continue
@@ -306,7 +308,15 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
 def _aligned_by_seq(events_a: Iterable[dict[str, Any]],
                     events_b: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     """The two runs' events paired by seq (both in rising seq order: the readers see to it), None on the side that has
-    no event at a seq: a run log's sequence may skip numbers, and RFC 0054 aligns by seq, not by position."""
+    no event at a seq: a run log's sequence may skip numbers, and RFC 0054 aligns by seq, not by position. Two
+    captures' events (seq_from_zero) pair by position, which is the same and costs less."""
+    if getattr(events_a, "seq_from_zero", False) and getattr(events_b, "seq_from_zero", False):
+        return zip_longest(events_a, events_b)
+    return _merged_by_seq(events_a, events_b)
+
+
+def _merged_by_seq(events_a: Iterable[dict[str, Any]],
+                   events_b: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     iter_a, iter_b = iter(events_a), iter(events_b)
     left, right = next(iter_a, None), next(iter_b, None)
     while left is not None or right is not None:

@@ -56,6 +56,8 @@ class Problem:
 class CaptureReader:
     """One pass over a capture's events; see the module docstring."""
 
+    seq_from_zero = True  # what it yields has seq 0, 1, 2… with no gap (a gap is a problem it stops at)
+
     def __init__(self, capture_dir: Path, *, resolve_blobs: bool = False) -> None:
         self.capture_dir = Path(capture_dir)
         self.manifest = read_manifest(self.capture_dir)
