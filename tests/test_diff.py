@@ -333,6 +333,8 @@ def test_the_state_diff_folds_each_run_with_the_channels_of_the_workflow_it_pinn
     assert result["eventDiffs"] == []
     assert result["stateDiff"]["channels"]["changed"] == {"log": {"a": ["yes2", "yes3"], "b": ["yes1", "yes2", "yes3"],
                                                                   "paths": ["$[0]", "$[1]", "$[2]"]}}
+    shown = run_wop("diff", str(a), str(c))
+    assert "same events, but their end states differ" in shown.stdout and "identical" not in shown.stdout
 
 
 def _write(name, value, reducer):
