@@ -305,8 +305,10 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield left["seq"], "changed", left, right
 
 
-def _aligned_by_seq(events_a: Iterable[dict[str, Any]],
-                    events_b: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+Pair = tuple[dict[str, Any] | None, dict[str, Any] | None]
+
+
+def _aligned_by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]]) -> Iterator[Pair]:
     """The two runs' events paired by seq (both in rising seq order: the readers see to it), None on the side that has
     no event at a seq: a run log's sequence may skip numbers, and RFC 0054 aligns by seq, not by position. Two
     captures' events (seq_from_zero) pair by position, which is the same and costs less."""
@@ -315,8 +317,7 @@ def _aligned_by_seq(events_a: Iterable[dict[str, Any]],
     return _merged_by_seq(events_a, events_b)
 
 
-def _merged_by_seq(events_a: Iterable[dict[str, Any]],
-                   events_b: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+def _merged_by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]]) -> Iterator[Pair]:
     iter_a, iter_b = iter(events_a), iter(events_b)
     left, right = next(iter_a, None), next(iter_b, None)
     while left is not None or right is not None:

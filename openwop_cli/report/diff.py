@@ -45,7 +45,8 @@ def _summary(result: dict[str, Any], manifest_a: dict[str, Any], manifest_b: dic
     align = f"  (aligned by {result['align']})"
     if result["divergedAtSeq"] is None and not result["stateDiff"]["status"]["changed"]:
         if _state_changes(result["stateDiff"]):  # the same events folded with other declarations (a pinned workflow)
-            return Text.assemble(names, ("  same events", "ok"), ", but their end states differ (below)", (align, "muted"))
+            return Text.assemble(names, ("  same events", "ok"), ", but their end states differ (below)",
+                                 (align, "muted"))
         return Text.assemble(names, ("  identical", "ok"), (align, "muted"))
     counts = result["counts"]
     parts = ", ".join(f"{counts[op]} {op}" for op in ("changed", "added", "removed") if counts[op])
