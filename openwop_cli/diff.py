@@ -38,6 +38,7 @@ CONTENT_WINDOW = 200
 RFC_FIELDS = ("a", "b", "divergedAtSeq", "eventDiffs", "stateDiff", "truncated")
 RFC_ITEM_FIELDS = ("seq", "op", "aEvent", "bEvent")
 IN_FLIGHT = "incomplete"
+Pair = tuple[dict[str, Any] | None, dict[str, Any] | None]  # the two runs' events at one seq (None: that run has none)
 
 
 def diff_runs(
@@ -303,9 +304,6 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
             yield right["seq"], "added", None, right
         elif not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
             yield left["seq"], "changed", left, right
-
-
-Pair = tuple[dict[str, Any] | None, dict[str, Any] | None]
 
 
 def _aligned_by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]]) -> Iterator[Pair]:
