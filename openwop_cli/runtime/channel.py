@@ -9,7 +9,9 @@ body as the program holds them, credentials included, so the program's thread ne
 them): a frame is a NUL byte (no text line holds one), the payload's length (4 bytes, big endian) and pickles
 (protocol 5) of lists of (kind, ts, origin, pieces, body), one after the other. The parent loads them with builtin
 values only (a class or function named in one is refused) and builds the events the process would have
-built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. The parent alone
+built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. Each batch starts with
+a line `@` and when it was sent (time.time_ns()), which orders the events processes recorded in the same
+millisecond (see Collector._handle_round). The parent alone
 assigns seq and writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 building HTTP events, redaction, disk I/O and the LLM requests' cache keys happen outside the recorded
 program.
@@ -39,6 +41,7 @@ SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 COLLECTOR_NICENESS = 10  # where SCHED_IDLE is refused: see _yield_to_recorded_processes
 FRAME_MARK = b"\x00"  # starts a frame of raw pieces (see the module docstring)
+SENT_MARK = b"@"  # starts the line saying when a batch was sent (see the module docstring)
 _FRAME_HEADER = 5  # the mark and the length
 _LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
@@ -336,7 +339,7 @@ class ChannelSender:
                 if told is not None:
                     head.append(_control_line({"mpIdentity": told}))
                     self._identity_told = True
-            self._sock.sendall(b"".join([*head, *lines]))
+            self._sock.sendall(b"".join([b"@%d\n" % time.time_ns(), *head, *lines]))
         except OSError as exc:
             self._broken = True
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
@@ -530,6 +533,7 @@ class Collector:
         self._pending: dict[socket.socket, bytearray] = {}
         self._awaiting: dict[socket.socket, int] = {}  # bytes pending must hold before an incomplete frame is whole
         self._pids: dict[socket.socket, int | None] = {}
+        self._sent: dict[socket.socket, int] = {}  # when the batch being read was sent (its SENT_MARK line)
         self._stop_at: float | None = None
         self.torn_messages = 0
         self.bad_messages = 0
@@ -598,15 +602,17 @@ class Collector:
     def _handle_round(self, conns: list[socket.socket]) -> None:
         """Handle what conns have sent, merged by the time each event was recorded: each process's messages stay in
         the order it sent them, and the events of a process that ended before another recorded one (a child its
-        parent waited for) come first, whichever connection is read first."""
+        parent waited for) come first, whichever connection is read first. Events recorded in the same millisecond
+        go in the order they were sent: a child sends what it has before it ends, its parent what it recorded after
+        waiting for it only later, and what it recorded before starting it before it does."""
         streams = [stream for stream in map(self._received, conns) if stream]
         merged = streams[0] if len(streams) == 1 else self._merge(*streams, key=_recorded_at)
         for _, handle, args in merged:
             handle(*args)
 
-    def _received(self, conn: socket.socket) -> list[tuple[int, Callable[..., None], tuple]]:
-        """The whole messages conn has sent since last read, as (ts, handler, its arguments): an event's ts, and a
-        control message the ts of the event before it (so it keeps its place)."""
+    def _received(self, conn: socket.socket) -> list[tuple[tuple[int, int], Callable[..., None], tuple]]:
+        """The whole messages conn has sent since last read, as ((ts, when sent), handler, its arguments): an event's
+        ts, and a control message the ts of the event before it (so it keeps its place)."""
         try:
             chunk = conn.recv(1 << 20)
         except BlockingIOError:
@@ -624,19 +630,30 @@ class Collector:
             return []  # the rest of a frame is still to come
         messages, self._awaiting[conn], torn = take_messages(pending)
         self.torn_messages += torn
-        received: list[tuple[int, Callable[..., None], tuple]] = []
-        ts = 0
+        received: list[tuple[tuple[int, int], Callable[..., None], tuple]] = []
+        ts, sent = 0, self._sent.get(conn, 0)
         for is_frame, message in messages:
             if is_frame:
                 for event in self._frame_events(message):
                     ts = event[1]
-                    received.append((ts, self._deliver_sent, event))
+                    received.append(((ts, sent), self._deliver_sent, event))
             elif message.startswith(b"{"):
-                received.append((ts, self._handle, (conn, message)))
+                received.append(((ts, sent), self._handle, (conn, message)))
+            elif message.startswith(SENT_MARK):
+                sent = self._sent_at(message, sent)
             elif (event := self._event_line(message)) is not None:
                 ts = event[1]
-                received.append((ts, self._deliver_sent, event))
+                received.append(((ts, sent), self._deliver_sent, event))
+        self._sent[conn] = sent
         return received
+
+    def _sent_at(self, line: bytes, before: int) -> int:
+        """When a batch was sent, from its SENT_MARK line (before: one no wop sends, counted)."""
+        try:
+            return int(line[1:])
+        except ValueError:
+            self.bad_messages += 1
+            return before
 
     def _handle(self, conn: socket.socket, line: bytes) -> None:
         """A control message (hello, modules, a question): to on_message, and its answer, if any, back to conn."""
@@ -737,6 +754,7 @@ class Collector:
         del self._pending[conn]
         del self._pids[conn]
         self._awaiting.pop(conn, None)
+        self._sent.pop(conn, None)
 
     def _shut_down(self) -> None:
         self.left_running = [self._pids[conn] for conn in self._pending]
