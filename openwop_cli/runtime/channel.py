@@ -33,6 +33,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from openwop_cli.runtime.heldsignals import with_handlers_held
 from openwop_cli.runtime.processname import identity
 
 ENV_ADDRESS = "WOP_SINK"
@@ -224,11 +225,18 @@ class ChannelSender:
         are there). None to a signal handler that records while its thread is loading them: its event waits for the
         load, as the handler's exception (a module half loaded) would reach orjson's initialization, which then
         crashes the process. None for good, and one warning, where orjson does not load (the bootstrap found it, but
-        it was built for another Python): the program runs on unrecorded rather than fail in its own call."""
+        it was built for another Python): the program runs on unrecorded rather than fail in its own call. The
+        program's signal handlers wait for the load (runtime.heldsignals)."""
         thread = threading.get_ident()
         if thread in self._loading_in or self._broken:
             return None
         self._loading_in.add(thread)
+        try:
+            return with_handlers_held(self._load)
+        finally:
+            self._loading_in.discard(thread)
+
+    def _load(self) -> Callable[[Any], bytes] | None:
         try:
             from openwop_cli.format import flusher
             from openwop_cli.runtime.jsonable import dumps
@@ -238,8 +246,6 @@ class ChannelSender:
             print(f"wop: process {os.getpid()} ({sys.executable}) cannot load what recording needs ({exc}); its events "
                   "are not recorded", file=sys.stderr)
             return None
-        finally:
-            self._loading_in.discard(thread)
         self._flusher = flusher
         self._dumps = dumps
         while self._recorded_while_loading:
