@@ -87,13 +87,15 @@ class ChannelSender:
 
     A full batch is handed to the flusher thread, which sends it while the program goes on (the socket
     write releases the GIL); only a backlog of MAX_QUEUED_BYTES, when the parent cannot keep up, makes the
-    program wait for its own send. `_send_lock` keeps batches in order whichever thread sends them.
+    program wait for its own send. `_send_lock` keeps batches in order whichever thread sends them (reentrant: a
+    signal handler may send while its thread is sending, see _send_taken).
     """
 
     def __init__(self, address: str) -> None:
         self.address = address
         self._lock = threading.RLock()  # the buffer and its bookkeeping (a signal handler may record inside)
-        self._send_lock = threading.Lock()  # the socket: one batch at a time, in the order taken
+        self._send_lock = threading.RLock()  # the socket: one batch at a time, in the order taken
+        self._sending = False  # a batch is on its way (by the thread holding _send_lock)
         self._buffer: list[bytes | tuple] = []  # event lines, and emit_later's entries built when sent
         self._buffered = 0
         self._broken = False
@@ -313,7 +315,7 @@ class ChannelSender:
 
     def reconnect_after_fork(self) -> None:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
-        self._lock, self._send_lock = threading.RLock(), threading.Lock()
+        self._lock, self._send_lock = threading.RLock(), threading.RLock()
         self._buffer, self._buffered = [], 0
         self._flush_scheduled = self._handed_off = self._identity_told = False
         self._sock = None
@@ -323,14 +325,24 @@ class ChannelSender:
             self._send_taken(extra)
 
     def _send_taken(self, extra: bytes | None = None) -> None:
-        """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock."""
-        with self._lock:
-            queued, self._buffer, self._buffered = self._buffer, [], 0
-        lines = self._wire(queued)
-        if extra is not None:
-            lines.append(extra)
-        if lines:
-            self._send_now(lines)
+        """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock. Called by a
+        signal handler that runs while its thread is sending a batch, it only queues extra: its lines cut into that
+        batch's, and waiting for it would wait for good."""
+        if self._sending:
+            if extra is not None:
+                self._queue(extra, len(extra))
+            return
+        self._sending = True
+        try:
+            with self._lock:
+                queued, self._buffer, self._buffered = self._buffer, [], 0
+            lines = self._wire(queued)
+            if extra is not None:
+                lines.append(extra)
+            if lines:
+                self._send_now(lines)
+        finally:
+            self._sending = False
 
     def _send_now(self, lines: list[bytes]) -> None:
         if self._broken:
