@@ -59,7 +59,7 @@ class ReplayerOnFirstUse:
     real one in its place: a program that reaches none never loads its capture or the replay engine, which cost
     more than a small program's whole run. A fork waits for a build under way in another thread: the child would
     find the lock (and the build's imports) taken for good; and the program's signal handlers wait for a build in the
-    main thread (see _with_signal_handlers_held)."""
+    main thread (see runtime.heldsignals)."""
 
     def __init__(self, session: Any, build: Any) -> None:
         self._session = session
@@ -71,37 +71,15 @@ class ReplayerOnFirstUse:
 
     def __getattr__(self, name: str) -> Any:
         if self._session.replayer is self:
-            came: dict[int, Any] = {}
-            _with_signal_handlers_held(self._build_once, came)
-            for signum, handler in came.items():  # the handlers held back now find the replayer built
-                handler(signum, None)
+            from openwop_cli.runtime.heldsignals import with_handlers_held
+
+            with_handlers_held(self._build_once)  # the handlers held back then find the replayer built
         return getattr(self._session.replayer, name)
 
     def _build_once(self) -> None:
         with self._lock:
             if self._session.replayer is self:
                 self._session.replayer = self._build()
-
-
-def _with_signal_handlers_held(work: Any, came: dict[int, Any]) -> None:
-    """work(), with the program's signal handlers held back when it runs in the main thread (where they run), and
-    those of the signals that came meanwhile put in came, to call after: a handler reaching a boundary (a timer's
-    handler reading the clock) would wait for this very work. They are held before work takes its lock: a signal
-    that comes while they are being held runs its handler, which builds the replayer itself (the lock still free)."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        work()
-        return
-    handlers = {signum: signal.getsignal(signum) for signum in signal.valid_signals()}
-    handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
-    for signum in handlers:
-        signal.signal(signum, lambda signum, _frame: came.setdefault(signum, handlers[signum]))
-    try:
-        work()
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
 
 
 def built_replayer(session: Any) -> Any:

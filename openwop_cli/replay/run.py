@@ -429,7 +429,7 @@ class ReplayHooks(ReplayAccount, RunHooks):
     def _recorded_pid(self, today: dict[str, Any], take: bool = True) -> Any:
         """The recorded process a process of today's run stands for: among the children of the one its parent stands
         for (the program's own for the program), the one with its multiprocessing identity, else its argv, else the
-        first not taken; each recorded process is taken once. take=False: only say which, for a parent known by its
+        first not taken, a Process only of a Process's; each recorded process is taken once. take=False: only say which, for a parent known by its
         hello alone (its identity may not be known yet: it takes its place when it asks)."""
         pid = today.get("pid")
         if pid in self._paired:
@@ -453,15 +453,13 @@ class ReplayHooks(ReplayAccount, RunHooks):
             siblings = [process for process in processes if process.get("ppid") == standing_for]
         else:
             siblings = []
-        candidates = (*siblings, *processes)
-        alike = [process for process in candidates if bool(process.get("mpIdentity")) == bool(identity)]
-        for pool in (alike, candidates):  # a process that is no Process (a forkserver) never takes a Process's place
-            found = self._take(pid, [process for process in pool if process.get("argv") == argv], take)
-            if found is None:
-                found = self._take(pid, pool, take)
-            if found is not None:
-                return found
-        return -1
+        # a process that is no Process (a forkserver) never takes a Process's place, nor a Process (a pool worker the
+        # capture has no recorded self of) the place of one that is none (the main process, which may ask last)
+        alike = [process for process in (*siblings, *processes) if bool(process.get("mpIdentity")) == bool(identity)]
+        found = self._take(pid, [process for process in alike if process.get("argv") == argv], take)
+        if found is None:
+            found = self._take(pid, alike, take)
+        return -1 if found is None else found
 
     def _take(self, pid: Any, candidates: list[dict[str, Any]], take: bool) -> Any:
         """The first candidate's recorded pid not taken yet (now taken, by pid, when take), or None."""

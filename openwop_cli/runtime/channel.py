@@ -9,7 +9,9 @@ body as the program holds them, credentials included, so the program's thread ne
 them): a frame is a NUL byte (no text line holds one), the payload's length (4 bytes, big endian) and pickles
 (protocol 5) of lists of (kind, ts, origin, pieces, body), one after the other. The parent loads them with builtin
 values only (a class or function named in one is refused) and builds the events the process would have
-built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. The parent alone
+built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. Each batch starts with
+a line `@` and when it was sent (time.time_ns()), which orders the events processes recorded in the same
+millisecond (see Collector._handle_round). The parent alone
 assigns seq and writes the capture, so concurrent processes can never interleave bytes in events.jsonl, and
 building HTTP events, redaction, disk I/O and the LLM requests' cache keys happen outside the recorded
 program.
@@ -31,6 +33,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from openwop_cli.runtime.heldsignals import with_handlers_held
 from openwop_cli.runtime.processname import identity
 
 ENV_ADDRESS = "WOP_SINK"
@@ -39,6 +42,7 @@ SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 COLLECTOR_NICENESS = 10  # where SCHED_IDLE is refused: see _yield_to_recorded_processes
 FRAME_MARK = b"\x00"  # starts a frame of raw pieces (see the module docstring)
+SENT_MARK = b"@"  # starts the line saying when a batch was sent (see the module docstring)
 _FRAME_HEADER = 5  # the mark and the length
 _LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
@@ -83,13 +87,15 @@ class ChannelSender:
 
     A full batch is handed to the flusher thread, which sends it while the program goes on (the socket
     write releases the GIL); only a backlog of MAX_QUEUED_BYTES, when the parent cannot keep up, makes the
-    program wait for its own send. `_send_lock` keeps batches in order whichever thread sends them.
+    program wait for its own send. `_send_lock` keeps batches in order whichever thread sends them (reentrant: a
+    signal handler may send while its thread is sending, see _send_taken).
     """
 
     def __init__(self, address: str) -> None:
         self.address = address
         self._lock = threading.RLock()  # the buffer and its bookkeeping (a signal handler may record inside)
-        self._send_lock = threading.Lock()  # the socket: one batch at a time, in the order taken
+        self._send_lock = threading.RLock()  # the socket: one batch at a time, in the order taken
+        self._sending = False  # a batch is on its way (by the thread holding _send_lock)
         self._buffer: list[bytes | tuple] = []  # event lines, and emit_later's entries built when sent
         self._buffered = 0
         self._broken = False
@@ -221,11 +227,18 @@ class ChannelSender:
         are there). None to a signal handler that records while its thread is loading them: its event waits for the
         load, as the handler's exception (a module half loaded) would reach orjson's initialization, which then
         crashes the process. None for good, and one warning, where orjson does not load (the bootstrap found it, but
-        it was built for another Python): the program runs on unrecorded rather than fail in its own call."""
+        it was built for another Python): the program runs on unrecorded rather than fail in its own call. The
+        program's signal handlers wait for the load (runtime.heldsignals)."""
         thread = threading.get_ident()
         if thread in self._loading_in or self._broken:
             return None
         self._loading_in.add(thread)
+        try:
+            return with_handlers_held(self._load)
+        finally:
+            self._loading_in.discard(thread)
+
+    def _load(self) -> Callable[[Any], bytes] | None:
         try:
             from openwop_cli.format import flusher
             from openwop_cli.runtime.jsonable import dumps
@@ -235,8 +248,6 @@ class ChannelSender:
             print(f"wop: process {os.getpid()} ({sys.executable}) cannot load what recording needs ({exc}); its events "
                   "are not recorded", file=sys.stderr)
             return None
-        finally:
-            self._loading_in.discard(thread)
         self._flusher = flusher
         self._dumps = dumps
         while self._recorded_while_loading:
@@ -304,7 +315,7 @@ class ChannelSender:
 
     def reconnect_after_fork(self) -> None:
         """In a forked child: drop the parent's queue and socket, open a connection of our own."""
-        self._lock, self._send_lock = threading.RLock(), threading.Lock()
+        self._lock, self._send_lock = threading.RLock(), threading.RLock()
         self._buffer, self._buffered = [], 0
         self._flush_scheduled = self._handed_off = self._identity_told = False
         self._sock = None
@@ -314,14 +325,24 @@ class ChannelSender:
             self._send_taken(extra)
 
     def _send_taken(self, extra: bytes | None = None) -> None:
-        """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock."""
-        with self._lock:
-            queued, self._buffer, self._buffered = self._buffer, [], 0
-        lines = self._wire(queued)
-        if extra is not None:
-            lines.append(extra)
-        if lines:
-            self._send_now(lines)
+        """Take the queue (and extra, a control line after it) and send it; the caller holds _send_lock. Called by a
+        signal handler that runs while its thread is sending a batch, it only queues extra: its lines cut into that
+        batch's, and waiting for it would wait for good."""
+        if self._sending:
+            if extra is not None:
+                self._queue(extra, len(extra))
+            return
+        self._sending = True
+        try:
+            with self._lock:
+                queued, self._buffer, self._buffered = self._buffer, [], 0
+            lines = self._wire(queued)
+            if extra is not None:
+                lines.append(extra)
+            if lines:
+                self._send_now(lines)
+        finally:
+            self._sending = False
 
     def _send_now(self, lines: list[bytes]) -> None:
         if self._broken:
@@ -336,7 +357,7 @@ class ChannelSender:
                 if told is not None:
                     head.append(_control_line({"mpIdentity": told}))
                     self._identity_told = True
-            self._sock.sendall(b"".join([*head, *lines]))
+            self._sock.sendall(b"".join([b"@%d\n" % time.time_ns(), *head, *lines]))
         except OSError as exc:
             self._broken = True
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
@@ -530,6 +551,7 @@ class Collector:
         self._pending: dict[socket.socket, bytearray] = {}
         self._awaiting: dict[socket.socket, int] = {}  # bytes pending must hold before an incomplete frame is whole
         self._pids: dict[socket.socket, int | None] = {}
+        self._sent: dict[socket.socket, int] = {}  # when the batch being read was sent (its SENT_MARK line)
         self._stop_at: float | None = None
         self.torn_messages = 0
         self.bad_messages = 0
@@ -598,15 +620,17 @@ class Collector:
     def _handle_round(self, conns: list[socket.socket]) -> None:
         """Handle what conns have sent, merged by the time each event was recorded: each process's messages stay in
         the order it sent them, and the events of a process that ended before another recorded one (a child its
-        parent waited for) come first, whichever connection is read first."""
+        parent waited for) come first, whichever connection is read first. Events recorded in the same millisecond
+        go in the order they were sent: a child sends what it has before it ends, its parent what it recorded after
+        waiting for it only later, and what it recorded before starting it before it does."""
         streams = [stream for stream in map(self._received, conns) if stream]
         merged = streams[0] if len(streams) == 1 else self._merge(*streams, key=_recorded_at)
         for _, handle, args in merged:
             handle(*args)
 
-    def _received(self, conn: socket.socket) -> list[tuple[int, Callable[..., None], tuple]]:
-        """The whole messages conn has sent since last read, as (ts, handler, its arguments): an event's ts, and a
-        control message the ts of the event before it (so it keeps its place)."""
+    def _received(self, conn: socket.socket) -> list[tuple[tuple[int, int], Callable[..., None], tuple]]:
+        """The whole messages conn has sent since last read, as ((ts, when sent), handler, its arguments): an event's
+        ts, and a control message the ts of the event before it (so it keeps its place)."""
         try:
             chunk = conn.recv(1 << 20)
         except BlockingIOError:
@@ -624,19 +648,30 @@ class Collector:
             return []  # the rest of a frame is still to come
         messages, self._awaiting[conn], torn = take_messages(pending)
         self.torn_messages += torn
-        received: list[tuple[int, Callable[..., None], tuple]] = []
-        ts = 0
+        received: list[tuple[tuple[int, int], Callable[..., None], tuple]] = []
+        ts, sent = 0, self._sent.get(conn, 0)
         for is_frame, message in messages:
             if is_frame:
                 for event in self._frame_events(message):
                     ts = event[1]
-                    received.append((ts, self._deliver_sent, event))
+                    received.append(((ts, sent), self._deliver_sent, event))
             elif message.startswith(b"{"):
-                received.append((ts, self._handle, (conn, message)))
+                received.append(((ts, sent), self._handle, (conn, message)))
+            elif message.startswith(SENT_MARK):
+                sent = self._sent_at(message, sent)
             elif (event := self._event_line(message)) is not None:
                 ts = event[1]
-                received.append((ts, self._deliver_sent, event))
+                received.append(((ts, sent), self._deliver_sent, event))
+        self._sent[conn] = sent
         return received
+
+    def _sent_at(self, line: bytes, before: int) -> int:
+        """When a batch was sent, from its SENT_MARK line (before: one no wop sends, counted)."""
+        try:
+            return int(line[1:])
+        except ValueError:
+            self.bad_messages += 1
+            return before
 
     def _handle(self, conn: socket.socket, line: bytes) -> None:
         """A control message (hello, modules, a question): to on_message, and its answer, if any, back to conn."""
@@ -737,6 +772,7 @@ class Collector:
         del self._pending[conn]
         del self._pids[conn]
         self._awaiting.pop(conn, None)
+        self._sent.pop(conn, None)
 
     def _shut_down(self) -> None:
         self.left_running = [self._pids[conn] for conn in self._pending]

@@ -645,3 +645,40 @@ def test_a_process_whose_child_reaches_wop_first_is_still_paired_by_its_identity
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False
         assert program_output(done.stderr) == captured
+
+
+MORE_WORKERS = """
+import multiprocessing, os
+import openwop_cli as wop
+
+def task(number):
+    drawn = wop.randint(0, 10**9)
+    barrier.wait()  # each worker takes a task: each records
+    return number, drawn
+
+def hold(shared):
+    global barrier
+    barrier = shared
+
+if __name__ == "__main__":
+    workers = int(os.environ["WORKERS"])  # os.cpu_count() on another machine
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    barrier = context.Barrier(workers)
+    with context.Pool(workers, initializer=hold, initargs=(barrier,)) as pool:
+        print(*pool.map(task, range(2), chunksize=1), sep="\\n")
+    print("after the pool", wop.randint(0, 10**9))
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_pool_workers_the_capture_has_no_recorded_self_of_never_take_the_main_processs_place(tmp_path, start_method):
+    """A pool of more workers than when it was recorded (its size os.cpu_count() on another machine): a worker whose
+    identity no recorded process has is paired with no recorded process. Before, once the recorded workers were taken,
+    one took the main process's place, and the main process's own call after the pool was served nothing."""
+    source = capture(tmp_path, MORE_WORKERS, env={"WORKERS": "1", "START_METHOD": start_method})
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 3
+    done, report = replay(tmp_path, source, "--strict", env={"WORKERS": "2", "START_METHOD": start_method})
+    assert done.returncode == 0, done.stderr
+    assert report["diverged"] is False
+    assert program_output(done.stderr) == captured

@@ -381,6 +381,40 @@ def test_a_timer_whose_handler_reads_the_clock_is_captured_and_replayed(tmp_path
         assert program_output(done.stderr) == captured
 
 
+RAISING_TIMER_PROGRAM = """
+import random, signal, time
+
+class Tick(Exception):
+    pass
+
+def tick(signum, frame):  # a timeout: raised wherever the program is
+    raise Tick
+
+signal.signal(signal.SIGALRM, tick)
+signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+values, ticks = [], 0
+while len(values) < 20:
+    try:
+        values.append(random.random())  # the first: wop loads what events need
+        time.sleep(0.001)
+    except Tick:
+        ticks += 1
+signal.setitimer(signal.ITIMER_REAL, 0)
+print("values", len(values), "ticks", ticks > 0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="signal.setitimer")
+def test_a_timer_whose_handler_raises_never_interrupts_what_wop_loads_for_the_first_event(tmp_path):
+    """The handler's exception, raised inside the imports of the first event's loading, left them half done: later
+    reads failed outside the program's try (the program died of its own Tick) or orjson's initialization crashed
+    the process (SIGSEGV). Its handler now waits for the loading, as in a replay's first build."""
+    source = capture(tmp_path, RAISING_TIMER_PROGRAM)
+    assert orjson.loads((source / "manifest.json").read_bytes())["status"] == "ok"
+    assert (tmp_path / "source.stdout").read_text() == "values 20 ticks True\n"
+    assert len([event for event in ambient_events(source) if event["data"]["key"] == "random.random"]) == 20
+
+
 EVERY_SOURCE = """
 import datetime, os, random, secrets, time, uuid, logging, tempfile, email.utils
 

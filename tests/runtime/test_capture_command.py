@@ -871,3 +871,45 @@ def test_every_event_reaches_the_capture_when_the_collector_got_no_core_while_th
     finally:
         busy.kill()
         busy.wait()
+
+
+HANDLER_STARTS_A_PROCESS = """
+    import os, signal, subprocess, sys
+    import openwop_cli as wop
+
+    def report(signum, frame):
+        subprocess.run([sys.executable, "-c", "pass"])  # wop sends what is queued first
+        print("handler done", flush=True)
+
+    signal.signal(signal.SIGUSR1, report)
+    print(os.getpid(), flush=True)
+    for index in range(100):
+        wop.nondeterministic("data", f"k{index}", lambda: "x" * 60_000)
+        subprocess.run([sys.executable, "-c", "pass"])  # sends it first: waits while wop reads nothing
+    print("main done", flush=True)
+"""
+
+
+def test_a_signal_handler_that_sends_while_its_thread_is_sending_does_not_hang_the_program(tmp_path):
+    """While `wop capture` read nothing (stopped here; at SCHED_IDLE on a busy machine it may not run for long), the
+    program's main thread waited in a send; a signal's handler starting a process there sent what was queued first,
+    and waited for the send lock its own thread held: the program hung for good, and `wop capture` with it."""
+    program = tmp_path / "program.py"
+    program.write_text(textwrap.dedent(HANDLER_STARTS_A_PROCESS))
+    out = tmp_path / "c"
+    wop = start_capture(program, out)
+    try:
+        pid = int(wop.stdout.readline())
+        os.kill(wop.pid, signal.SIGSTOP)
+        time.sleep(1)  # the program fills the channel and waits in a send
+        os.kill(pid, signal.SIGUSR1)
+        time.sleep(0.5)
+        os.kill(wop.pid, signal.SIGCONT)
+        output, _ = wop.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # gone already, unless it hung
+            os.killpg(wop.pid, signal.SIGKILL)
+        wop.wait()
+    assert output.splitlines() == ["handler done", "main done"]
+    assert manifest_of(out)["status"] == "ok"
+    assert len([event for event in events_of(out) if event["type"] == "nondeterministic"]) == 100

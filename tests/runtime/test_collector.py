@@ -57,3 +57,36 @@ def test_events_read_together_are_kept_in_the_order_they_were_recorded():
     collector.stop(grace_seconds=10)
     assert received == [*(("child", 1_000 + index) for index in range(20)),
                         *(("parent", 2_000 + index) for index in range(3))]
+
+
+PARENT_SENDER = textwrap.dedent("""
+    import sys
+    from openwop_cli.runtime.channel import ChannelSender
+
+    sender = ChannelSender(sys.argv[1])
+    sender.emit("tool_call", {"name": "parent", "index": 0}, 1_000, {"pid": 1})
+    sender.flush()
+    print("sent", flush=True)
+    sys.stdin.readline()  # its child runs meanwhile
+    sender.emit("tool_call", {"name": "parent", "index": 1}, 2_000, {"pid": 1})
+    sender.close()
+""")
+
+
+def test_a_childs_events_come_before_those_its_parent_recorded_after_it_in_the_same_millisecond():
+    # The parent connects first and sends an event; its child then sends one and ends; the parent, having waited for
+    # it, records its next event in the same millisecond. All of it is read together: the child's event comes first.
+    received: list[tuple] = []
+    collector = Collector(append=lambda event_type, data, ts, **_: received.append((data["name"], ts)),
+                          on_message=lambda _pid, _message: None)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_SENDER, collector.address], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline() == "sent\n"
+    child = subprocess.run([sys.executable, "-c", SENDER_AT, collector.address, "child", "2000", "1"],
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    parent.communicate("go\n", timeout=60)
+    assert parent.returncode == 0
+    collector.start()
+    collector.stop(grace_seconds=10)
+    assert received == [("parent", 1_000), ("child", 2_000), ("parent", 2_000)]

@@ -1,0 +1,31 @@
+"""The program's signal handlers held back while wop loads what it needs in the main thread (where they run).
+
+A handler that comes in the middle of an import wop makes would run inside it: one that reaches a boundary would wait
+for the very loading it interrupts (a replay's first build), and one that raises (a timeout) would leave the import
+half done, or break orjson's initialization, which then crashes the process.
+"""
+
+import signal
+import threading
+from typing import Any, Callable
+
+
+def with_handlers_held(work: Callable[[], Any]) -> Any:
+    """work()'s result, the program's signal handlers held back meanwhile when it runs in the main thread; the handlers
+    of the signals that came meanwhile run after it, once each. They are held before work starts: a signal that comes
+    while they are being held runs its handler before work."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    handlers = {signum: signal.getsignal(signum) for signum in signal.valid_signals()}
+    handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
+    came: dict[int, Any] = {}
+    for signum in handlers:
+        signal.signal(signum, lambda signum, _frame: came.setdefault(signum, handlers[signum]))
+    try:
+        result = work()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    for signum, handler in came.items():
+        handler(signum, None)
+    return result
