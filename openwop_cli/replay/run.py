@@ -429,8 +429,9 @@ class ReplayHooks(ReplayAccount, RunHooks):
     def _recorded_pid(self, today: dict[str, Any], take: bool = True) -> Any:
         """The recorded process a process of today's run stands for: among the children of the one its parent stands
         for (the program's own for the program), the one with its multiprocessing identity, else its argv, else the
-        first not taken, a Process only of a Process's; each recorded process is taken once. take=False: only say which, for a parent known by its
-        hello alone (its identity may not be known yet: it takes its place when it asks)."""
+        first not taken, a Process only of a Process's; each recorded process is taken once. take=False: only say
+        which, for a parent known by its hello alone (its identity may not be known yet: it takes its place when it
+        asks)."""
         pid = today.get("pid")
         if pid in self._paired:
             return self._paired[pid]

@@ -5,7 +5,6 @@ for the very loading it interrupts (a replay's first build), and one that raises
 half done, or break orjson's initialization, which then crashes the process.
 """
 
-import signal
 import threading
 from typing import Any, Callable
 
@@ -16,6 +15,8 @@ def with_handlers_held(work: Callable[[], Any]) -> Any:
     while they are being held runs its handler before work."""
     if threading.current_thread() is not threading.main_thread():
         return work()
+    import signal  # (here: a program that records nothing never loads it)
+
     handlers = {signum: signal.getsignal(signum) for signum in signal.valid_signals()}
     handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
     came: dict[int, Any] = {}
