@@ -412,7 +412,8 @@ def test_a_timer_whose_handler_raises_never_interrupts_what_wop_loads_for_the_fi
     source = capture(tmp_path, RAISING_TIMER_PROGRAM)
     assert orjson.loads((source / "manifest.json").read_bytes())["status"] == "ok"
     assert (tmp_path / "source.stdout").read_text() == "values 20 ticks True\n"
-    assert len([event for event in ambient_events(source) if event["data"]["key"] == "random.random"]) == 20
+    reads = [event for event in ambient_events(source) if event["data"]["key"] == "random.random"]
+    assert len(reads) >= 20  # (a Tick between a read's return and its append costs the program that value, not wop)
 
 
 EVERY_SOURCE = """
