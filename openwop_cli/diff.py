@@ -8,20 +8,19 @@ minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-e
 writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
 for two wop captures, where they differ between any two runs by nature).
 
-Comparison is dict equality on parsed events, confirmed on their compact JSON (True == 1 == 1.0 in Python, not in
-JSON); only events that differ get their JSON paths (replay.divergence.differences). Both runs are folded on the way
-for the state diff — their identical prefix once, into one fold forked where their folded events first differ, and
-after that every channel or variable they still write alike once (TwinFolds) — and their terminal status comes from
-the run's end (wop's run_end, OpenWOP's run.completed / run.failed / run.cancelled); a run with no terminal event was
-in flight: `truncated`. Nothing holds more than the current events, the diffs found (up to max_diffs) and the two
-states.
+Events are compared as JSON, on their compact JSON first (True == 1 == 1.0 in Python, not in JSON; keys in another
+order fall back to a comparison value by value); only events that differ get their JSON paths
+(replay.divergence.differences). Both runs are folded on the way for the state diff — their identical prefix once,
+into one fold forked where their folded events first differ, and after that every channel or variable they still
+write alike once (TwinFolds) — and their terminal status comes from the run's end (wop's run_end, OpenWOP's
+run.completed / run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing holds
+more than the current events, the diffs found (up to max_diffs) and the two states.
 """
 
 from collections import deque
 from itertools import zip_longest
 from typing import Any, Iterable, Iterator
 
-import orjson
 from orjson import dumps
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
@@ -127,7 +126,7 @@ def same_json(left: Any, right: Any) -> bool:
     Their compact JSON is compared first (the same bytes, as two runs' equal values have, settle it in one step); keys
     in another order, or a value deeper than orjson writes, are compared value by value."""
     try:
-        if orjson.dumps(left) == orjson.dumps(right):
+        if dumps(left) == dumps(right):
             return True
     except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
         pass
@@ -286,8 +285,8 @@ class TwinFolds:
 
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
-    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one dict comparison and one of
-    their compact JSON."""
+    """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
+    JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
         if (left is not None and right is not None and left["type"] == right["type"]  # same_json, its first step inline
                 and (dumps(left["data"]) == dumps(right["data"]) or same_json(left["data"], right["data"]))):
