@@ -288,8 +288,8 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
     JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        if (left is not None and right is not None and left["type"] == right["type"]  # same_json, its first step inline
-                and (dumps(left["data"]) == dumps(right["data"]) or same_json(left["data"], right["data"]))):
+        if left is not None and right is not None and left["type"] == right["type"] \
+                and same_json(left["data"], right["data"]):
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)
             continue

@@ -7,6 +7,7 @@ recorded them) and, for a replay, blocks outbound network. The capture and the e
 program first reaches a recorded boundary.
 """
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -92,7 +93,6 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
     """The Replayer serving this process: the units of the recorded process `wop` pairs it with (asked now, when its
     multiprocessing identity is known), loaded from the source capture. A capture that cannot be loaded ends the
     process: running on would reach the network."""
-    import json
     import sys
 
     from openwop_cli.replay.boundaries import Replayer

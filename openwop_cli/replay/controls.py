@@ -4,6 +4,7 @@ strict stop's traceback is printed, and stopping in pdb at a divergence or befor
 The parent (`wop replay`/`wop fork`) hands them to the replayed program through its environment.
 """
 
+import json
 import os
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -23,8 +24,8 @@ class ReplayControls(NamedTuple):
     in the debugger at the first divergence; break_at: stop in the debugger just before seq is served; quiet:
     the program's output is not passed on (one of several replays running side by side).
 
-    A named tuple, and edits (and json) loaded only when there are some: a replayed process reads its controls before
-    its program's first line."""
+    A named tuple, and edits loaded only when there are some: a replayed process reads its controls before its
+    program's first line."""
 
     edits: "tuple[Edit, ...]" = ()
     offline: bool = False
@@ -42,8 +43,6 @@ class ReplayControls(NamedTuple):
         """These controls as environment variables for the replayed program."""
         env: dict[str, str] = {}
         if self.edits:
-            import json
-
             env[ENV_EDITS] = json.dumps([edit.to_json() for edit in self.edits])
         for name, on in ((ENV_OFFLINE, self.offline), (ENV_VERBOSE, self.verbose), (ENV_PDB, self.pdb)):
             if on:
@@ -58,8 +57,6 @@ class ReplayControls(NamedTuple):
         env: Mapping[str, Any] = os.environ if environ is None else environ
         edits: tuple[Any, ...] = ()
         if env.get(ENV_EDITS):
-            import json
-
             from openwop_cli.replay.edits import Edit
 
             edits = tuple(Edit.from_json(item) for item in json.loads(env[ENV_EDITS]))

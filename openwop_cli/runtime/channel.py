@@ -425,10 +425,6 @@ def take_messages(pending: bytearray) -> tuple[list[tuple[bool, bytes]], int, in
 _unpickler: Any = None
 
 
-def _recorded_at(received: tuple) -> int:
-    return received[0]
-
-
 def _frame_entries(payload: bytes) -> Iterator[Any]:
     """The entries of a frame's pickles (lists of entries), loaded with builtin values only: a class or function
     named in one is refused."""
@@ -528,6 +524,7 @@ class Collector:
         """yield_cores: the collector runs at a lower priority (see _yield_to_recorded_processes)."""
         import heapq
         import selectors
+        from operator import itemgetter
 
         import orjson
 
@@ -535,6 +532,7 @@ class Collector:
 
         self._loads, self._dumps, self._revive_bytes = orjson.loads, dumps, revive_bytes
         self._merge = heapq.merge
+        self._recorded_at = itemgetter(0)  # what _received lists: (when recorded, handler, its arguments)
         self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first frame
         self._append = append
         self._append_raw = append_raw
@@ -624,7 +622,7 @@ class Collector:
         go in the order they were sent: a child sends what it has before it ends, its parent what it recorded after
         waiting for it only later, and what it recorded before starting it before it does."""
         streams = [stream for stream in map(self._received, conns) if stream]
-        merged = streams[0] if len(streams) == 1 else self._merge(*streams, key=_recorded_at)
+        merged = streams[0] if len(streams) == 1 else self._merge(*streams, key=self._recorded_at)
         for _, handle, args in merged:
             handle(*args)
 
