@@ -15,15 +15,23 @@ into one fold forked where their folded events first differ, and after that ever
 write alike once (TwinFolds) — and their terminal status comes from the run's end (wop's run_end, OpenWOP's
 run.completed / run.failed / run.cancelled); a run with no terminal event was in flight: `truncated`. Nothing holds
 more than the current events, the diffs found (up to max_diffs) and the two states.
+
+Two big captures diffed by seq (`fork_b`) are read on two cores: B is read, checked and folded by a child process,
+which sends each event's comparison key (its type and data as compact JSON); A is read and folded here, and B's event
+is parsed from its line only where the keys differ (ForkedFolds). Each run then has a fold of its own, whose end
+state is the one TwinFolds gives.
 """
 
 from collections import deque
+from dataclasses import dataclass
+from functools import partial
 from itertools import zip_longest
 from typing import Any, Iterable, Iterator
 
 from orjson import dumps
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.format.forked import ForkedRead, can_fork
 from openwop_cli.replay.divergence import differences, json_path
 from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
 
@@ -54,33 +62,44 @@ def diff_runs(
     ignore_run_metadata: bool = False,
     declarations_a: dict[str, Any] | None = None,
     declarations_b: dict[str, Any] | None = None,
+    fork_b: bool = False,
 ) -> dict[str, Any]:
     """The RFC 0054 object for two runs, with wop's detail beside it (`rfc_result` keeps the RFC's fields only).
 
     status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
     declarations_a/declarations_b: channels each run declared outside its events (its pinned workflow's).
+    fork_b: read and fold B in a child process while A is read here, when both are captures aligned by seq and this
+    process can fork (format.forked: `pays` says when it is worth it). The result is the same either way.
     Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
     added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
     `excluded`, the payload fields not compared.
     """
     ignored = [parse_path(path) for path in ignore]
     excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
-    folds = TwinFolds(declarations_a, declarations_b)
+    folds: TwinFolds | ForkedFolds
     if align == ALIGN_CONTENT:
+        folds = TwinFolds(declarations_a, declarations_b)
         folds.b = StateFold(declarations_b)
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
+    elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b):
+        folds = ForkedFolds(events_b, declarations_a, declarations_b)
+        pairs = _by_forked_seq(events_a, folds, ignored, excluded)
     else:
+        folds = TwinFolds(declarations_a, declarations_b)
         pairs = _by_seq(events_a, events_b, folds, ignored, excluded)
     diffs: list[dict[str, Any]] = []
     diverged_at = None
     counts = {"added": 0, "removed": 0, "changed": 0}
-    for seq, op, event_a, event_b in pairs:
-        counts[op] += 1
-        if diverged_at is None:
-            diverged_at = seq
-        if max_diffs is None or len(diffs) < max_diffs:
-            diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
-    folds.finish()
+    try:
+        for seq, op, event_a, event_b in pairs:
+            counts[op] += 1
+            if diverged_at is None:
+                diverged_at = seq
+            if max_diffs is None or len(diffs) < max_diffs:
+                diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
+        folds.finish()
+    finally:
+        folds.close()
     fold_a, fold_b = folds.a, folds.b
     final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
@@ -256,6 +275,9 @@ class TwinFolds:
         if self.shared is not self.a and self.parted is not None:  # (folds aligned by content never share one)
             self._part(None)
 
+    def close(self) -> None:
+        """Nothing to let go of (ForkedFolds has a process)."""
+
     def _fold_apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:
         if self.a is self.b:
             self.a, self.b = self.shared.fork(), self.shared.fork()
@@ -283,13 +305,59 @@ class TwinFolds:
             self.parted.add(target)
 
 
+class ForkedFolds:
+    """Run B read, checked and folded by a child process (format.forked) while A is read and folded here: each run's
+    own fold, as TwinFolds' end states are. `b` is B's end state once `finish` has run."""
+
+    def __init__(self, reader_b: Any, declarations_a: dict[str, Any] | None,
+                 declarations_b: dict[str, Any] | None) -> None:
+        self.a = StateFold(declarations_a)
+        fold_b = StateFold(declarations_b)
+        self.b: FoldedElsewhere | None = None
+        self.run_b = ForkedRead(reader_b, comparison_key, partial(_fold_folded, fold_b.apply),
+                                lambda: FoldedElsewhere(fold_b.snapshot(), fold_b.status))
+
+    def finish(self) -> None:
+        """Take B's end state from the child (its reader's problems with it)."""
+        self.b = self.run_b.finish()
+
+    def close(self) -> None:
+        """End the child, if it still runs."""
+        self.run_b.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedElsewhere:
+    """The end of a run's fold made in another process: its snapshot and the run's terminal status."""
+
+    state: dict[str, Any]
+    status: str | None
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.state
+
+
+def comparison_key(event: dict[str, Any]) -> bytes:
+    """An event's type and data as compact JSON: two events with the same key are equal (same_json's first step).
+    b"" for data as deep as a reader accepts (MAX_DEPTH levels), which the pair leaves no level to write: such events
+    are compared value by value."""
+    try:
+        return dumps((event["type"], event["data"]))
+    except TypeError:
+        return b""
+
+
+def _fold_folded(apply: Any, event: dict[str, Any]) -> None:
+    if event["type"] in FOLDED_TYPES:
+        apply(event)
+
+
 def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]], folds: TwinFolds,
             ignored: list[list[Any]], excluded: frozenset[str]) -> Iterator[tuple]:
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
     JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        if left is not None and right is not None and left["type"] == right["type"] \
-                and same_json(left["data"], right["data"]):
+        if _same_event(left, right):
             if left["type"] in FOLDED_TYPES:
                 folds.same(left, right)
             continue
@@ -297,12 +365,47 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
         folded_right = right if right is not None and right["type"] in FOLDED_TYPES else None
         if folded_left is not None or folded_right is not None:
             folds.apart(folded_left, folded_right)
-        if right is None:
-            yield left["seq"], "removed", left, None
-        elif left is None:
-            yield right["seq"], "added", None, right
-        elif not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
-            yield left["seq"], "changed", left, right
+        difference = _difference(left, right, ignored, excluded)
+        if difference is not None:
+            yield difference
+
+
+def _by_forked_seq(events_a: Iterable[dict[str, Any]], folds: ForkedFolds, ignored: list[list[Any]],
+                   excluded: frozenset[str]) -> Iterator[tuple]:
+    """_by_seq with B read by a child: A's events fold here; an event of A is compared with B's by their comparison
+    keys, and B's event is read from its line only when the keys differ. (Two captures: seq 0..n-1 on both sides.)"""
+    apply, run_b = folds.a.apply, folds.run_b
+    for seq, (left, key) in enumerate(zip_longest(events_a, run_b)):
+        if left is not None:
+            if left["type"] in FOLDED_TYPES:
+                apply(left)
+            if key and key == comparison_key(left):
+                continue
+        right = None if key is None else run_b.event(seq)
+        if _same_event(left, right):
+            continue
+        difference = _difference(left, right, ignored, excluded)
+        if difference is not None:
+            yield difference
+
+
+def _same_event(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool:
+    """Two runs' events at one seq equal in type and data."""
+    return left is not None and right is not None and left["type"] == right["type"] \
+        and same_json(left["data"], right["data"])
+
+
+def _difference(left: dict[str, Any] | None, right: dict[str, Any] | None, ignored: list[list[Any]],
+                excluded: frozenset[str]) -> tuple | None:
+    """(seq, op, aEvent, bEvent) for two runs' events at one seq that are not the same (None: equal once the excluded
+    and ignored fields are left out)."""
+    if right is None:
+        return left["seq"], "removed", left, None
+    if left is None:
+        return right["seq"], "added", None, right
+    if not same_json(comparable(left, ignored, excluded), comparable(right, ignored, excluded)):
+        return left["seq"], "changed", left, right
+    return None
 
 
 def _aligned_by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any]]) -> Iterator[Pair]:

@@ -23,6 +23,7 @@ def diff_readers(reader_a: Any, reader_b: Any, *, events_a: Any = None, ignore_r
     manifest, a run log's from its terminal event; wop's recorder bookkeeping left out when both are captures
     (unless ignore_run_metadata says otherwise)."""
     from openwop_cli.diff import diff_runs
+    from openwop_cli.format.forked import pays
     from openwop_cli.runtime.program import pinned_channels
 
     if ignore_run_metadata is None:
@@ -32,7 +33,8 @@ def diff_readers(reader_a: Any, reader_b: Any, *, events_a: Any = None, ignore_r
                      status_b=None if is_log(reader_b) else reader_b.manifest.get("status"),
                      ignore_run_metadata=ignore_run_metadata,
                      declarations_a=pinned_channels(reader_a.manifest, reader_a.blobs),
-                     declarations_b=pinned_channels(reader_b.manifest, reader_b.blobs), **options)
+                     declarations_b=pinned_channels(reader_b.manifest, reader_b.blobs),
+                     fork_b=pays(reader_b), **options)
 
 
 def is_log(reader: Any) -> bool:

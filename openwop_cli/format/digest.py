@@ -7,6 +7,7 @@ import threading
 import weakref
 from typing import Any
 
+THREAD_NAME = "wop-events-hash"  # ended before this process forks (see BackgroundHash)
 INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts no thread (nor imports queue)
 
 
@@ -40,7 +41,7 @@ class BackgroundHash:
                     import queue
 
                     self._chunks = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._hash, name="wop-events-hash", daemon=True)
+                self._thread = threading.Thread(target=self._hash, name=THREAD_NAME, daemon=True)
                 self._thread.start()
             self._chunks.put(chunk)
 

@@ -16,6 +16,7 @@ import weakref
 from typing import Any
 
 FLUSH_SECONDS = 0.2
+THREAD_NAME = "wop-flusher"  # its state is made anew in a forked child (see the end of this module)
 
 _state: dict[str, Any] = {"pending": None, "wake": None, "lock": threading.Lock()}
 
@@ -25,7 +26,7 @@ def flush_later(writer: Any, due: float) -> None:
     with _state["lock"]:
         if _state["pending"] is None:
             _state["pending"], _state["wake"] = {}, threading.Event()
-            threading.Thread(target=_run, args=(_state["pending"], _state["wake"]), name="wop-flusher",
+            threading.Thread(target=_run, args=(_state["pending"], _state["wake"]), name=THREAD_NAME,
                              daemon=True).start()
         _state["pending"][id(writer)] = (due, weakref.ref(writer))
     _state["wake"].set()

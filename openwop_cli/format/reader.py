@@ -66,6 +66,7 @@ class CaptureReader:
         self.problems: list[Problem] = []
         self.events_read = 0
         self.complete = False
+        self._line_checker: EventChecker | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events of the intact prefix, in seq order."""
@@ -168,6 +169,24 @@ class CaptureReader:
         if not stop_at_first_problem:
             self._check_manifest_blobs()
         self.complete = not self.problems
+
+    def line_event(self, line: bytes, lineno: int) -> dict[str, Any]:
+        """The event one line of events.jsonl holds (1-based lineno), read and checked as a pass over the file reads
+        it: for a caller that holds a line such a pass accepted, in another process (format.forked). CorruptCapture
+        when the line is not one it would accept (the file changed since)."""
+        if self._line_checker is None:
+            self._line_checker = EventChecker(self.manifest["captureId"], self.manifest["runId"])
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            event = None
+        problem = "not a JSON object" if event is None else self._line_checker.problem(event, line)
+        if problem is None and event["seq"] != lineno - 1:
+            problem = f"seq {event['seq']} on line {lineno}"
+        if problem is not None:
+            raise CorruptCapture(f"capture {self.manifest['captureId']} changed while it was read: {EVENTS_NAME} "
+                                 f"line {lineno}: {problem}")
+        return self._with_blobs(event, lineno) if BLOB_MARKER in line else event
 
     def _open_events(self) -> BinaryIO | None:
         try:

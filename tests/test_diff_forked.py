@@ -1,0 +1,212 @@
+"""`wop diff` of two big captures on two cores (format.forked): B read, checked and folded by a child process.
+
+The diff read that way must be the diff read in one process, byte for byte, whatever the runs hold; a damaged B
+must be reported as the one-process reader reports it; and the child must never outlive the diff.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.diff import diff_runs
+from openwop_cli.format.forked import MIN_BYTES, can_fork
+from openwop_cli.format.reader import CaptureReader
+from openwop_cli.format.schema import dumps_wrapping
+from openwop_cli.format.redact import Redactor
+from openwop_cli.format.sink import CaptureSink
+from tests.conftest import run_wop
+from tests.test_diff import ANY_EVENT
+
+BIG_RESULT = {"callId": "r", "ok": True, "result": "x" * 300_000}  # over the sink's blob threshold: a blob reference
+
+
+def write_run(path: Path, events: list, *, pid: int, status: str = "ok") -> Path:
+    """A capture of these events (a state write's data, or (type, data)), each made by process pid at a call site."""
+    sink = CaptureSink(path, redactor=Redactor("none"))
+    sink.start({})
+    sink.append("run_start", {"argv": ["agent.py"], "channels": {"log": {"reducer": "append", "maxSize": 3}}})
+    for index, event in enumerate(events):
+        event_type, data = event if isinstance(event, tuple) else ("state_mutation", event)
+        sink.append(event_type, data, origin={"pid": pid, "thread": "MainThread",
+                                              "site": {"file": "agent.py", "line": index % 5, "function": "step"}})
+    sink.finalize(status)
+    return path
+
+
+def both_ways(a: Path, b: Path) -> tuple[bytes, bytes]:
+    """The diff (as JSON) and B's reader's findings, read in one process and with B read in a child."""
+    results = []
+    for fork_b in (False, True):
+        reader_a, reader_b = CaptureReader(a, resolve_blobs=True), CaptureReader(b, resolve_blobs=True)
+        assert not fork_b or can_fork(reader_b), "this process cannot fork: the test would compare a diff with itself"
+        result = diff_runs(reader_a, reader_b, a="a", b="b", status_a=reader_a.manifest["status"],
+                           status_b=reader_b.manifest["status"], ignore_run_metadata=True, fork_b=fork_b)
+        findings = [[problem.to_json() for problem in reader_b.problems], reader_b.events_read, reader_b.complete]
+        results.append(dumps_wrapping([result, findings], orjson.OPT_SORT_KEYS))  # (deep events: see below)
+    return results[0], results[1]
+
+
+def no_child_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+EVENT = st.one_of(ANY_EVENT.filter(lambda event: not isinstance(event, tuple) or event[0] != "channel.written"),
+                  st.integers(0, 1).map(lambda _: ("tool_result", BIG_RESULT)),
+                  st.builds(lambda index: ("tool_call", {"name": "lookup", "callId": f"c{index}"}), st.integers(0, 3)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(EVENT, max_size=14), st.data())
+def test_a_diff_with_b_read_by_a_child_is_the_diff_read_in_one_process(events_a, data):
+    """Whatever the runs hold (every reducer, blobs, true for 1, a changed, inserted or dropped event, a shorter run, a
+    failed run): the result, the state diff and B's reader's findings are the same bytes both ways."""
+    events_b = list(events_a)
+    for index in data.draw(st.lists(st.integers(0, 13), max_size=3)):
+        index = min(index, len(events_b))
+        change = data.draw(st.sampled_from(["replace", "insert", "delete"]))
+        if change == "insert" or index == len(events_b):
+            events_b.insert(index, data.draw(EVENT))
+        elif change == "replace":
+            events_b[index] = data.draw(EVENT)
+        else:
+            del events_b[index]
+    if data.draw(st.booleans()):
+        events_b = events_b[:data.draw(st.integers(0, len(events_b)))]
+    with tempfile.TemporaryDirectory() as temp:
+        a = write_run(Path(temp, "a"), events_a, pid=11)
+        b = write_run(Path(temp, "b"), events_b, pid=22, status=data.draw(st.sampled_from(["ok", "error"])))
+        alone, forked = both_ways(a, b)
+    assert forked == alone
+    assert no_child_left()
+
+
+def test_differences_near_and_far_apart_over_many_chunks_are_each_read_from_their_line(tmp_path):
+    """B's lines are read only where keys differ: runs of neighbours, lone ones several chunks apart, the last."""
+    events = [{"kind": "channel", "channel": f"c{index % 9}", "value": {"step": index, "pad": "p" * 300},
+               "reducer": "replace"} for index in range(20_000)]
+    changed = {*range(5, 70), 71, 200, 5_000, 5_001, 13_333, *range(17_000, 17_300, 7), 19_999}
+    other = [{**event, "value": {"step": -index}} if index in changed else event for index, event in enumerate(events)]
+    a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", other, pid=22)
+    assert (b / "events.jsonl").stat().st_size > 5 << 20
+    alone, forked = both_ways(a, b)
+    assert forked == alone
+    assert [item["seq"] - 1 for item in orjson.loads(forked)[0]["eventDiffs"]] == sorted(changed)
+
+
+def test_a_damaged_b_is_reported_as_the_one_process_reader_reports_it(tmp_path):
+    events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(400)]
+    a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)
+    lines = (b / "events.jsonl").read_bytes().split(b"\n")
+    lines[300] = lines[300].replace(b'"value":299', b'"value":"299"')  # a changed line: the hash says so
+    lines[350] = lines[350].replace(b'"seq":350', b'"seq":"350"')  # a line that is not an event: the reader stops
+    (b / "events.jsonl").write_bytes(b"\n".join(lines))
+    alone, forked = both_ways(a, b)
+    assert forked == alone
+    findings = orjson.loads(forked)[1]
+    assert findings[0][0]["kind"] == "bad_event" and findings[0][0]["line"] == 351 and findings[1] == 350
+
+
+def test_events_as_deep_as_a_reader_accepts_are_compared_value_by_value(tmp_path):
+    """Data 254 levels deep (what orjson writes) leaves no level for the comparison key's pair: such events, equal or
+    not, are compared as values, both ways alike."""
+    events = [("tool_call", {"name": "lookup", "callId": "c", "args": {"order": index}}) for index in range(6)]
+    a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)
+    for capture, last in ((a, b"1"), (b, b"2")):
+        lines = (capture / "events.jsonl").read_bytes().split(b"\n")
+        for index in (2, 4):
+            deep = b'"args":{"deep":' + b"[" * 252 + (last if index == 4 else b"1") + b"]" * 252 + b","
+            lines[index] = lines[index].replace(b'"args":{', deep, 1)
+        (capture / "events.jsonl").write_bytes(b"\n".join(lines))
+    alone, forked = both_ways(a, b)
+    assert forked == alone
+    result, findings = orjson.loads(forked)
+    assert findings[0][0]["kind"] == "hash_mismatch" or findings[0][0]["kind"] == "changed_line"
+    assert [item["seq"] for item in result["eventDiffs"]] == [4]
+
+
+def test_the_child_is_gone_when_the_diff_stops_early(tmp_path):
+    events = [{"kind": "variable", "key": f"v{index % 7}", "value": index} for index in range(3000)]
+    a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)
+
+    class StopsEarly(CaptureReader):
+        def __iter__(self):
+            for event in super().__iter__():
+                if event["seq"] == 100:
+                    raise RuntimeError("stopped")
+                yield event
+
+    try:
+        diff_runs(StopsEarly(a), CaptureReader(b), a="a", b="b", fork_b=True)
+    except RuntimeError as exc:
+        assert str(exc) == "stopped"
+    else:
+        raise AssertionError("the diff did not stop")
+    assert no_child_left()
+
+
+INTERRUPTED = """
+    import sys
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    print("started", flush=True)
+    diff_runs(CaptureReader(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b", fork_b=True)
+    print("finished", flush=True)
+"""
+
+
+def big_pair(tmp_path: Path, times: int = 1) -> tuple[Path, Path]:
+    """Two captures of `times` MIN_BYTES of events or more that differ late, in the last of their state writes."""
+    events = [{"kind": "channel", "channel": "profile", "value": {f"k{index % 20}": index, "note": "n" * 200},
+               "reducer": "merge"} for index in range(times * MIN_BYTES // 300)]
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:-1], {**events[-1], "value": {"changed": True}}], pid=22)
+    assert (a / "events.jsonl").stat().st_size >= times * MIN_BYTES
+    return a, b
+
+
+def test_ctrl_c_ends_the_diff_and_its_child_quietly(tmp_path):
+    a, b = big_pair(tmp_path, times=8)  # a diff of a second or more: the signal comes while both processes read
+    program = tmp_path / "interrupted.py"
+    program.write_text(textwrap.dedent(INTERRUPTED))
+    process = subprocess.Popen([sys.executable, str(program), str(a), str(b)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    assert process.stdout.readline() == b"started\n"
+    time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
+    out, err = process.communicate(timeout=60)
+    assert out == b"", "the diff finished before the signal came"
+    assert b"KeyboardInterrupt" in err and err.count(b"Traceback") == 1, err.decode()  # the child said nothing
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("a process of the diff outlived it")
+
+
+def test_wop_diff_of_two_big_captures_is_the_diff_read_in_one_process(tmp_path):
+    """The command forks when the machine has a CPU to spare (format.forked.pays); either way, the same diff."""
+    a, b = big_pair(tmp_path)
+    done = run_wop("diff", str(a), str(b), "--json", "--detail")
+    assert done.returncode == 1, done.stderr
+    reader_a, reader_b = CaptureReader(a, resolve_blobs=True), CaptureReader(b, resolve_blobs=True)
+    alone = diff_runs(reader_a, reader_b, a=reader_a.manifest["runId"], b=reader_b.manifest["runId"],
+                      status_a="ok", status_b="ok", ignore_run_metadata=True)
+    assert orjson.loads(done.stdout) == alone
+    assert [item["seq"] for item in alone["eventDiffs"]] == [alone["divergedAtSeq"]]
