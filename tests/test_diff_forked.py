@@ -200,6 +200,49 @@ def test_ctrl_c_ends_the_diff_and_its_child_quietly(tmp_path):
     raise AssertionError("a process of the diff outlived it")
 
 
+CTRL_C_WHILE_BOTH_READ = """
+    import os
+    import signal
+    import sys
+
+    import orjson
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    if sys.argv[3] == "ignore":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under `trap '' INT`, or in a pool worker
+    else:
+        signal.signal(signal.SIGINT, lambda *_: print("noted", flush=True))  # a handler that carries on
+
+
+    class CtrlCAtSeq100(CaptureReader):
+        def __iter__(self):
+            for event in super().__iter__():
+                if event["seq"] == 100:  # the child is still reading: the keys of B fill the pipe many times over
+                    os.killpg(0, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
+                yield event
+
+
+    for fork_b in (True, False):
+        result = diff_runs(CtrlCAtSeq100(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b", fork_b=fork_b)
+        sys.stdout.buffer.write(orjson.dumps(result) + b"\\n")
+"""
+
+
+def test_a_caller_that_lives_through_ctrl_c_gets_its_diff(tmp_path):
+    """A process that ignores Ctrl-C (`trap '' INT`, a pool worker) or handles it and carries on gets the diff the
+    one-process read gives: the child reading B is the caller's to end, not the terminal's."""
+    a, b = big_pair(tmp_path, times=2)
+    program = tmp_path / "lives_through_ctrl_c.py"
+    program.write_text(textwrap.dedent(CTRL_C_WHILE_BOTH_READ))
+    for disposition in ("ignore", "handle"):
+        done = subprocess.run([sys.executable, str(program), str(a), str(b), disposition], capture_output=True,
+                              timeout=120, start_new_session=True)
+        assert done.returncode == 0, done.stderr.decode()
+        forked, alone = [line for line in done.stdout.splitlines() if line.startswith(b"{")]
+        assert forked == alone
+
+
 def test_wop_diff_of_two_big_captures_is_the_diff_read_in_one_process(tmp_path):
     """The command forks when the machine has a CPU to spare (format.forked.pays); either way, the same diff."""
     a, b = big_pair(tmp_path)

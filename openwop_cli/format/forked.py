@@ -183,7 +183,7 @@ def _child(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes], con
     """The child's whole life: read, send, report, exit (never returning into the caller's code)."""
     status = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the caller, which kills the child: say nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child if it stops
         try:
             _send_keys(reader, key_of, consume, keys_out)
             report = ("done", result_of(), reader.problems, reader.events_read, reader.complete)
