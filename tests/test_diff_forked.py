@@ -5,6 +5,7 @@ must be reported as the one-process reader reports it; and the child must never 
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,6 +156,30 @@ def test_the_child_is_gone_when_the_diff_stops_early(tmp_path):
     else:
         raise AssertionError("the diff did not stop")
     assert no_child_left()
+
+
+def test_b_removed_while_the_diff_runs_is_still_diffed_as_it_was_read(tmp_path):
+    """`wop rm`/`wop gc` (or a CI clean-up) removing B mid-diff: the one-process diff holds B open and finishes; so
+    does the diff whose child reads B, with the same result, its lines read from the same open file."""
+    events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(3000)]
+    a = write_run(tmp_path / "a", events, pid=11)
+    original = write_run(tmp_path / "b", [*events[:2000], {**events[2000], "value": -1}, *events[2001:]], pid=22)
+    results = []
+    for fork_b in (False, True):
+        b = shutil.copytree(original, tmp_path / f"b-{fork_b}")
+
+        class RemovesBAtSeq100(CaptureReader):
+            def __iter__(self):
+                for event in super().__iter__():
+                    if event["seq"] == 100:  # B's reader has begun: it sent the keys of B's first 100 events
+                        shutil.rmtree(b)
+                    yield event
+
+        result = diff_runs(RemovesBAtSeq100(a), CaptureReader(b), a="a", b="b", fork_b=fork_b)
+        results.append(orjson.dumps(result))
+        assert no_child_left()
+    assert results[0] == results[1]
+    assert [item["seq"] for item in orjson.loads(results[1])["eventDiffs"]] == [2001]
 
 
 INTERRUPTED = """

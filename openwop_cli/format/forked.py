@@ -17,6 +17,7 @@ import signal
 import threading
 from typing import Any, BinaryIO, Callable, Iterator
 
+from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME
@@ -69,6 +70,11 @@ class ForkedRead:
     def __init__(self, reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes],
                  consume: Callable[[dict[str, Any]], None], result_of: Callable[[], Any]) -> None:
         self.reader = reader
+        self._lines: _LineCursor | None = None
+        try:  # open before B's reader opens it in the child: B removed mid-diff leaves both their file
+            self._lines = _LineCursor(open_regular(reader.capture_dir / EVENTS_NAME))
+        except (OSError, CorruptCapture):  # not a file to read: B's reader says what it is
+            pass
         self._keys_fd, keys_out = os.pipe()
         result_in, result_out = os.pipe()
         try:
@@ -85,7 +91,6 @@ class ForkedRead:
         os.close(keys_out)
         os.close(result_out)
         self._result_fd: int | None = result_in
-        self._lines: _LineCursor | None = None
 
     def __iter__(self) -> Iterator[bytes]:
         """The key the child sent for each event it read, in seq order."""
@@ -97,7 +102,7 @@ class ForkedRead:
 
     def event(self, seq: int) -> dict[str, Any]:
         """The event at seq, read from its line as the child's reader read it (seqs asked for only ever rise)."""
-        if self._lines is None:
+        if self._lines is None:  # (B's file was made after this read began)
             self._lines = _LineCursor(open_regular(self.reader.capture_dir / EVENTS_NAME))
         return self.reader.line_event(self._lines.line(seq), seq + 1)
 
