@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +181,57 @@ def test_b_removed_while_the_diff_runs_is_still_diffed_as_it_was_read(tmp_path):
         assert no_child_left()
     assert results[0] == results[1]
     assert [item["seq"] for item in orjson.loads(results[1])["eventDiffs"]] == [2001]
+
+
+UNDER_A_LIMIT = """
+    import os
+    import resource
+    import sys
+
+    import orjson
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    def diff(fork_b):
+        return orjson.dumps(diff_runs(CaptureReader(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b",
+                                      fork_b=fork_b))
+
+    alone = diff(False)
+    if sys.argv[3] == "processes":  # `ulimit -u`: no other process (nor thread) for this user
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    else:  # `ulimit -n`: three descriptors left, fewer than a child and its pipes take
+        before = sorted(os.listdir("/proc/self/fd"))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(before) - 1 + 3, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    forked = diff(True)
+    if sys.argv[3] == "files":
+        assert sorted(os.listdir("/proc/self/fd")) == before, "descriptors were left open"
+    print("same" if forked == alone else "different")
+"""
+
+
+def under_a_limit(program: Path) -> list[str]:
+    """The command running program, as this user or, for root (whom RLIMIT_NPROC does not bind), under nobody's real
+    uid without the capabilities that lift that limit (its files still root's to read)."""
+    if os.geteuid() != 0:
+        return [sys.executable, str(program)]
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: RLIMIT_NPROC cannot be made to bind")
+    caps = "-sys_resource,-sys_admin"
+    return ["setpriv", "--ruid", "65534", f"--bounding-set={caps}", f"--inh-caps={caps}", sys.executable, str(program)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_diff_that_cannot_start_a_child_reads_b_itself(tmp_path):
+    """`ulimit -u` reached (fork fails: EAGAIN) or nearly all descriptors taken (a pipe fails: EMFILE): the diff reads
+    B in its own process, the same diff, and leaves no descriptor open."""
+    events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(300)]
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:200], {**events[200], "value": -1}, *events[201:]], pid=22)
+    program = tmp_path / "under_a_limit.py"
+    program.write_text(textwrap.dedent(UNDER_A_LIMIT))
+    for limit in ("processes", "files"):
+        done = subprocess.run([*under_a_limit(program), str(a), str(b), limit], capture_output=True, timeout=120)
+        assert done.returncode == 0 and done.stdout == b"same\n", (limit, done.stderr.decode())
 
 
 INTERRUPTED = """

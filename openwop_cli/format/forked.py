@@ -75,14 +75,18 @@ class ForkedRead:
             self._lines = _LineCursor(open_regular(reader.capture_dir / EVENTS_NAME))
         except (OSError, CorruptCapture):  # not a file to read: B's reader says what it is
             pass
-        self._keys_fd, keys_out = os.pipe()
-        result_in, result_out = os.pipe()
-        try:
+        fds: list[int] = []
+        try:  # OSError: no pipe or process to be had (EMFILE, EAGAIN), nothing left open
+            fds.extend(os.pipe())
+            fds.extend(os.pipe())
+            self._keys_fd, keys_out, result_in, result_out = fds
             _widen(keys_out)
             self._pid = os.fork()
         except BaseException:
-            for fd in (self._keys_fd, keys_out, result_in, result_out):
+            for fd in fds:
                 os.close(fd)
+            if self._lines is not None:
+                self._lines.handle.close()
             raise
         if self._pid == 0:
             os.close(self._keys_fd)
