@@ -25,7 +25,7 @@ from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from tests.conftest import run_wop
+from tests.conftest import run_wop, under_a_limit
 from tests.test_diff import ANY_EVENT
 
 BIG_RESULT = {"callId": "r", "ok": True, "result": "x" * 300_000}  # over the sink's blob threshold: a blob reference
@@ -207,17 +207,6 @@ UNDER_A_LIMIT = """
         assert sorted(os.listdir("/proc/self/fd")) == before, "descriptors were left open"
     print("same" if forked == alone else "different")
 """
-
-
-def under_a_limit(program: Path) -> list[str]:
-    """The command running program, as this user or, for root (whom RLIMIT_NPROC does not bind), under nobody's real
-    uid without the capabilities that lift that limit (its files still root's to read)."""
-    if os.geteuid() != 0:
-        return [sys.executable, str(program)]
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: RLIMIT_NPROC cannot be made to bind")
-    caps = "-sys_resource,-sys_admin"
-    return ["setpriv", "--ruid", "65534", f"--bounding-set={caps}", f"--inh-caps={caps}", sys.executable, str(program)]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
