@@ -108,6 +108,20 @@ def test_differences_near_and_far_apart_over_many_chunks_are_each_read_from_thei
     assert [item["seq"] - 1 for item in orjson.loads(forked)[0]["eventDiffs"]] == sorted(changed)
 
 
+def test_keys_longer_than_many_pipe_reads_arrive_whole(tmp_path):
+    """Events whose key spans many reads of the pipe (a resolved blob of several MiB), equal and changed, between
+    short ones: the same diff both ways."""
+    big = "".join(chr(97 + index % 26) for index in range(1000)) * 6000  # 6 MB: six reads of the pipe and more
+    events = [("tool_result", {"callId": "r", "ok": True, "result": big}), ("tool_call", {"name": "lookup"}),
+              ("tool_result", {"callId": "s", "ok": True, "result": big + "tail"}), ("tool_call", {"name": "end"})]
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:2], ("tool_result", {"callId": "s", "ok": True, "result": big + "Tail"}),
+                                   events[3]], pid=22)
+    alone, forked = both_ways(a, b)
+    assert forked == alone
+    assert [item["seq"] for item in orjson.loads(forked)[0]["eventDiffs"]] == [3]
+
+
 def test_a_damaged_b_is_reported_as_the_one_process_reader_reports_it(tmp_path):
     events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(400)]
     a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)

@@ -98,10 +98,14 @@ class ForkedRead:
 
     def __iter__(self) -> Iterator[bytes]:
         """The key the child sent for each event it read, in seq order."""
-        tail = b""
+        tail: list[bytes] = []  # the start of a key whose newline has not come (a blob's key spans many reads)
         while chunk := os.read(self._keys_fd, PIPE_BYTES):
-            keys = (tail + chunk).split(b"\n") if tail else chunk.split(b"\n")
-            tail = keys.pop()
+            if b"\n" not in chunk:
+                tail.append(chunk)
+                continue
+            keys = b"".join((*tail, chunk)).split(b"\n") if tail else chunk.split(b"\n")
+            last = keys.pop()
+            tail = [last] if last else []
             yield from keys
 
     def event(self, seq: int) -> dict[str, Any]:
