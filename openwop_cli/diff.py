@@ -69,7 +69,8 @@ def diff_runs(
     status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
     declarations_a/declarations_b: channels each run declared outside its events (its pinned workflow's).
     fork_b: read and fold B in a child process while A is read here, when both are captures aligned by seq and this
-    process can fork (format.forked: `pays` says when it is worth it). The result is the same either way.
+    process can fork (format.forked: `pays` says when it is worth it; with no child to be had now, B is read here).
+    The result is the same either way.
     Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
     added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
     `excluded`, the payload fields not compared.
@@ -81,8 +82,9 @@ def diff_runs(
         folds = TwinFolds(declarations_a, declarations_b)
         folds.b = StateFold(declarations_b)
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
-    elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b):
-        folds = ForkedFolds(events_b, declarations_a, declarations_b)
+    elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b) \
+            and (forked := _forked_folds(events_b, declarations_a, declarations_b)) is not None:
+        folds = forked
         pairs = _by_forked_seq(events_a, folds, ignored, excluded)
     else:
         folds = TwinFolds(declarations_a, declarations_b)
@@ -345,6 +347,16 @@ def comparison_key(event: dict[str, Any]) -> bytes:
         return dumps((event["type"], event["data"]))
     except TypeError:
         return b""
+
+
+def _forked_folds(reader_b: Any, declarations_a: dict[str, Any] | None,
+                  declarations_b: dict[str, Any] | None) -> ForkedFolds | None:
+    """ForkedFolds reading reader_b in a child; None when this process can have no child or pipe now (`ulimit -u`,
+    `ulimit -n`): the diff then reads B itself, as it would have."""
+    try:
+        return ForkedFolds(reader_b, declarations_a, declarations_b)
+    except OSError:
+        return None
 
 
 def _fold_folded(apply: Any, event: dict[str, Any]) -> None:

@@ -155,3 +155,14 @@ def assert_run_diff_schema(result: dict) -> dict:
 
     jsonschema.Draft202012Validator(orjson.loads(RUN_DIFF_SCHEMA.read_bytes())).validate(result)
     return result
+
+
+def under_a_limit(program: Path) -> list[str]:
+    """The command running program, as this user or, for root (whom RLIMIT_NPROC does not bind), under nobody's real
+    uid without the capabilities that lift that limit (its files still root's to read)."""
+    if os.geteuid() != 0:
+        return [sys.executable, str(program)]
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: RLIMIT_NPROC cannot be made to bind")
+    caps = "-sys_resource,-sys_admin"
+    return ["setpriv", "--ruid", "65534", f"--bounding-set={caps}", f"--inh-caps={caps}", sys.executable, str(program)]

@@ -5,6 +5,7 @@ must be reported as the one-process reader reports it; and the child must never 
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from tests.conftest import run_wop
+from tests.conftest import run_wop, under_a_limit
 from tests.test_diff import ANY_EVENT
 
 BIG_RESULT = {"callId": "r", "ok": True, "result": "x" * 300_000}  # over the sink's blob threshold: a blob reference
@@ -107,6 +108,20 @@ def test_differences_near_and_far_apart_over_many_chunks_are_each_read_from_thei
     assert [item["seq"] - 1 for item in orjson.loads(forked)[0]["eventDiffs"]] == sorted(changed)
 
 
+def test_keys_longer_than_many_pipe_reads_arrive_whole(tmp_path):
+    """Events whose key spans many reads of the pipe (a resolved blob of several MiB), equal and changed, between
+    short ones: the same diff both ways."""
+    big = "".join(chr(97 + index % 26) for index in range(1000)) * 6000  # 6 MB: six reads of the pipe and more
+    events = [("tool_result", {"callId": "r", "ok": True, "result": big}), ("tool_call", {"name": "lookup"}),
+              ("tool_result", {"callId": "s", "ok": True, "result": big + "tail"}), ("tool_call", {"name": "end"})]
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:2], ("tool_result", {"callId": "s", "ok": True, "result": big + "Tail"}),
+                                   events[3]], pid=22)
+    alone, forked = both_ways(a, b)
+    assert forked == alone
+    assert [item["seq"] for item in orjson.loads(forked)[0]["eventDiffs"]] == [3]
+
+
 def test_a_damaged_b_is_reported_as_the_one_process_reader_reports_it(tmp_path):
     events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(400)]
     a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)
@@ -154,6 +169,70 @@ def test_the_child_is_gone_when_the_diff_stops_early(tmp_path):
     assert no_child_left()
 
 
+def test_b_removed_while_the_diff_runs_is_still_diffed_as_it_was_read(tmp_path):
+    """`wop rm`/`wop gc` (or a CI clean-up) removing B mid-diff: the one-process diff holds B open and finishes; so
+    does the diff whose child reads B, with the same result, its lines read from the same open file."""
+    events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(3000)]
+    a = write_run(tmp_path / "a", events, pid=11)
+    original = write_run(tmp_path / "b", [*events[:2000], {**events[2000], "value": -1}, *events[2001:]], pid=22)
+    results = []
+    for fork_b in (False, True):
+        b = shutil.copytree(original, tmp_path / f"b-{fork_b}")
+
+        class RemovesBAtSeq100(CaptureReader):
+            def __iter__(self):
+                for event in super().__iter__():
+                    if event["seq"] == 100:  # B's reader has begun: it sent the keys of B's first 100 events
+                        shutil.rmtree(b)
+                    yield event
+
+        result = diff_runs(RemovesBAtSeq100(a), CaptureReader(b), a="a", b="b", fork_b=fork_b)
+        results.append(orjson.dumps(result))
+        assert no_child_left()
+    assert results[0] == results[1]
+    assert [item["seq"] for item in orjson.loads(results[1])["eventDiffs"]] == [2001]
+
+
+UNDER_A_LIMIT = """
+    import os
+    import resource
+    import sys
+
+    import orjson
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    def diff(fork_b):
+        return orjson.dumps(diff_runs(CaptureReader(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b",
+                                      fork_b=fork_b))
+
+    alone = diff(False)
+    if sys.argv[3] == "processes":  # `ulimit -u`: no other process (nor thread) for this user
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    else:  # `ulimit -n`: three descriptors left, fewer than a child and its pipes take
+        before = sorted(os.listdir("/proc/self/fd"))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(before) - 1 + 3, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    forked = diff(True)
+    if sys.argv[3] == "files":
+        assert sorted(os.listdir("/proc/self/fd")) == before, "descriptors were left open"
+    print("same" if forked == alone else "different")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_diff_that_cannot_start_a_child_reads_b_itself(tmp_path):
+    """`ulimit -u` reached (fork fails: EAGAIN) or nearly all descriptors taken (a pipe fails: EMFILE): the diff reads
+    B in its own process, the same diff, and leaves no descriptor open."""
+    events = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(300)]
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:200], {**events[200], "value": -1}, *events[201:]], pid=22)
+    program = tmp_path / "under_a_limit.py"
+    program.write_text(textwrap.dedent(UNDER_A_LIMIT))
+    for limit in ("processes", "files"):
+        done = subprocess.run([*under_a_limit(program), str(a), str(b), limit], capture_output=True, timeout=120)
+        assert done.returncode == 0 and done.stdout == b"same\n", (limit, done.stderr.decode())
+
+
 INTERRUPTED = """
     import sys
     from openwop_cli.diff import diff_runs
@@ -195,6 +274,49 @@ def test_ctrl_c_ends_the_diff_and_its_child_quietly(tmp_path):
             return
         time.sleep(0.05)
     raise AssertionError("a process of the diff outlived it")
+
+
+CTRL_C_WHILE_BOTH_READ = """
+    import os
+    import signal
+    import sys
+
+    import orjson
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    if sys.argv[3] == "ignore":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under `trap '' INT`, or in a pool worker
+    else:
+        signal.signal(signal.SIGINT, lambda *_: print("noted", flush=True))  # a handler that carries on
+
+
+    class CtrlCAtSeq100(CaptureReader):
+        def __iter__(self):
+            for event in super().__iter__():
+                if event["seq"] == 100:  # the child is still reading: the keys of B fill the pipe many times over
+                    os.killpg(0, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
+                yield event
+
+
+    for fork_b in (True, False):
+        result = diff_runs(CtrlCAtSeq100(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b", fork_b=fork_b)
+        sys.stdout.buffer.write(orjson.dumps(result) + b"\\n")
+"""
+
+
+def test_a_caller_that_lives_through_ctrl_c_gets_its_diff(tmp_path):
+    """A process that ignores Ctrl-C (`trap '' INT`, a pool worker) or handles it and carries on gets the diff the
+    one-process read gives: the child reading B is the caller's to end, not the terminal's."""
+    a, b = big_pair(tmp_path, times=2)
+    program = tmp_path / "lives_through_ctrl_c.py"
+    program.write_text(textwrap.dedent(CTRL_C_WHILE_BOTH_READ))
+    for disposition in ("ignore", "handle"):
+        done = subprocess.run([sys.executable, str(program), str(a), str(b), disposition], capture_output=True,
+                              timeout=120, start_new_session=True)
+        assert done.returncode == 0, done.stderr.decode()
+        forked, alone = [line for line in done.stdout.splitlines() if line.startswith(b"{")]
+        assert forked == alone
 
 
 def test_wop_diff_of_two_big_captures_is_the_diff_read_in_one_process(tmp_path):

@@ -41,8 +41,13 @@ class BackgroundHash:
                     import queue
 
                     self._chunks = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._hash, name=THREAD_NAME, daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._hash, name=THREAD_NAME, daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had now (`ulimit -u`): this chunk is hashed here
+                    self._digest.update(chunk)
+                    return
+                self._thread = thread
             self._chunks.put(chunk)
 
     def hexdigest(self) -> str:

@@ -17,6 +17,7 @@ import signal
 import threading
 from typing import Any, BinaryIO, Callable, Iterator
 
+from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME
@@ -69,14 +70,23 @@ class ForkedRead:
     def __init__(self, reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes],
                  consume: Callable[[dict[str, Any]], None], result_of: Callable[[], Any]) -> None:
         self.reader = reader
-        self._keys_fd, keys_out = os.pipe()
-        result_in, result_out = os.pipe()
-        try:
+        self._lines: _LineCursor | None = None
+        try:  # open before B's reader opens it in the child: B removed mid-diff leaves both their file
+            self._lines = _LineCursor(open_regular(reader.capture_dir / EVENTS_NAME))
+        except (OSError, CorruptCapture):  # not a file to read: B's reader says what it is
+            pass
+        fds: list[int] = []
+        try:  # OSError: no pipe or process to be had (EMFILE, EAGAIN), nothing left open
+            fds.extend(os.pipe())
+            fds.extend(os.pipe())
+            self._keys_fd, keys_out, result_in, result_out = fds
             _widen(keys_out)
             self._pid = os.fork()
         except BaseException:
-            for fd in (self._keys_fd, keys_out, result_in, result_out):
+            for fd in fds:
                 os.close(fd)
+            if self._lines is not None:
+                self._lines.handle.close()
             raise
         if self._pid == 0:
             os.close(self._keys_fd)
@@ -85,19 +95,22 @@ class ForkedRead:
         os.close(keys_out)
         os.close(result_out)
         self._result_fd: int | None = result_in
-        self._lines: _LineCursor | None = None
 
     def __iter__(self) -> Iterator[bytes]:
         """The key the child sent for each event it read, in seq order."""
-        tail = b""
+        tail: list[bytes] = []  # the start of a key whose newline has not come (a blob's key spans many reads)
         while chunk := os.read(self._keys_fd, PIPE_BYTES):
-            keys = (tail + chunk).split(b"\n") if tail else chunk.split(b"\n")
-            tail = keys.pop()
+            if b"\n" not in chunk:
+                tail.append(chunk)
+                continue
+            keys = b"".join((*tail, chunk)).split(b"\n") if tail else chunk.split(b"\n")
+            last = keys.pop()
+            tail = [last] if last else []
             yield from keys
 
     def event(self, seq: int) -> dict[str, Any]:
         """The event at seq, read from its line as the child's reader read it (seqs asked for only ever rise)."""
-        if self._lines is None:
+        if self._lines is None:  # (B's file was made after this read began)
             self._lines = _LineCursor(open_regular(self.reader.capture_dir / EVENTS_NAME))
         return self.reader.line_event(self._lines.line(seq), seq + 1)
 
@@ -183,7 +196,7 @@ def _child(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes], con
     """The child's whole life: read, send, report, exit (never returning into the caller's code)."""
     status = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the caller, which kills the child: say nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child if it stops
         try:
             _send_keys(reader, key_of, consume, keys_out)
             report = ("done", result_of(), reader.problems, reader.events_read, reader.complete)

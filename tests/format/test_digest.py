@@ -6,7 +6,9 @@ import hashlib
 import os
 import select
 import signal
+import subprocess
 import sys
+import textwrap
 import threading
 
 import pytest
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.format.digest import INLINE_BYTES, BackgroundHash
+from tests.conftest import under_a_limit
 
 PAST_INLINE = b"i" * INLINE_BYTES
 
@@ -88,3 +91,27 @@ def test_the_digest_is_right_while_another_thread_forks_again_and_again():
     finally:
         sys.unraisablehook = before
     assert failed_hooks == []
+
+
+WITHOUT_THREADS = """
+    import hashlib
+    import resource
+
+    from openwop_cli.format.digest import INLINE_BYTES, BackgroundHash
+
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))  # `ulimit -u` reached: no thread can start
+    chunks = [b"i" * INLINE_BYTES, b"a" * 1000, b"b" * 2000]
+    hashed = BackgroundHash()
+    for chunk in chunks:
+        hashed.update(chunk)
+    print(hashed.hexdigest() == hashlib.sha256(b"".join(chunks)).hexdigest())
+"""
+
+
+def test_with_no_thread_to_be_had_the_chunks_are_hashed_on_the_callers_thread(tmp_path):
+    """A process that may start no thread (`ulimit -u`) gets the digest all the same: every big capture's reader
+    hashes through BackgroundHash."""
+    program = tmp_path / "without_threads.py"
+    program.write_text(textwrap.dedent(WITHOUT_THREADS))
+    done = subprocess.run(under_a_limit(program), capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == b"True\n", done.stderr.decode()
