@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator
 from orjson import dumps
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.format.forked import ForkedRead, can_fork
+from openwop_cli.format.forked import ChildLost, ForkedRead, can_fork
 from openwop_cli.replay.divergence import differences, json_path
 from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
 
@@ -77,31 +77,23 @@ def diff_runs(
     """
     ignored = [parse_path(path) for path in ignore]
     excluded = RFC_EXCLUDED_KEYS | RUN_METADATA_KEYS if ignore_run_metadata else RFC_EXCLUDED_KEYS
-    folds: TwinFolds | ForkedFolds
+    folds: TwinFolds | ForkedFolds | None = None
     if align == ALIGN_CONTENT:
         folds = TwinFolds(declarations_a, declarations_b)
         folds.b = StateFold(declarations_b)
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
-    elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b) \
-            and (forked := _forked_folds(events_b, declarations_a, declarations_b)) is not None:
-        folds = forked
-        pairs = _by_forked_seq(events_a, folds, ignored, excluded)
-    else:
+        found = _listed(pairs, folds, max_diffs, ignored, excluded)
+    elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b):
+        folds = _forked_folds(events_b, declarations_a, declarations_b)
+        if folds is not None:
+            try:
+                found = _listed(_by_forked_seq(events_a, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
+            except ChildLost:  # killed from outside: B is read here after all (A's reader reads again from the start)
+                folds = None
+    if folds is None:
         folds = TwinFolds(declarations_a, declarations_b)
-        pairs = _by_seq(events_a, events_b, folds, ignored, excluded)
-    diffs: list[dict[str, Any]] = []
-    diverged_at = None
-    counts = {"added": 0, "removed": 0, "changed": 0}
-    try:
-        for seq, op, event_a, event_b in pairs:
-            counts[op] += 1
-            if diverged_at is None:
-                diverged_at = seq
-            if max_diffs is None or len(diffs) < max_diffs:
-                diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
-        folds.finish()
-    finally:
-        folds.close()
+        found = _listed(_by_seq(events_a, events_b, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
+    diffs, diverged_at, counts = found
     fold_a, fold_b = folds.a, folds.b
     final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
@@ -116,6 +108,26 @@ def diff_runs(
         "omittedEventDiffs": sum(counts.values()) - len(diffs),
         "excluded": sorted(excluded),
     }
+
+
+def _listed(pairs: Iterator[tuple], folds: "TwinFolds | ForkedFolds", max_diffs: int | None,
+            ignored: list[list[Any]], excluded: frozenset[str]) -> tuple[list[dict[str, Any]], int | None, dict[str, int]]:
+    """Run the pairs through: (the diff items, up to max_diffs; the first seq that differs; counts by op), the folds
+    finished."""
+    diffs: list[dict[str, Any]] = []
+    diverged_at = None
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    try:
+        for seq, op, event_a, event_b in pairs:
+            counts[op] += 1
+            if diverged_at is None:
+                diverged_at = seq
+            if max_diffs is None or len(diffs) < max_diffs:
+                diffs.append(_item(seq, op, event_a, event_b, ignored, excluded))
+        folds.finish()
+    finally:
+        folds.close()
+    return diffs, diverged_at, counts
 
 
 def rfc_result(result: dict[str, Any]) -> dict[str, Any]:

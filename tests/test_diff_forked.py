@@ -153,6 +153,40 @@ def test_events_as_deep_as_a_reader_accepts_are_compared_value_by_value(tmp_path
     assert [item["seq"] for item in result["eventDiffs"]] == [4]
 
 
+def test_a_child_killed_from_outside_leaves_the_diff_to_read_b_itself(tmp_path):
+    """The OOM killer or a stray kill takes the child mid-diff: the diff reads B in its own process, from the start,
+    and gives what it would have given."""
+    events = [{"kind": "channel", "channel": "log", "value": {"n": index, "pad": "p" * 600}, "reducer": "append"}
+              for index in range(3000)]  # keys over what the pipe holds: the child waits until the diff reads them
+    a = write_run(tmp_path / "a", events, pid=11)
+    b = write_run(tmp_path / "b", [*events[:2000], {**events[2000], "value": -1}, *events[2001:]], pid=22)
+    killed = []
+
+    class KillsTheChild(CaptureReader):
+        def __iter__(self):
+            for event in super().__iter__():
+                if not killed:  # before the diff takes B's first key: the child cannot have finished
+                    killed.extend(children())
+                    for child in killed:
+                        os.kill(child, signal.SIGKILL)
+                yield event
+
+    forked = diff_runs(KillsTheChild(a), CaptureReader(b), a="a", b="b", fork_b=True)
+    alone = diff_runs(CaptureReader(a), CaptureReader(b), a="a", b="b")
+    assert len(killed) == 1
+    assert dumps_wrapping(forked) == dumps_wrapping(alone) and alone["divergedAtSeq"] == 2001
+    assert no_child_left()
+
+
+def children() -> list[int]:
+    """The processes this one started that are still its children (Linux)."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found += [int(pid) for pid in (task / "children").read_text().split()]
+    assert found, "no child to kill: the diff did not fork"
+    return found
+
+
 def test_the_child_is_gone_when_the_diff_stops_early(tmp_path):
     events = [{"kind": "variable", "key": f"v{index % 7}", "value": index} for index in range(3000)]
     a, b = write_run(tmp_path / "a", events, pid=11), write_run(tmp_path / "b", events, pid=22)

@@ -8,7 +8,8 @@ are never parsed twice, and the lines before one it reads are only counted. A ca
 as the reader would report it, once `finish` has run.
 
 The child is the caller's own program forked, so what it sends is trusted (pickle); what it read is not, and is
-checked there as everywhere. It ends with the caller: `close` kills a child the caller no longer waits for.
+checked there as everywhere. It ends with the caller: `close` kills a child the caller no longer waits for; a child
+killed from outside ends the read in ChildLost (a diff then reads the capture itself).
 """
 
 import os
@@ -28,6 +29,10 @@ BATCH_BYTES = 1 << 18  # keys sent down the pipe at once
 PIPE_BYTES = 1 << 20  # the pipe's capacity asked for (Linux), so the child seldom waits for the caller
 FORK_SAFE_THREADS = frozenset({digest.THREAD_NAME, flusher.THREAD_NAME})
 _F_SETPIPE_SZ = 1031
+
+
+class ChildLost(RuntimeError):
+    """The child ended without sending its result: killed from outside (the OOM killer, a stray kill)."""
 
 
 def can_fork(reader: Any) -> bool:
@@ -116,13 +121,13 @@ class ForkedRead:
 
     def finish(self) -> Any:
         """Wait for the child; the reader's problems, count and completeness become what the child found, and what
-        result_of returned there is returned here. RuntimeError when the child died without saying."""
+        result_of returned there is returned here. ChildLost when the child died without saying."""
         chunks = []
         while chunk := os.read(self._result_fd, PIPE_BYTES):
             chunks.append(chunk)
         self.close()
         if not chunks:
-            raise RuntimeError(f"the process reading {self.reader.capture_dir} ended without a result")
+            raise ChildLost(f"the process reading {self.reader.capture_dir} ended without a result")
         outcome, value, problems, events_read, complete = pickle.loads(b"".join(chunks))
         if outcome == "raised":
             raise value
