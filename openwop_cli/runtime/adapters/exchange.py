@@ -50,6 +50,27 @@ def recording_session() -> Session | None:
     return session
 
 
+def url_text(url: Any) -> str:
+    """str(url) for a request's URL (a str, or an immutable object whose str() is the URL). httpx's URL makes its
+    string anew each time from its parsed parts (10k instructions): the string is remembered by those parts, which
+    make it (a dict lookup: 1k)."""
+    if type(url) is str:
+        return url
+    parts = getattr(url, "_uri_reference", None)  # httpx's ParseResult: a named tuple of str, int and None
+    if not isinstance(parts, tuple):
+        return str(url)
+    text = _url_texts.get(parts)
+    if text is None:
+        if len(_url_texts) >= _URL_TEXTS_KEPT:
+            _url_texts.clear()
+        text = _url_texts[parts] = str(url)
+    return text
+
+
+_URL_TEXTS_KEPT = 256  # a program calling ever new URLs starts over now and then
+_url_texts: dict[tuple, str] = {}
+
+
 def to_wop_proxy(url: Any) -> bool:
     """True for a request to the --proxy (url: a str, or an object whose str() is the URL): the proxy records it,
     the adapter passes it through."""
@@ -161,7 +182,7 @@ class Exchange:
         """The request as it is recorded (built once)."""
         request = self._request
         if request is None:
-            request = self._request = RecordedRequest.of(self._call, self.method, str(self._url),
+            request = self._request = RecordedRequest.of(self._call, self.method, url_text(self._url),
                                                          _plain(self._headers), self._body, self._body_is_json)
         return request
 
@@ -185,7 +206,7 @@ class Exchange:
         if type(body) is not bytes:
             return None
         self._sent_raw_by = self.session.pid
-        return RAW_REQUEST, (*self._call, self.method, str(self._url), self._headers, self._body_is_json), body
+        return RAW_REQUEST, (*self._call, self.method, url_text(self._url), self._headers, self._body_is_json), body
 
     def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
                       complete: bool) -> tuple[str, tuple, bytes] | None:
