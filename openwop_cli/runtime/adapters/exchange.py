@@ -20,12 +20,12 @@ from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
+    _inside_boundary,
     _state,
     current,
     describe_exception,
     enter_boundary,
     exit_boundary,
-    inside_boundary,
     new_call_id,
 )
 
@@ -45,7 +45,7 @@ def recording_session() -> Session | None:
     session = _state["session"]
     if session is UNRESOLVED:
         session = current()
-    if session is None or inside_boundary():
+    if session is None or _inside_boundary.get():  # session.inside_boundary's test, a call less on every request
         return None
     return session
 
@@ -104,7 +104,7 @@ class Exchange:
         self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
         self._live: Any = None
         self._boundary: Any = None
-        self._origin: dict[str, Any] | None = None  # the request's, in a capture
+        self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture
         self.finished = False
 
     @property
@@ -127,11 +127,9 @@ class Exchange:
             self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
-        origin = None
-        if in_call and self._origin is not None:
-            origin = {key: value for key, value in self._origin.items() if key != "site"}
-        self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
-                                  size=len(body), raw=self._raw_response, origin=origin)
+        self.session.record_later(Exchange._response_event, (self, status, headers, body, streamed, complete),
+                                  sited=False, size=len(body), raw=Exchange._raw_response,
+                                  origin=self._origin if in_call else None)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
@@ -140,7 +138,8 @@ class Exchange:
         if self._live is not None:
             self._live.finish(self._built().failure_data(error))
             return
-        self.session.record_later(self._failure_event, (error,), sited=False, size=0, raw=self._raw_failure)
+        self.session.record_later(Exchange._failure_event, (self, error), sited=False, size=0,
+                                  raw=Exchange._raw_failure)
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -148,8 +147,8 @@ class Exchange:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         if self.session.replayer is None:
-            self._origin = self.session.record_later(self._request_event, (), sited=True, size=len(self._body),
-                                                     raw=self._raw_request)
+            self._origin = self.session.record_later(Exchange._request_event, (self,), sited=True, size=len(self._body),
+                                                     raw=Exchange._raw_request)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
@@ -177,6 +176,8 @@ class Exchange:
             self.record_failure(exc)
 
     # ---- the events: built here, or sent raw for `wop capture` to build ---------------------------
+    # (recorded as Exchange's functions with the exchange first among their arguments: a bound method would be one
+    # more object made on the program's thread and freed on the sender's for every event)
 
     def _built(self) -> "RecordedRequest":
         """The request as it is recorded (built once)."""
