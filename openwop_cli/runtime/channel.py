@@ -142,35 +142,31 @@ class ChannelSender:
                            b"" if source_seq is None else str(source_seq).encode())) + b"\n"
 
     def _wire(self, queued: list[bytes | tuple]) -> list[bytes]:
-        """The queue as it goes on the socket: event lines as they are, emit_later's entries made now, and each run of
-        raw pieces as one frame."""
+        """The queue as it goes on the socket: event lines as they are, and emit_later's entries made now, as the raw
+        pieces (kind, ts, origin, pieces, body) their `raw` gives, each run of them one frame, or else as their event's
+        line (nothing, with a warning, if wop fails to make either). One loop, no call of ours per entry: it runs for
+        every event a process records."""
         wire: list[bytes] = []
         run: list[tuple] = []
         for entry in queued:
-            made = entry if type(entry) is bytes else self._made(entry)
-            if type(made) is tuple:
-                run.append(made)
-                continue
+            if type(entry) is not bytes:
+                build, args, ts, origin, raw = entry
+                try:
+                    pieces = raw(*args) if raw is not None else None
+                    if pieces is not None:
+                        run.append((pieces[0], ts, origin, pieces[1], pieces[2]))
+                        continue
+                    event_type, data = build(*args)
+                    entry = self._line(event_type, data, ts, origin, None)
+                except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
+                    entry = _lost_event(exc)
             if run:
                 wire.append(self._frame(run))
                 run = []
-            wire.append(made)
+            wire.append(entry)
         if run:
             wire.append(self._frame(run))
         return wire
-
-    def _made(self, later: tuple) -> bytes | tuple:
-        """An emit_later entry as its raw pieces (kind, ts, origin, pieces, body) or as its event's line (nothing,
-        with a warning, if wop fails to make either)."""
-        build, args, ts, origin, raw = later
-        try:
-            pieces = raw(*args) if raw is not None else None
-            if pieces is not None:
-                return pieces[0], ts, origin, pieces[1], pieces[2]
-            event_type, data = build(*args)
-            return self._line(event_type, data, ts, origin, None)
-        except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
-            return _lost_event(exc)
 
     def _frame(self, run: list[tuple]) -> bytes:
         """A frame of raw pieces (see the module docstring): the run marshalled as one list (each entry alone, and any
