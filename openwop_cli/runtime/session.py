@@ -57,24 +57,21 @@ class Session:
             origin["site"] = site
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
-    def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, sited: bool,
-                     size: int, raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
-                     origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, size: int,
+                     raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
+                     origin: dict[str, Any] | None = None, site: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record one event made by the calling thread whose type and data `build(*args)` returns later, off this
         thread: the channel's sender calls `raw(*args)` when it sends the event, for raw pieces `wop capture`
         builds it from (kind, a tuple, body bytes; None: build it here), and build otherwise. The call pays
-        here only for its time, origin and (sited: a request's) call site. args and what build and raw read must
-        not change afterwards; size: about how many bytes the event holds (the sender counts its batches in bytes).
-        origin: the event's, when the caller knows it (an answer recorded by the call that recorded its request);
-        returns the origin recorded without its site, which that answer shares (a dict nobody changes afterwards).
+        here only for its time and origin. args and what build and raw read must not change afterwards; size:
+        about how many bytes the event holds (the sender counts its batches in bytes). origin: the event's, when the
+        caller knows it (an answer recorded by the call that recorded its request); site: a request's call site
+        (callsite.program_site, which the caller looks for from where it knows the program's frames start).
+        Returns the origin recorded without its site, which that answer shares (a dict nobody changes afterwards).
         """
         if origin is None:
             origin = self.origin()
-        recorded = origin
-        if sited:
-            site = program_site(2)
-            if site is not None:
-                recorded = {**origin, "site": site}
+        recorded = origin if site is None else {**origin, "site": site}
         self.recorder.emit_later(build, args, _time_ns() // 1_000_000, recorded, size, raw)
         return origin
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from openwop_cli.runtime.adapters import eventstream, sse
+from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import dumps
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
@@ -128,8 +129,7 @@ class Exchange:
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
         self.session.record_later(Exchange._response_event, (self, status, headers, body, streamed, complete),
-                                  sited=False, size=len(body), raw=Exchange._raw_response,
-                                  origin=self._origin if in_call else None)
+                                  size=len(body), raw=Exchange._raw_response, origin=self._origin if in_call else None)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
@@ -138,8 +138,7 @@ class Exchange:
         if self._live is not None:
             self._live.finish(self._built().failure_data(error))
             return
-        self.session.record_later(Exchange._failure_event, (self, error), sited=False, size=0,
-                                  raw=Exchange._raw_failure)
+        self.session.record_later(Exchange._failure_event, (self, error), size=0, raw=Exchange._raw_failure)
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -147,8 +146,9 @@ class Exchange:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         if self.session.replayer is None:
-            self._origin = self.session.record_later(Exchange._request_event, (self,), sited=True, size=len(self._body),
-                                                     raw=Exchange._raw_request)
+            site = program_site(2)  # from above the adapter that called begin: a frame of wop's, never the program's
+            self._origin = self.session.record_later(Exchange._request_event, (self,), size=len(self._body),
+                                                     raw=Exchange._raw_request, site=site)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
