@@ -90,14 +90,15 @@ class Exchange:
     """
 
     def __init__(self, session: Session, method: str, url: Any, headers: Any, body: bytes, *,
-                 json: Any = None) -> None:
+                 json: Any = None, snapshot: bool = False) -> None:
         """url: a str, or an immutable object whose str() is the URL (httpx's URL: made a str when the event is);
-        headers: the request's, in any library's form (copied as they are now: header_snapshot); json: the body as
-        a JSON value when the library was handed one (then body is not read)."""
+        headers: the request's, in any library's form (copied as they are now: header_snapshot), or (snapshot) a
+        header_snapshot the adapter made itself, taken as it is; json: the body as a JSON value when the library was
+        handed one (then body is not read)."""
         self.session = session
         self.method = method.upper()
         self._url = url
-        self._headers = header_snapshot(headers)
+        self._headers = headers if snapshot else header_snapshot(headers)
         self._body = (body or b"") if json is None else dumps(json)
         self._body_is_json = json is not None
         self._call = session.new_call_number()

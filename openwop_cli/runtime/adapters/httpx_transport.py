@@ -33,7 +33,7 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
         url = request.url
         if session is None or to_wop_proxy(url):
             return original(self, request)
-        exchange = Exchange(session, request.method, url, request.headers, request.read())
+        exchange = Exchange(session, request.method, url, _snapshot(request.headers), request.read(), snapshot=True)
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
@@ -59,7 +59,8 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
         url = request.url
         if session is None or to_wop_proxy(url):
             return await original(self, request)
-        exchange = Exchange(session, request.method, url, request.headers, await request.aread())
+        exchange = Exchange(session, request.method, url, _snapshot(request.headers), await request.aread(),
+                            snapshot=True)
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
