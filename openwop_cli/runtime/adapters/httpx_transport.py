@@ -88,7 +88,7 @@ def _snapshot(headers: Any) -> list[tuple[bytes, bytes, bytes]]:
 
 def _content_headers(snapshot: list[tuple[bytes, bytes, bytes]]) -> tuple[bytes, bool]:
     """A response's content-type (b'' when absent, the last when repeated) and whether it has a content-encoding,
-    read in one pass (header_value twice took 8k instructions, this 4.6k)."""
+    read in one pass (header_value twice took 8k instructions, this 3.8k)."""
     content_type, encoded = b"", False
     for _, name, value in snapshot:
         if name == _CONTENT_TYPE:
