@@ -44,7 +44,8 @@ PLUMBING_FILES = frozenset({"_base_client.py"})  # the Stainless SDKs' (openai, 
 _WOP_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 _places: dict[str, tuple[int, str]] = {}
-_lines: dict[int, tuple[Any, dict[int, int]]] = {}  # id(code) -> (code, {instruction offset: line}): see line_of
+_outside_program: set[str] = set()  # files place() found not to be the program's: see program_site
+_sites: dict[int, tuple[Any, dict[int, dict[str, Any]]]] = {}  # id(code) -> (code, {instruction offset: site})
 _root: list[str] = []
 
 
@@ -69,6 +70,8 @@ def set_program_root(path: str) -> None:
     """Name program files relative to path (a replay runs in the recorded run's directory)."""
     _root[:] = [os.path.realpath(path) + os.sep]
     _places.clear()
+    _outside_program.clear()
+    _sites.clear()
 
 
 def place(filename: str) -> tuple[int, str]:
@@ -106,29 +109,33 @@ def _package_place(inside: list[str]) -> int:
     return PACKAGE
 
 
-def line_of(frame: Any) -> int:
-    """frame.f_lineno, remembered by code object and instruction: Python works it out by walking the code's line
-    table from its start (0.7 us at the end of a 200-line module), and a program calls from the same few places."""
+def site_of(frame: Any, file: str) -> dict[str, Any]:
+    """The site of a frame whose file shows as file, remembered by code object and instruction: Python works
+    f_lineno out by walking the code's line table from its start (0.7 us at the end of a 200-line module), and a
+    program calls from the same few places. The same dict each time: events share it, nobody changes it."""
     code = frame.f_code
-    known = _lines.get(id(code))
+    known = _sites.get(id(code))
     if known is None or known[0] is not code:  # a new code object (or a dead one's id reused)
-        known = _lines[id(code)] = (code, {})
-    lines, instruction = known[1], frame.f_lasti
-    line = lines.get(instruction)
-    if line is None:
-        line = lines[instruction] = frame.f_lineno
-    return line
+        known = _sites[id(code)] = (code, {})
+    sites, instruction = known[1], frame.f_lasti
+    site = sites.get(instruction)
+    if site is None:
+        site = sites[instruction] = {"file": file, "line": frame.f_lineno, "function": code.co_name}
+    return site
 
 
 def program_site(depth: int = 1) -> dict[str, Any] | None:
-    """The first frame, from the caller `depth` frames up, that is in the program's own code."""
+    """The first frame, from the caller `depth` frames up, that is in the program's own code. The frames above an
+    HTTP call (its client's, wop's) are passed at one set lookup each."""
     frame: Any = sys._getframe(depth + 1)
-    places = _places
+    outside = _outside_program
     while frame is not None:
-        code = frame.f_code
-        found = places.get(code.co_filename) or place(code.co_filename)
-        if found[0] == PROGRAM:
-            return {"file": found[1], "line": line_of(frame), "function": code.co_name}
+        filename = frame.f_code.co_filename
+        if filename not in outside:
+            kind, file = place(filename)
+            if kind == PROGRAM:
+                return site_of(frame, file)
+            outside.add(filename)
         frame = frame.f_back
     return None
 
@@ -140,7 +147,7 @@ def caller_site(depth: int = 1) -> dict[str, Any] | None:
     found = _places.get(code.co_filename) or place(code.co_filename)
     if found[0] <= PLUMBING:
         return None
-    return {"file": found[1], "line": line_of(frame), "function": code.co_name}
+    return site_of(frame, found[1])
 
 
 def opening_site(depth: int = 1) -> dict[str, Any] | None:
@@ -154,6 +161,6 @@ def opening_site(depth: int = 1) -> dict[str, Any] | None:
         if found[0] not in (STDLIB, PLUMBING):
             if found[0] == WOP:
                 return None
-            return {"file": found[1], "line": line_of(frame), "function": code.co_name}
+            return site_of(frame, found[1])
         frame = frame.f_back
     return None

@@ -57,24 +57,22 @@ class Session:
             origin["site"] = site
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
-    def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, sited: bool,
-                     size: int, raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
-                     origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, size: int,
+                     raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
+                     origin: dict[str, Any] | None = None, site: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record one event made by the calling thread whose type and data `build(*args)` returns later, off this
         thread: the channel's sender calls `raw(*args)` when it sends the event, for raw pieces `wop capture`
         builds it from (kind, a tuple, body bytes; None: build it here), and build otherwise. The call pays
-        here only for its time, origin and (sited: a request's) call site. args and what build and raw read must
-        not change afterwards; size: about how many bytes the event holds (the sender counts its batches in bytes).
-        origin: the event's, when the caller knows it (an answer recorded by the call that recorded its request);
-        returns the origin recorded.
+        here only for its time and origin. args and what build and raw read must not change afterwards; size:
+        about how many bytes the event holds (the sender counts its batches in bytes). origin: the event's, when the
+        caller knows it (an answer recorded by the call that recorded its request); site: a request's call site
+        (callsite.program_site, which the caller looks for from where it knows the program's frames start).
+        Returns the origin recorded without its site, which that answer shares (a dict nobody changes afterwards).
         """
         if origin is None:
             origin = self.origin()
-            if sited:
-                site = program_site(2)
-                if site is not None:
-                    origin["site"] = site
-        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, origin, size, raw)
+        recorded = origin if site is None else {**origin, "site": site}
+        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, recorded, size, raw)
         return origin
 
     def new_call_id(self, kind: str) -> str:
@@ -90,7 +88,7 @@ class Session:
         """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
         site)."""
         where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
-        pool_task = getattr(_pool_task, "name", None)
+        pool_task = _pool_task.name
         if pool_task is not None:
             where["poolTask"] = pool_task
         asyncio = sys.modules.get("asyncio")
@@ -145,7 +143,15 @@ def new_call_id(kind: str, number: tuple[str, int]) -> str:
     return f"{prefix}{kind}{count}"
 
 
-_pool_task = threading.local()  # a worker thread's, not a context's: asyncio.to_thread runs a call in the caller's context
+class _PoolTask(threading.local):
+    """The pool task a thread runs: a worker thread's, not a context's (asyncio.to_thread runs a call in the caller's
+    context). None by default, as a class attribute: asking a thread-local for an attribute it lacks raises inside,
+    4k instructions on every recorded request."""
+
+    name: str | None = None
+
+
+_pool_task = _PoolTask()
 
 
 def set_pool_task(name: str | None) -> None:
@@ -155,7 +161,7 @@ def set_pool_task(name: str | None) -> None:
 
 def current_pool_task() -> str | None:
     """The pool task this thread runs (None outside one)."""
-    return getattr(_pool_task, "name", None)
+    return _pool_task.name
 
 
 # an asyncio task made (unnamed) while a pool task ran → `asyncio task K`, its place among that pool task's; its own

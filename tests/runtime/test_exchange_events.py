@@ -173,21 +173,22 @@ def test_an_answer_a_forked_child_reads_for_its_parents_request_is_recorded_whol
 
 
 HOSTILE = """
-import os, pickle, socket
+import marshal, os, socket
 import httpx
 
 def frame(*entries):
-    payload = b"".join(pickle.dumps([entry], 5) for entry in entries)
+    payload = b"".join(marshal.dumps([entry]) for entry in entries)
     return b"\\x00" + len(payload).to_bytes(4, "big") + payload
 
+code = compile("open('owned', 'w').write('owned')", "hostile", "exec")
 address = os.environ["WOP_SINK"].partition(":")[2]
 with socket.socket(socket.AF_UNIX) as sock:
     sock.connect(address)
     sock.sendall(frame(("raw_response", 1, {}, ("", 999, 200, {}, False, True), b""),  # no request was sent raw
                        ("raw_request", 1, {}, (1, 2), b""),                             # pieces missing
                        ("raw_nonsense", 1, {}, ("", 1), b""))                           # a kind wop does not know
-                 + frame((os.system, "echo owned > owned"))                             # names a function
-                 + b"\\x00\\x00\\x00\\x00\\x03abc"                                      # not a pickle
+                 + frame((code, 1, {}, ("", 1), b""))                                   # holds code
+                 + b"\\x00\\x00\\x00\\x00\\x03abc"                                      # not a marshal dump
                  + b"half a line" + frame(("raw_nonsense", 1, {}, ("", 1), b"")))        # a line cut by a frame
 httpx.post(os.environ["BASE"] + "/after", json={"still": "recorded"})
 print("ok")

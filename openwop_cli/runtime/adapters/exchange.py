@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from openwop_cli.runtime.adapters import eventstream, sse
+from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import dumps
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
@@ -20,12 +21,12 @@ from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
+    _inside_boundary,
     _state,
     current,
     describe_exception,
     enter_boundary,
     exit_boundary,
-    inside_boundary,
     new_call_id,
 )
 
@@ -45,9 +46,30 @@ def recording_session() -> Session | None:
     session = _state["session"]
     if session is UNRESOLVED:
         session = current()
-    if session is None or inside_boundary():
+    if session is None or _inside_boundary.get():  # session.inside_boundary's test, a call less on every request
         return None
     return session
+
+
+def url_text(url: Any) -> str:
+    """str(url) for a request's URL (a str, or an immutable object whose str() is the URL). httpx's URL makes its
+    string anew each time from its parsed parts (10k instructions): the string is remembered by those parts, which
+    make it (a dict lookup: 1k)."""
+    if type(url) is str:
+        return url
+    parts = getattr(url, "_uri_reference", None)  # httpx's ParseResult: a named tuple of str, int and None
+    if not isinstance(parts, tuple):
+        return str(url)
+    text = _url_texts.get(parts)
+    if text is None:
+        if len(_url_texts) >= _URL_TEXTS_KEPT:
+            _url_texts.clear()
+        text = _url_texts[parts] = str(url)
+    return text
+
+
+_URL_TEXTS_KEPT = 256  # a program calling ever new URLs starts over now and then
+_url_texts: dict[tuple, str] = {}
 
 
 def to_wop_proxy(url: Any) -> bool:
@@ -68,14 +90,15 @@ class Exchange:
     """
 
     def __init__(self, session: Session, method: str, url: Any, headers: Any, body: bytes, *,
-                 json: Any = None) -> None:
+                 json: Any = None, snapshot: bool = False) -> None:
         """url: a str, or an immutable object whose str() is the URL (httpx's URL: made a str when the event is);
-        headers: the request's, in any library's form (copied as they are now: header_snapshot); json: the body as
-        a JSON value when the library was handed one (then body is not read)."""
+        headers: the request's, in any library's form (copied as they are now: header_snapshot), or (snapshot) a
+        header_snapshot the adapter made itself, taken as it is; json: the body as a JSON value when the library was
+        handed one (then body is not read)."""
         self.session = session
         self.method = method.upper()
         self._url = url
-        self._headers = header_snapshot(headers)
+        self._headers = headers if snapshot else header_snapshot(headers)
         self._body = (body or b"") if json is None else dumps(json)
         self._body_is_json = json is not None
         self._call = session.new_call_number()
@@ -83,7 +106,7 @@ class Exchange:
         self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
         self._live: Any = None
         self._boundary: Any = None
-        self._origin: dict[str, Any] | None = None  # the request's, in a capture
+        self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture
         self.finished = False
 
     @property
@@ -106,11 +129,8 @@ class Exchange:
             self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
-        origin = None
-        if in_call and self._origin is not None:
-            origin = {key: value for key, value in self._origin.items() if key != "site"}
-        self.session.record_later(self._response_event, (status, headers, body, streamed, complete), sited=False,
-                                  size=len(body), raw=self._raw_response, origin=origin)
+        self.session.record_later(Exchange._response_event, (self, status, headers, body, streamed, complete),
+                                  size=len(body), raw=Exchange._raw_response, origin=self._origin if in_call else None)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
@@ -119,7 +139,7 @@ class Exchange:
         if self._live is not None:
             self._live.finish(self._built().failure_data(error))
             return
-        self.session.record_later(self._failure_event, (error,), sited=False, size=0, raw=self._raw_failure)
+        self.session.record_later(Exchange._failure_event, (self, error), size=0, raw=Exchange._raw_failure)
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -127,8 +147,9 @@ class Exchange:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
         if self.session.replayer is None:
-            self._origin = self.session.record_later(self._request_event, (), sited=True, size=len(self._body),
-                                                     raw=self._raw_request)
+            site = program_site(2)  # from above the adapter that called begin: a frame of wop's, never the program's
+            self._origin = self.session.record_later(Exchange._request_event, (self,), size=len(self._body),
+                                                     raw=Exchange._raw_request, site=site)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
@@ -156,12 +177,14 @@ class Exchange:
             self.record_failure(exc)
 
     # ---- the events: built here, or sent raw for `wop capture` to build ---------------------------
+    # (recorded as Exchange's functions with the exchange first among their arguments: a bound method would be one
+    # more object made on the program's thread and freed on the sender's for every event)
 
     def _built(self) -> "RecordedRequest":
         """The request as it is recorded (built once)."""
         request = self._request
         if request is None:
-            request = self._request = RecordedRequest.of(self._call, self.method, str(self._url),
+            request = self._request = RecordedRequest.of(self._call, self.method, url_text(self._url),
                                                          _plain(self._headers), self._body, self._body_is_json)
         return request
 
@@ -185,7 +208,7 @@ class Exchange:
         if type(body) is not bytes:
             return None
         self._sent_raw_by = self.session.pid
-        return RAW_REQUEST, (*self._call, self.method, str(self._url), self._headers, self._body_is_json), body
+        return RAW_REQUEST, (*self._call, self.method, url_text(self._url), self._headers, self._body_is_json), body
 
     def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
                       complete: bool) -> tuple[str, tuple, bytes] | None:

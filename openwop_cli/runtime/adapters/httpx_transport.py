@@ -8,15 +8,11 @@ stream is passed through chunk by chunk while it is recorded.
 
 from typing import Any, Callable
 
-from openwop_cli.runtime.adapters.exchange import (
-    Exchange,
-    header_snapshot,
-    header_value,
-    recording_session,
-    to_wop_proxy,
-)
+from openwop_cli.runtime.adapters.exchange import STREAM_TYPES, Exchange, recording_session, to_wop_proxy
 
 _MARK = "__wop_patched__"
+_CONTENT_TYPE, _CONTENT_ENCODING = b"content-type", b"content-encoding"
+_STREAM_TYPES = tuple(kind.encode("latin-1") for kind in STREAM_TYPES)
 
 
 def patch(module: Any) -> None:
@@ -37,20 +33,21 @@ def _sync_handler(module: Any, original: Callable[..., Any], streams: Any) -> Ca
         url = request.url
         if session is None or to_wop_proxy(url):
             return original(self, request)
-        exchange = Exchange(session, request.method, url, request.headers, request.read())
+        exchange = Exchange(session, request.method, url, _snapshot(request.headers), request.read(), snapshot=True)
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
         with exchange.sending():
             response = original(self, request)
-        headers = header_snapshot(response.headers)
-        if exchange.is_stream(headers):
-            return _recording_response(module, streams.sync_recording, exchange, response, headers)
+        headers = _snapshot(response.headers)
+        content_type, encoded = _content_headers(headers)
+        if content_type.startswith(_STREAM_TYPES):
+            return _recording_response(module, streams.sync_recording, exchange, response, headers, encoded)
         try:
             raw = b"".join(response.stream)
         finally:
             response.stream.close()
-        return _recorded_response(module, exchange, response, headers, raw)
+        return _recorded_response(module, exchange, response, headers, raw, encoded)
 
     setattr(handle_request, _MARK, True)
     return handle_request
@@ -62,47 +59,69 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
         url = request.url
         if session is None or to_wop_proxy(url):
             return await original(self, request)
-        exchange = Exchange(session, request.method, url, request.headers, await request.aread())
+        exchange = Exchange(session, request.method, url, _snapshot(request.headers), await request.aread(),
+                            snapshot=True)
         answer = exchange.begin()
         if answer is not None:
             return _response(module, streams, answer, request)
         with exchange.sending():
             response = await original(self, request)
-        headers = header_snapshot(response.headers)
-        if exchange.is_stream(headers):
-            return _recording_response(module, streams.async_recording, exchange, response, headers)
+        headers = _snapshot(response.headers)
+        content_type, encoded = _content_headers(headers)
+        if content_type.startswith(_STREAM_TYPES):
+            return _recording_response(module, streams.async_recording, exchange, response, headers, encoded)
         try:
             raw = b"".join([chunk async for chunk in response.stream])
         finally:
             await response.stream.aclose()
-        return _recorded_response(module, exchange, response, headers, raw)
+        return _recorded_response(module, exchange, response, headers, raw, encoded)
 
     setattr(handle_async_request, _MARK, True)
     return handle_async_request
 
 
-def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any, headers: Any) -> Any:
+def _snapshot(headers: Any) -> list[tuple[bytes, bytes, bytes]]:
+    """httpx's headers as exchange.header_snapshot copies them (its list of name, lowercase name, value triples),
+    without asking what kind of headers they are."""
+    return list(headers._list)
+
+
+def _content_headers(snapshot: list[tuple[bytes, bytes, bytes]]) -> tuple[bytes, bool]:
+    """A response's content-type (b'' when absent, the last when repeated) and whether it has a content-encoding,
+    read in one pass (header_value twice took 8k instructions, this 3.8k)."""
+    content_type, encoded = b"", False
+    for _, name, value in snapshot:
+        if name == _CONTENT_TYPE:
+            content_type = value
+        elif name == _CONTENT_ENCODING:
+            encoded = bool(value)
+    return content_type, encoded
+
+
+def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any, headers: Any,
+                        encoded: bool) -> Any:
     """The response handed on while its stream is recorded as the client reads it."""
     def done(body: bytes, complete: bool) -> None:
-        decoded = _decoded(module, response, headers, body)
+        decoded = _decoded(module, response, encoded, body)
         exchange.record_response(response.status_code, headers, decoded, True, complete)
 
     return module.Response(response.status_code, headers=response.headers, stream=recording(response.stream, done),
                            extensions=response.extensions)
 
 
-def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: Any, raw: bytes) -> Any:
+def _recorded_response(module: Any, exchange: Exchange, response: Any, headers: Any, raw: bytes,
+                       encoded: bool) -> Any:
     """Record a whole response and hand the client the same response, its raw bytes now read."""
-    decoded = _decoded(module, response, headers, raw)
+    decoded = _decoded(module, response, encoded, raw)
     exchange.record_response(response.status_code, headers, decoded, False, in_call=True)
     response.stream = module.ByteStream(raw)
     return response
 
 
-def _decoded(module: Any, response: Any, headers: Any, raw: bytes) -> bytes:
-    """The body as the client will see it (gzip, deflate, brotli… undone by the library's own decoders); headers: the
-    response's header_snapshot."""
-    if not header_value(headers, "content-encoding"):
+def _decoded(module: Any, response: Any, encoded: bool, raw: bytes) -> bytes:
+    """The body as the client will see it (gzip, deflate, brotli… undone by the library's own decoders, when the
+    response has a content-encoding)."""
+    if not encoded:
         return raw
     return module.Response(response.status_code, headers=response.headers, stream=module.ByteStream(raw)).read()
 
