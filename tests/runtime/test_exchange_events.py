@@ -203,3 +203,19 @@ def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_g
     (result,) = events(tmp_path / "c", "tool_result")
     assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
 
+
+
+def test_httpx_headers_kept_otherwise_than_in_a_list_are_still_read():
+    """The httpx adapter reads httpx's own list of header triples; a release that keeps its headers another way has
+    them copied by header_snapshot, and a stream or an encoded body is still told apart."""
+    import httpx
+
+    from openwop_cli.runtime.adapters.httpx_transport import _content_headers, _snapshot
+
+    class OtherHeaders:  # headers as a later httpx might hold them: items(), no _list
+        def items(self):
+            return [("Content-Type", "text/event-stream"), ("Content-Encoding", "gzip")]
+
+    assert _content_headers(_snapshot(OtherHeaders())) == (b"text/event-stream", True)
+    assert _content_headers(_snapshot(httpx.Headers({"content-type": "application/json"}))) == (b"application/json",
+                                                                                                  False)
