@@ -7,7 +7,8 @@ half done, or break orjson's initialization, which then crashes the process.
 The handlers are read and set through `_signal`, the C module under `signal`: signal.py's valid_signals and
 getsignal turn numbers into enums in Python code, and a handler that came in the middle of that (the enum machinery
 handling a number that is no Signals member, a real-time signal) and went through this module again broke it: the
-program died of "ValueError: 54 is not a valid Signals" (a 0.2 ms timer, a replay's first build: 3 runs in 16; 0 in 22 now).
+program died of "ValueError: 54 is not a valid Signals" (a 0.2 ms timer, a replay's first build: 3 runs in 16; now
+0 in 22).
 """
 
 import threading
