@@ -7,9 +7,10 @@ a raw tab or newline, so the parent can splice the data bytes into the event lin
 them again — and, in frames, the raw pieces of HTTP exchanges (Exchange._raw_*: method, URL, headers and
 body as the program holds them, credentials included, so the program's thread neither decodes nor filters
 them): a frame is a NUL byte (no text line holds one), the payload's length (4 bytes, big endian) and marshal
-dumps (version 4) of lists of (kind, ts, origin, pieces, body), one after the other. marshal holds builtin values
-only, and names no class or function, so loading them runs nothing (a code object in one is never run: an entry
-must have the types of raw pieces to become an event). The parent builds the events the process would have built
+dumps (version 4) of lists of (kind, ts, origin, pieces, body), one after the other. The parent loads them once it
+has checked that they hold only the builtin values raw pieces are made of, referring back only to objects read whole
+(_check_dumps: marshal's loader is not made for hostile bytes, and crashes on some), so loading them runs nothing and
+cannot take `wop capture` down. The parent builds the events the process would have built
 (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. Each batch starts with
 a line `@` and when it was sent (time.time_ns()), which orders the events processes recorded in the same
 millisecond (see Collector._handle_round). The parent alone
@@ -29,6 +30,7 @@ starts as fast as without wop.
 
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -422,16 +424,112 @@ _MARSHAL_VERSION = 4  # read by every Python wop runs in (3.11 and later), which
 
 
 def _frame_entries(payload: bytes) -> Iterator[Any]:
-    """The entries of a frame's marshal dumps (lists of entries, one after the other)."""
+    """The entries of a frame's marshal dumps (lists of entries, one after the other), loaded once _check_dumps has
+    found nothing in them but what raw pieces are made of."""
     import io
     import marshal
 
+    _check_dumps(payload)
     stream = io.BytesIO(payload)
     while stream.tell() < len(payload):
         entries = marshal.load(stream)
         if type(entries) is not list:
             raise ValueError("a frame's dump is not a list of entries")
         yield from entries
+
+
+# marshal's type codes (Python/marshal.c) that a frame may hold: the builtin values raw pieces are made of
+_REFERABLE, _REF, _NULL, _LONG, _DICT, _SMALL_TUPLE = 0x80, ord("r"), ord("0"), ord("l"), ord("{"), ord(")")
+_SINGLETONS = frozenset(b"NTF")  # None, True, False: never marked for reference
+_FIXED = {ord("i"): 4, ord("g"): 8}  # an int, a float: the bytes after the code
+_SIZED = frozenset(b"sauAt")  # bytes and str: a 4-byte length, then as many bytes
+_SHORT = frozenset(b"zZ")  # a short ASCII str: a 1-byte length, then as many bytes
+_SEQUENCES = frozenset(b"([)")  # a tuple, a list (4-byte item counts), a small tuple (a 1-byte count)
+_INT32 = struct.Struct("<i").unpack_from
+
+
+def _check_dumps(payload: bytes) -> None:
+    """Raise ValueError unless payload is marshal dumps, one after the other, of None, bools, ints, floats, str, bytes,
+    tuples, lists and dicts whose references name only objects read to their end. marshal's loader is not made for
+    bytes from elsewhere: a tuple holding a reference to itself as a dict key is hashed half read, which crashes the
+    process reading it, and a list said to hold 2**31 items is allocated before any is read."""
+    position = 0
+    try:
+        while position < len(payload):
+            position = _checked_dump(payload, position)
+    except (IndexError, struct.error) as exc:
+        raise ValueError("a frame's dump is cut off") from exc
+
+
+def _checked_dump(data: bytes, position: int) -> int:
+    """Where the dump starting at position ends, once checked (see _check_dumps)."""
+    whole: list[bool] = []  # per object marked for reference, in marshal's order: read to its end (not an open one)
+    open_: list[list[int]] = []  # containers being read: [items left, or for a dict 0 before a key, its ref, is dict]
+    while True:
+        code = data[position]
+        kind, referable = code & ~_REFERABLE, code & _REFERABLE
+        position += 1
+        if kind in _SINGLETONS or kind == _REF or kind == _NULL:
+            if referable:
+                raise ValueError("a frame's dump marks a constant for reference")
+            if kind == _REF:
+                (index,) = _INT32(data, position)
+                position += 4
+                if not (0 <= index < len(whole) and whole[index]):
+                    raise ValueError("a frame's dump refers to an object not read to its end")
+            elif kind == _NULL:  # a dict's end, where its next key would be
+                if not (open_ and open_[-1][2] and open_[-1][0] == 0):
+                    raise ValueError("a frame's dump ends a dict that is not open")
+                _, ref, _ = open_.pop()
+                if ref >= 0:
+                    whole[ref] = True
+        else:
+            ref = len(whole) if referable else -1
+            if referable:
+                whole.append(True)
+            if kind in _FIXED:
+                position += _FIXED[kind]
+            elif kind in _SIZED or kind == _LONG:
+                (size,) = _INT32(data, position)
+                if size < 0 and kind != _LONG:
+                    raise ValueError("a frame's dump has a negative size")
+                position += 4 + (abs(size) * 2 if kind == _LONG else size)
+            elif kind in _SHORT:
+                position += 1 + data[position]
+            elif kind == _DICT:
+                if referable:
+                    whole[ref] = False
+                open_.append([0, ref, True])
+                continue
+            elif kind in _SEQUENCES:
+                if kind == _SMALL_TUPLE:
+                    count, position = data[position], position + 1
+                else:
+                    (count,), position = _INT32(data, position), position + 4
+                if not 0 <= count <= len(data) - position:  # every item takes a byte at least
+                    raise ValueError("a frame's dump has a container larger than the frame")
+                if count:
+                    if referable:
+                        whole[ref] = False
+                    open_.append([count, ref, False])
+                    continue
+            else:
+                raise ValueError(f"a frame's dump holds marshal's type {chr(kind)!r}, not one of raw pieces")
+        while open_:  # an object was read to its end: one item more in the container around it
+            container = open_[-1]
+            if container[2]:
+                container[0] ^= 1
+                break
+            container[0] -= 1
+            if container[0]:
+                break
+            open_.pop()
+            if container[1] >= 0:
+                whole[container[1]] = True
+        else:
+            if position > len(data):
+                raise ValueError("a frame's dump is cut off")
+            return position
 
 
 def _control_line(message: dict[str, Any]) -> bytes:

@@ -204,6 +204,32 @@ def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_g
     assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
 
 
+CRASHING = """
+import os, socket
+import httpx
+
+# a tuple marked for reference whose first item is a dict keyed by a reference to that tuple, still empty: marshal's
+# loader hashes the half-read tuple (its items are NULL) and the process reading it dies of a segmentation fault
+crashing = (b"\\xa8" + (2).to_bytes(4, "little") + b"{r" + (0).to_bytes(4, "little") + b"i" + (1).to_bytes(4, "little")
+            + b"0N")
+address = os.environ["WOP_SINK"].partition(":")[2]
+with socket.socket(socket.AF_UNIX) as sock:
+    sock.connect(address)
+    sock.sendall(b"\\x00" + len(crashing).to_bytes(4, "big") + crashing)
+httpx.post(os.environ["BASE"] + "/after", json={"still": "recorded"})
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the channel is a unix socket here")
+def test_a_frame_that_would_crash_marshals_loader_is_refused_and_the_capture_goes_on(tmp_path):
+    done = _captured(tmp_path, CRASHING)
+    assert "ok" in done.stdout and "1 messages from recorded processes" in done.stderr
+    (call,) = events(tmp_path / "c", "tool_call")
+    (result,) = events(tmp_path / "c", "tool_result")
+    assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
+
+
 
 def test_httpx_headers_kept_otherwise_than_in_a_list_are_still_read():
     """The httpx adapter reads httpx's own list of header triples; a release that keeps its headers another way has
