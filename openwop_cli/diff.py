@@ -110,8 +110,8 @@ def diff_runs(
     }
 
 
-def _listed(pairs: Iterator[tuple], folds: "TwinFolds | ForkedFolds", max_diffs: int | None,
-            ignored: list[list[Any]], excluded: frozenset[str]) -> tuple[list[dict[str, Any]], int | None, dict[str, int]]:
+def _listed(pairs: Iterator[tuple], folds: "TwinFolds | ForkedFolds", max_diffs: int | None, ignored: list[list[Any]],
+            excluded: frozenset[str]) -> tuple[list[dict[str, Any]], int | None, dict[str, int]]:
     """Run the pairs through: (the diff items, up to max_diffs; the first seq that differs; counts by op), the folds
     finished."""
     diffs: list[dict[str, Any]] = []
