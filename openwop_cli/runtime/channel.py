@@ -186,8 +186,15 @@ class ChannelSender:
         import io
         import pickle
 
+        global _pickler
+        if _pickler is None:
+            class PlainValues(pickle.Pickler):
+                def reducer_override(self, value: Any) -> Any:  # (not called for a builtin of the exact type)
+                    return _as_builtin(value)
+
+            _pickler = PlainValues
         stream = io.BytesIO()
-        pickler = pickle.Pickler(stream, 5)
+        pickler = _pickler(stream, 5)
         pickler.fast = True
         pickler.dump(entries)
         return stream.getvalue()
@@ -418,6 +425,7 @@ def take_messages(pending: bytearray) -> tuple[list[tuple[bool, bytes]], int, in
     return messages, awaiting, torn
 
 
+_pickler: Any = None
 _unpickler: Any = None
 
 
@@ -431,6 +439,8 @@ def _frame_entries(payload: bytes) -> Iterator[Any]:
     if _unpickler is None:
         class BuiltinsOnly(pickle.Unpickler):
             def find_class(self, module: str, name: str) -> Any:
+                if module == "builtins" and name in _EXACT:
+                    return _EXACT[name]
                 raise pickle.UnpicklingError(f"a frame names {module}.{name}: only builtin values are accepted")
 
         _unpickler = BuiltinsOnly
@@ -440,6 +450,33 @@ def _frame_entries(payload: bytes) -> Iterator[Any]:
         if type(entries) is not list:
             raise ValueError("a frame's pickle is not a list of entries")
         yield from entries
+
+
+def _as_builtin(value: Any) -> Any:
+    """How a frame's pickler writes a value of a subclass of str, bytes, int or float (a StrEnum header, a URL of a
+    str subclass): as the builtin value it holds, taken back by _EXACT on the other side. Anything else is pickled
+    pickle's own way (and a class it names is refused there, with its frame)."""
+    for kind, plain in _PLAIN.items():
+        if isinstance(value, kind):
+            return kind, (plain(value),)
+    return NotImplemented
+
+
+def _exactly(kind: type) -> Callable[[Any], Any]:
+    """What a frame's loader calls for builtins.<kind>: the value itself, when it is exactly one (as _as_builtin
+    writes it); anything else (bytes(10**12), a stranger's int("…")) is a malformed frame."""
+    def taken(value: Any) -> Any:
+        if type(value) is not kind:
+            import pickle
+
+            raise pickle.UnpicklingError(f"a frame makes a {kind.__name__} of a {type(value).__name__}")
+        return value
+
+    return taken
+
+
+_PLAIN = {str: str.__str__, bytes: bytes.__bytes__, int: int.__int__, float: float.__float__}
+_EXACT = {kind.__name__: _exactly(kind) for kind in _PLAIN}
 
 
 def _control_line(message: dict[str, Any]) -> bytes:

@@ -230,6 +230,39 @@ def test_a_frame_that_would_crash_marshals_loader_is_one_malformed_message(tmp_p
     assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
 
 
+SUBCLASSED = """
+import enum, os
+import httpx, requests
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+
+class Url(str):
+    pass
+
+class Body(bytes):
+    pass
+
+base = os.environ["BASE"]
+requests.post(Url(base + "/orders"), json={"n": 1}, headers={"X-Mode": Mode.FAST})
+requests.post(base + "/orders", data=Body(b'{"n": 2}'), headers={"content-type": "application/json"})
+requests.post(base + "/orders", data=b'{"n": 2}', headers={"content-type": "application/json"})
+httpx.post(base + "/orders", json={"n": 3}, headers={"X-Mode": Mode.FAST})
+print("ok")
+"""
+
+
+def test_values_of_builtin_subclasses_in_a_request_are_recorded_as_their_values(tmp_path):
+    """A StrEnum header, a URL of a str subclass, a body of a bytes subclass: each exchange is recorded (they went to
+    wop capture as pickles naming their classes, which it refuses: the whole frame was lost)."""
+    done = _captured(tmp_path, SUBCLASSED)
+    assert "ok" in done.stdout and "messages from recorded processes" not in done.stderr, done.stderr
+    bodies = [call["data"]["args"]["body"] for call in events(tmp_path / "c", "tool_call")]
+    assert len(bodies) == 4 and bodies[0] == {"n": 1} and bodies[3] == {"n": 3}
+    assert bodies[2] == {"n": 2} and bodies[1] in ({"n": 2}, '{"n": 2}')  # (a bytes subclass's body: as text)
+    assert len(events(tmp_path / "c", "tool_result")) == 4
+
+
 def test_httpx_headers_kept_otherwise_than_in_a_list_are_still_read():
     """The httpx adapter reads httpx's own list of header triples; a release that keeps its headers another way has
     them copied by header_snapshot, and a stream or an encoded body is still told apart."""
