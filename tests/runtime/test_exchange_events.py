@@ -247,7 +247,7 @@ base = os.environ["BASE"]
 requests.post(Url(base + "/orders"), json={"n": 1}, headers={"X-Mode": Mode.FAST})
 requests.post(base + "/orders", data=Body(b'{"n": 2}'), headers={"content-type": "application/json"})
 requests.post(base + "/orders", data=b'{"n": 2}', headers={"content-type": "application/json"})
-httpx.post(base + "/orders", json={"n": 3}, headers={"X-Mode": Mode.FAST})
+httpx.post(base + "/orders", json={"n": 3}, headers={Body(b"X-Mode"): Body(b"fast")})  # httpx keeps bytes as given
 print("ok")
 """
 
