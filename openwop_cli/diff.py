@@ -84,12 +84,7 @@ def diff_runs(
         pairs = _by_content(_folded(events_a, folds.a, ignored, excluded), _folded(events_b, folds.b, ignored, excluded))
         found = _listed(pairs, folds, max_diffs, ignored, excluded)
     elif fork_b and getattr(events_a, "seq_from_zero", False) and can_fork(events_b):
-        folds = _forked_folds(events_b, declarations_a, declarations_b)
-        if folds is not None:
-            try:
-                found = _listed(_by_forked_seq(events_a, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
-            except ChildLost:  # killed from outside: B is read here after all (A's reader reads again from the start)
-                folds = None
+        folds, found = _listed_forked(events_a, events_b, declarations_a, declarations_b, max_diffs, ignored, excluded)
     if folds is None:
         folds = TwinFolds(declarations_a, declarations_b)
         found = _listed(_by_seq(events_a, events_b, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
@@ -361,14 +356,20 @@ def comparison_key(event: dict[str, Any]) -> bytes:
         return b""
 
 
-def _forked_folds(reader_b: Any, declarations_a: dict[str, Any] | None,
-                  declarations_b: dict[str, Any] | None) -> ForkedFolds | None:
-    """ForkedFolds reading reader_b in a child; None when this process can have no child or pipe now (`ulimit -u`,
-    `ulimit -n`): the diff then reads B itself, as it would have."""
+def _listed_forked(events_a: Iterable[dict[str, Any]], reader_b: Any, declarations_a: dict[str, Any] | None,
+                   declarations_b: dict[str, Any] | None, max_diffs: int | None, ignored: list[list[Any]],
+                   excluded: frozenset[str]) -> tuple[ForkedFolds | None, Any]:
+    """(folds, _listed's result) with B read in a child; (None, None) when this process can have no child or pipe now
+    (`ulimit -u`, `ulimit -n`) or the child was killed from outside: the diff then reads B itself (and A again, from
+    the start), as it would have."""
     try:
-        return ForkedFolds(reader_b, declarations_a, declarations_b)
+        folds = ForkedFolds(reader_b, declarations_a, declarations_b)
     except OSError:
-        return None
+        return None, None
+    try:
+        return folds, _listed(_by_forked_seq(events_a, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
+    except ChildLost:
+        return None, None
 
 
 def _fold_folded(apply: Any, event: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME
-from openwop_cli.format.reader import FAST_BYTES, CaptureReader
+from openwop_cli.format.reader import CHUNK_BYTES, FAST_BYTES, CaptureReader
 
 MIN_BYTES = FAST_BYTES  # smaller captures are read in the caller's process: a fork would cost more than it saves
 BATCH_BYTES = 1 << 18  # keys sent down the pipe at once
@@ -188,7 +188,7 @@ class _LineCursor:
                 return b""
 
     def _refill(self) -> bool:
-        chunk = self.handle.read(PIPE_BYTES)
+        chunk = self.handle.read(CHUNK_BYTES)
         rest = self._data[self._start:]
         if not chunk or len(rest) > MAX_LINE_BYTES:
             return False
@@ -226,13 +226,17 @@ def _send_keys(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes],
         batch.append(key)
         size += len(key)
         if size >= BATCH_BYTES:
-            batch.append(b"")
-            _write_all(keys_out, b"\n".join(batch))
-            batch.clear()
+            _send_batch(batch, keys_out)
             size = 0
-    if batch:
-        batch.append(b"")
-        _write_all(keys_out, b"\n".join(batch))
+    _send_batch(batch, keys_out)
+
+
+def _send_batch(keys: list[bytes], keys_out: int) -> None:
+    """The keys gathered so far down the pipe, each ended by a newline (none: nothing sent); keys is emptied."""
+    if keys:
+        keys.append(b"")
+        _write_all(keys_out, b"\n".join(keys))
+        keys.clear()
 
 
 def _write_all(fd: int, data: bytes) -> None:
