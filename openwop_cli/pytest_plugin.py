@@ -84,7 +84,7 @@ def pytest_collect_directory(path: Path, parent: Any) -> Any:
     resolved = path.resolve()
     if not any(resolved == root or root in resolved.parents for root in roots):
         return None
-    from openwop_cli.replay.batch import recorded_by_pytest
+    from openwop_cli.store import recorded_by_pytest
 
     return None if recorded_by_pytest(path) else CaptureDirectory.from_parent(parent, path=path)
 

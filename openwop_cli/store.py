@@ -8,11 +8,9 @@ and are addressed by path.
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
-import orjson
 
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
@@ -22,8 +20,7 @@ from openwop_cli.home import captures_root
 LAST = "last"
 
 
-@dataclass(frozen=True, slots=True)
-class StoredCapture:
+class StoredCapture(NamedTuple):
     """A directory in the store and its manifest (None with a reason when it cannot be read)."""
 
     path: Path
@@ -84,6 +81,46 @@ def resolve_capture(reference: str, root: Path | None = None) -> Path:
     raise CaptureNotFound(f"no capture matches '{reference}' (not a path, id, prefix or name in {root}); see `wop ls`")
 
 
+def find_captures(references: list[str], warn: Callable[[str], None] = lambda message: None) -> list[Path]:
+    """Each reference resolved; a directory that is not a capture stands for every capture below it
+    (hidden directories and captures the pytest plugin made, which pytest replays, left out)."""
+    found: list[Path] = []
+    for reference in references:
+        if not is_directory_of_captures(reference):
+            found.append(resolve_capture(reference))
+            continue
+        path = Path(reference).expanduser()
+        inside = captures_under(path)
+        runnable = [capture for capture in inside if not recorded_by_pytest(capture)]
+        if len(runnable) < len(inside):
+            warn(f"{len(inside) - len(runnable)} captures under {path} were recorded by the pytest plugin "
+                 "and are replayed by pytest, not here")
+        if not runnable:
+            raise CaptureNotFound(f"no captures to replay under {path}")
+        found.extend(runnable)
+    return found
+
+
+def is_directory_of_captures(reference: str) -> bool:
+    """True when reference is a directory that is not itself a capture (it stands for the captures below it)."""
+    path = Path(reference).expanduser()
+    return path.is_dir() and not (path / MANIFEST_NAME).is_file()
+
+
+def captures_under(directory: Path) -> list[Path]:
+    """Capture directories below directory, sorted, not looking into hidden directories."""
+    return sorted(manifest.parent for manifest in directory.rglob(MANIFEST_NAME)
+                  if not any(part.startswith(".") for part in manifest.relative_to(directory).parts))
+
+
+def recorded_by_pytest(capture: Path) -> bool:
+    """True for a capture the pytest plugin made (its own test replays it)."""
+    try:
+        return bool((read_manifest(capture).get("program") or {}).get("pytest"))
+    except (CaptureError, NotACapture):
+        return False
+
+
 def _capture_dir_at(path: Path) -> Path:
     if path.is_file():
         if path.name == MANIFEST_NAME:
@@ -114,8 +151,7 @@ _BLOB_DIR = re.compile(r"[0-9a-f]{2}")
 _BLOB_FILE = re.compile(r"[0-9a-f]{64}|\.[0-9a-f]{64}\..*\.tmp")
 
 
-@dataclass(frozen=True, slots=True)
-class Deletion:
+class Deletion(NamedTuple):
     """What deleting a capture did: the directory is gone, or these entries (not wop's) were kept."""
 
     path: Path
@@ -191,6 +227,8 @@ def _delete_blobs(blobs: Path) -> list[str]:
 
 
 def _capture_id_of(line: bytes) -> Any:
+    import orjson  # here: `wop replay` finds its capture before it loads orjson (see format.manifest)
+
     try:
         event = orjson.loads(line)
     except orjson.JSONDecodeError:

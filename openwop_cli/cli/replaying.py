@@ -56,24 +56,30 @@ def finish(outcome: Any, json_output: bool) -> None:
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
              out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
              controls: Any = None, jobs: int | None = None, shard: str | None = None) -> None:
-    """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch)."""
+    """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch,
+    imported only for a batch: one replay's program starts the sooner)."""
     from openwop_cli.errors import UsageError
-    from openwop_cli.replay import batch
     from openwop_cli.report.plain import print_warning
-    from openwop_cli.store import resolve_capture
+    from openwop_cli.store import find_captures, is_directory_of_captures
 
-    shard_index = batch.parse_shard(shard) if shard is not None else None
-    jobs = batch.default_jobs() if jobs is None else jobs
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: give 1 or more")
-    sources = batch.find_captures(references, resolve_capture, print_warning)
+    if shard is not None:
+        from openwop_cli.replay.batch import parse_shard
+
+        parse_shard(shard)  # a bad --shard is reported before the captures are looked for
+    sources = find_captures(references, print_warning)
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
                    name=name, json_output=json_output, proxy=proxy, controls=controls)
-    many = len(sources) > 1 or any(batch.is_directory_of_captures(reference) for reference in references)
+    many = len(sources) > 1 or any(is_directory_of_captures(reference) for reference in references)
     if many and controls is not None and controls.debugging:
         raise UsageError(f"--pdb and --break-at stop one program at a time: give one capture, not {len(sources)}")
     if not many and junit is None and shard is None:
         finish(_replay(sources[0], argv, **options), json_output)
+    from openwop_cli.replay import batch
+
+    shard_index = batch.parse_shard(shard) if shard is not None else None
+    jobs = batch.default_jobs() if jobs is None else jobs
     if out is not None and len(sources) > 1:
         raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")
     entries = batch.plan(sources)
@@ -118,13 +124,12 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
             out: Path | None, name: str | None, json_output: bool, proxy: bool) -> None:
     """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
     from openwop_cli.errors import UsageError
-    from openwop_cli.replay.batch import find_captures
     from openwop_cli.replay.repeat import run_repeated
     from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
-    from openwop_cli.store import resolve_capture
+    from openwop_cli.store import find_captures
 
-    sources = find_captures(references, resolve_capture, print_warning)
+    sources = find_captures(references, print_warning)
     if len(sources) != 1:
         raise UsageError(f"--repeat replays one capture, but {len(sources)} were given")
     outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},

@@ -1,17 +1,17 @@
 """manifest.json: what a capture is, written atomically at start (incomplete) and at finalize.
 
 Readers accept every older format version and refuse a newer major one with the way to upgrade.
+
+orjson and the schema are imported by the functions that use them: `wop replay` finds its capture and starts the
+program before it loads them (orjson's import, dataclasses and uuid with it, is a tenth of that start-up).
 """
 
 import os
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from openwop_cli.errors import CorruptCapture, IncompatibleCapture, NotACapture
 from openwop_cli.format.files import MAX_MANIFEST_BYTES, read_regular
-from openwop_cli.format.schema import manifest_problem
 
 MANIFEST_NAME = "manifest.json"
 EVENTS_NAME = "events.jsonl"
@@ -58,6 +58,10 @@ def check_compatible(manifest: dict[str, Any], where: Path) -> None:
 def read_manifest(capture_dir: Path) -> dict[str, Any]:
     """Load and check a capture's manifest: a regular file of bounded size whose every field wop reads has its
     type (format/schema.py); a missing one is NotACapture, anything else wrong is CorruptCapture (exit 3)."""
+    import orjson
+
+    from openwop_cli.format.schema import manifest_problem
+
     path = manifest_path(capture_dir)
     try:
         raw = read_regular(path, MAX_MANIFEST_BYTES)
@@ -76,9 +80,24 @@ def read_manifest(capture_dir: Path) -> dict[str, Any]:
     return manifest
 
 
+def manifest_hint(capture_dir: Path) -> dict[str, Any] | None:
+    """The manifest as its JSON says, unchecked, or None where it cannot be read: what `wop replay` starts the
+    program with, gated, before orjson is loaded. Only a hint: the replay reads the manifest with read_manifest and
+    cancels a start that the checked manifest does not confirm (ChildLaunch.made_for)."""
+    import json
+
+    try:
+        hint = json.loads(read_regular(manifest_path(capture_dir), MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, RecursionError, CorruptCapture):
+        return None
+    return hint if isinstance(hint, dict) else None
+
+
 def write_manifest_atomic(capture_dir: Path, manifest: dict[str, Any], durable: bool = True) -> None:
     """Replace manifest.json in one step (temp file, rename) so readers never see half of it; durable: fsync the
     file before the rename and the directory after, so not even a machine crash leaves half of it."""
+    import orjson
+
     data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     temp = capture_dir / f".manifest.{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)

@@ -1,5 +1,5 @@
-"""Running many captures: finding them under directories, a stable shard of them for CI matrices,
-replaying them on N threads, and JUnit XML of the verdicts.
+"""Running many captures (store.find_captures finds them under directories): a stable shard of them for CI
+matrices, replaying them on N threads, and JUnit XML of the verdicts.
 
 Each replay runs its program as a child process, so threads are enough to keep N of them busy;
 every replay writes its own new capture (random id, its own directory and channel socket), so
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from openwop_cli.errors import CaptureError, CaptureNotFound, NotACapture, UsageError, WopError
-from openwop_cli.format.manifest import MANIFEST_NAME, read_manifest
+from openwop_cli.errors import CaptureError, NotACapture, UsageError, WopError
+from openwop_cli.format.manifest import read_manifest
 
 
 @dataclass
@@ -40,47 +40,6 @@ class BatchResult:
         if self.error is not None:
             return "error"
         return "diverged" if self.outcome.diverged else "ok"
-
-
-def find_captures(references: list[str], resolve: Callable[[str], Path],
-                  warn: Callable[[str], None] = lambda message: None) -> list[Path]:
-    """Each reference resolved; a directory that is not a capture stands for every capture below it
-    (hidden directories and captures the pytest plugin made, which pytest replays, left out)."""
-    found: list[Path] = []
-    for reference in references:
-        if not is_directory_of_captures(reference):
-            found.append(resolve(reference))
-            continue
-        path = Path(reference).expanduser()
-        inside = captures_under(path)
-        runnable = [capture for capture in inside if not recorded_by_pytest(capture)]
-        if len(runnable) < len(inside):
-            warn(f"{len(inside) - len(runnable)} captures under {path} were recorded by the pytest plugin "
-                 "and are replayed by pytest, not here")
-        if not runnable:
-            raise CaptureNotFound(f"no captures to replay under {path}")
-        found.extend(runnable)
-    return found
-
-
-def is_directory_of_captures(reference: str) -> bool:
-    """True when reference is a directory that is not itself a capture (it stands for the captures below it)."""
-    path = Path(reference).expanduser()
-    return path.is_dir() and not (path / MANIFEST_NAME).is_file()
-
-
-def captures_under(directory: Path) -> list[Path]:
-    """Capture directories below directory, sorted, not looking into hidden directories."""
-    return sorted(manifest.parent for manifest in directory.rglob(MANIFEST_NAME)
-                  if not any(part.startswith(".") for part in manifest.relative_to(directory).parts))
-
-
-def recorded_by_pytest(capture: Path) -> bool:
-    """True for a capture the pytest plugin made (its own test replays it)."""
-    try:
-        return bool((read_manifest(capture).get("program") or {}).get("pytest"))
-    except (CaptureError, NotACapture):
-        return False
 
 
 def parse_shard(text: str) -> tuple[int, int]:

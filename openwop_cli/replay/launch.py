@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openwop_cli.errors import UsageError, WopError
-from openwop_cli.format.manifest import read_manifest
+from openwop_cli.errors import UsageError
+from openwop_cli.format.manifest import manifest_hint
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.runtime.launcher import ChildLaunch, starts_own_python
@@ -38,9 +38,8 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
     then reports why)."""
     if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
         return None
-    try:
-        manifest = read_manifest(source_dir)
-    except WopError:
+    manifest = manifest_hint(source_dir)
+    if manifest is None:
         return None
     program = manifest.get("program") if isinstance(manifest.get("program"), dict) else {}
     recorded = program.get("argv")

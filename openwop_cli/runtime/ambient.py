@@ -34,9 +34,9 @@ from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import caller_site
 from openwop_cli.runtime.imports import when_imported
+from openwop_cli.runtime.environ import ENV_AMBIENT
 from openwop_cli.runtime.session import UNRESOLVED, _state as _sessions, inside_boundary
 
-ENV_AMBIENT = "WOP_AMBIENT"
 CLOCK, UUID, RNG, ENTROPY = "clock", "uuid", "rng", "entropy"
 NONDETERMINISTIC = "nondeterministic"
 

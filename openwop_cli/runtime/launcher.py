@@ -22,6 +22,7 @@ import openwop_cli
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, new_id
 from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, Collector, Listener
+from openwop_cli.runtime.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
 
 if TYPE_CHECKING:
     from openwop_cli.format.redact import Redactor
@@ -481,9 +482,6 @@ def _exit_status(returncode: int) -> tuple[int, str | None]:
 def child_environment(address: str, capture_dir: Path, mode: str = "capture", ambient: bool = True) -> dict[str, str]:
     """The environment a recorded child runs with: mode, channel address, ambient values on or off, and the
     bootstrap on PYTHONPATH."""
-    from openwop_cli.runtime.ambient import ENV_AMBIENT
-    from openwop_cli.runtime.session import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
-
     env = dict(os.environ)
     env.update({
         ENV_MODE: mode,

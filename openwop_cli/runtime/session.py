@@ -18,10 +18,8 @@ import weakref
 from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import program_site
+from openwop_cli.runtime.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
 
-ENV_MODE = "WOP_MODE"
-ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
-ENV_PARENT_PID = "WOP_PARENT_PID"
 MODES = ("off", "capture", "replay", "fork")
 SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})
 _time_ns = time.time_ns  # the real clock, whatever the program's clock reads are patched to

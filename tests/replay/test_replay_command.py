@@ -173,14 +173,21 @@ def test_network_is_blocked_during_replay_with_the_host_and_port_named(tmp_path)
     assert "no call there to serve" in divergence["detail"]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "edit", "incomplete"])
+@pytest.mark.parametrize("damage", ["truncate", "edit", "incomplete", "nan-in-manifest", "utf16-manifest"])
 def test_a_corrupt_or_incomplete_capture_is_exit_3_and_never_modified(tmp_path, damage):
+    """Also a manifest that Python's json reads but wop's reader refuses (NaN, UTF-16): the replay starts the program
+    from json's reading of it before it loads orjson, and that start must come to nothing."""
     source = capture(tmp_path, SEQUENTIAL)
     events = source / "events.jsonl"
+    manifest_file = source / "manifest.json"
     if damage == "truncate":
         events.write_bytes(events.read_bytes()[:-7])
     elif damage == "edit":
         events.write_bytes(events.read_bytes().replace(b'"A"', b'"Z"'))
+    elif damage == "nan-in-manifest":
+        manifest_file.write_bytes(manifest_file.read_bytes().rstrip()[:-1] + b', "extra": NaN}')
+    elif damage == "utf16-manifest":
+        manifest_file.write_bytes(manifest_file.read_bytes().decode().encode("utf-16"))
     else:
         manifest = orjson.loads((source / "manifest.json").read_bytes())
         manifest["status"] = "incomplete"
@@ -190,7 +197,8 @@ def test_a_corrupt_or_incomplete_capture_is_exit_3_and_never_modified(tmp_path, 
     temporary.mkdir()
     done = run_wop("replay", str(source), "--out", str(tmp_path / "r"), cwd=tmp_path, env={"TMPDIR": str(temporary)})
     assert done.returncode == 3, done.stderr
-    assert "cannot replay" in done.stderr and "Traceback" not in done.stderr
+    said = "manifest.json is not valid JSON" if "manifest" in damage else "cannot replay"
+    assert said in done.stderr and "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
     assert "['A', 'B']" not in done.stdout  # the program never ran
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.rglob("*") if p.is_file()} == before
     assert not (tmp_path / "r").exists()
