@@ -362,3 +362,69 @@ def test_wop_diff_of_two_big_captures_is_the_diff_read_in_one_process(tmp_path):
                       status_a="ok", status_b="ok", ignore_run_metadata=True)
     assert orjson.loads(done.stdout) == alone
     assert [item["seq"] for item in alone["eventDiffs"]] == [alone["divergedAtSeq"]]
+
+
+def open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_a_read_the_caller_lost_is_ended_by_the_garbage_collector(tmp_path):
+    """A ForkedRead dropped unclosed (its caller interrupted before it held it): the child is killed and reaped, the
+    pipes closed, once the read is collected."""
+    from openwop_cli.format.forked import ForkedRead
+
+    events = [{"kind": "channel", "channel": "log", "value": {"n": index, "pad": "p" * 600}, "reducer": "append"}
+              for index in range(3000)]  # more keys than the pipe holds: the child waits on it for good
+    b = write_run(tmp_path / "b", events, pid=22)
+    before, descriptors = children(), open_descriptors()
+    read = ForkedRead(CaptureReader(b), lambda event: orjson.dumps(event["data"]), lambda event: None, lambda: None)
+    assert children() - before, "the read did not fork"
+    del read
+    assert no_child_left(before) and open_descriptors() == descriptors
+
+
+CTRL_C_AT_THE_FORK = """
+    import gc
+    import os
+    import signal
+    import sys
+
+    from openwop_cli.diff import diff_runs
+    from openwop_cli.format.reader import CaptureReader
+
+    armed = [True]
+
+
+    def ctrl_c_in_the_fork():
+        if armed[0]:
+            armed[0] = False
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the child is being started
+
+
+    def children():
+        return {pid for task in os.listdir("/proc/self/task")
+                for pid in open(f"/proc/self/task/{task}/children").read().split()}
+
+
+    os.register_at_fork(after_in_parent=ctrl_c_in_the_fork)
+    descriptors = set(os.listdir("/proc/self/fd"))
+    try:
+        diff_runs(CaptureReader(sys.argv[1]), CaptureReader(sys.argv[2]), a="a", b="b", fork_b=True)
+        print("not interrupted")
+    except KeyboardInterrupt:
+        print("interrupted")
+    gc.collect()
+    print("children left:", sorted(children()))
+    print("descriptors left:", sorted(set(os.listdir("/proc/self/fd")) - descriptors))
+"""
+
+
+def test_a_ctrl_c_while_the_child_starts_ends_the_diff_and_leaves_nothing(tmp_path):
+    """Ctrl-C in the moment between the fork and the diff holding its child: KeyboardInterrupt, as anywhere else in
+    the diff, and no child or pipe left behind (the child would wait on a full pipe for the caller's lifetime)."""
+    a, b = big_pair(tmp_path, times=2)
+    program = tmp_path / "ctrl_c_at_the_fork.py"
+    program.write_text(textwrap.dedent(CTRL_C_AT_THE_FORK))
+    done = subprocess.run([sys.executable, str(program), str(a), str(b)], capture_output=True, timeout=120)
+    assert done.stdout.decode().splitlines() == ["interrupted", "children left: []", "descriptors left: []"], \
+        done.stderr.decode()

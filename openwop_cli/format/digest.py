@@ -3,6 +3,7 @@ on another core while the thread that reads or writes them goes on."""
 
 import hashlib
 import os
+import signal
 import threading
 import weakref
 from typing import Any
@@ -68,6 +69,8 @@ class BackgroundHash:
             self._thread = None
 
     def _hash(self) -> None:
+        if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the main thread, even while it holds it (format.forked)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         chunks = self._chunks
         while True:
             batch = [chunks.get()]

@@ -8,14 +8,16 @@ are never parsed twice, and the lines before one it reads are only counted. A ca
 as the reader would report it, once `finish` has run.
 
 The child is the caller's own program forked, so what it sends is trusted (pickle); what it read is not, and is
-checked there as everywhere. It ends with the caller: `close` kills a child the caller no longer waits for; a child
-killed from outside ends the read in ChildLost (a diff then reads the capture itself).
+checked there as everywhere. It ends with the caller: `close` kills a child the caller no longer waits for, and so
+does the garbage collector for a read the caller lost (Ctrl-C before it held it); a child killed from outside ends the
+read in ChildLost (a diff then reads the capture itself).
 """
 
 import os
 import pickle
 import signal
 import threading
+import weakref
 from typing import Any, BinaryIO, Callable, Iterator
 
 from openwop_cli.errors import CorruptCapture
@@ -86,7 +88,12 @@ class ForkedRead:
             fds.extend(os.pipe())
             self._keys_fd, keys_out, result_in, result_out = fds
             _widen(keys_out)
-            self._pid = os.fork()
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # Ctrl-C waits until the child is held
+            try:
+                self._pid = os.fork()
+            except BaseException:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                raise
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -94,12 +101,18 @@ class ForkedRead:
                 self._lines.handle.close()
             raise
         if self._pid == 0:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child if it stops
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(self._keys_fd)
             os.close(result_in)
             _child(reader, key_of, consume, result_of, keys_out, result_out)
-        os.close(keys_out)
-        os.close(result_out)
-        self._result_fd: int | None = result_in
+        try:
+            os.close(keys_out)
+            os.close(result_out)
+            self._result_fd: int | None = result_in
+            self._lost = weakref.finalize(self, _end_lost_child, self._pid, (self._keys_fd, result_in))
+        finally:  # a Ctrl-C that came meanwhile is raised now, when a lost read is cleaned up after
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def __iter__(self) -> Iterator[bytes]:
         """The key the child sent for each event it read, in seq order."""
@@ -136,6 +149,7 @@ class ForkedRead:
 
     def close(self) -> None:
         """Close the pipes and the file; a child still running is killed (the caller stopped early) and reaped."""
+        self._lost.detach()
         if self._lines is not None:
             self._lines.handle.close()
             self._lines = None
@@ -201,7 +215,6 @@ def _child(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes], con
     """The child's whole life: read, send, report, exit (never returning into the caller's code)."""
     status = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child if it stops
         try:
             _send_keys(reader, key_of, consume, keys_out)
             report = ("done", result_of(), reader.problems, reader.events_read, reader.complete)
@@ -214,6 +227,21 @@ def _child(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes], con
         pass
     finally:
         os._exit(status)
+
+
+def _end_lost_child(pid: int, fds: tuple[int, int]) -> None:
+    """What close does, for a read the caller never held or dropped unclosed: its pipes closed, its child killed and
+    reaped (it would wait on a full pipe for good)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def _send_keys(reader: CaptureReader, key_of: Callable[[dict[str, Any]], bytes],
