@@ -167,7 +167,7 @@ class StateFold:
         plan = self._plans.get((name, recorded)) if type(recorded) is str or recorded is None else None
         declaration, reducer, checked = plan or self._plan(name, recorded)
         value = data.get("value")
-        if is_entry(value):
+        if type(value) is dict and len(value) == 2 and is_entry(value):
             if value["_ts"] != ts:
                 self._find("ttl_timestamp_mismatch", name, f"the entry written to {name!r} says _ts {value['_ts']}, "
                                                            f"its event {ts}; the entry's _ts is used")

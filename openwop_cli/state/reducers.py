@@ -20,6 +20,7 @@ LIST_REDUCERS = frozenset({"append", "votes", "feedback", "message"})
 TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
 CHECKED_INPUT = frozenset({"merge", "counter", "votes", "feedback", "message"})  # the reducers `validate` checks
 UNDECLARED: dict[str, Any] = {}  # the declaration of a channel nobody declared (read, never changed)
+_NOTHING = object()  # a channel not written yet
 MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 LEGACY_PREFIXES = (
     ("_approvalVotes:", "votes"),
@@ -105,7 +106,9 @@ class ChannelStore:
         if reducer in LIST_REDUCERS:
             self._write_list(name, value, reducer, ts, declaration)
             return
-        current = self._values.get(name, declaration.get("default"))
+        current = self._values.get(name, _NOTHING)
+        if current is _NOTHING:
+            current = declaration.get("default")
         if reducer == "merge":
             merged = {**(current if isinstance(current, dict) else {}), **value}
             _check_size(name, merged, declaration)
