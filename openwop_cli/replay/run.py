@@ -427,11 +427,12 @@ class ReplayHooks(ReplayAccount, RunHooks):
         return None
 
     def _recorded_pid(self, today: dict[str, Any], take: bool = True) -> Any:
-        """The recorded process a process of today's run stands for: among the children of the one its parent stands
-        for (the program's own for the program), the one with its multiprocessing identity, else its argv, else the
-        first not taken, a Process only of a Process's; each recorded process is taken once. take=False: only say
-        which, for a parent known by its hello alone (its identity may not be known yet: it takes its place when it
-        asks)."""
+        """The recorded process a process of today's run stands for: a Process (or forked child) the one with its
+        multiprocessing identity, or none (a pool worker that ran no task when recorded: its tasks are served to any
+        worker, and any other's place it took would be missing when that one asks); any other process, among the
+        children of the one its parent stands for (the program's own for the program), the one with its argv, else
+        the first not taken, never a Process's; each recorded process is taken once. take=False: only say which, for
+        a parent known by its hello alone (its identity may not be known yet: it takes its place when it asks)."""
         pid = today.get("pid")
         if pid in self._paired:
             return self._paired[pid]
@@ -443,8 +444,7 @@ class ReplayHooks(ReplayAccount, RunHooks):
         identity, argv = today.get("mpIdentity"), today.get("argv")
         if identity:  # unique in a run, whichever process (a forkserver) started it
             found = self._take(pid, [process for process in processes if process.get("mpIdentity") == identity], take)
-            if found is not None:
-                return found
+            return -1 if found is None else found
         parent = today.get("ppid")
         if parent == os.getpid():
             recorded_pids = {process.get("pid") for process in processes}
@@ -454,9 +454,8 @@ class ReplayHooks(ReplayAccount, RunHooks):
             siblings = [process for process in processes if process.get("ppid") == standing_for]
         else:
             siblings = []
-        # a process that is no Process (a forkserver) never takes a Process's place, nor a Process (a pool worker the
-        # capture has no recorded self of) the place of one that is none (the main process, which may ask last)
-        alike = [process for process in (*siblings, *processes) if bool(process.get("mpIdentity")) == bool(identity)]
+        # a process that is no Process (a forkserver) never takes a Process's place
+        alike = [process for process in (*siblings, *processes) if not process.get("mpIdentity")]
         found = self._take(pid, [process for process in alike if process.get("argv") == argv], take)
         if found is None:
             found = self._take(pid, alike, take)

@@ -682,3 +682,44 @@ def test_pool_workers_the_capture_has_no_recorded_self_of_never_take_the_main_pr
     assert done.returncode == 0, done.stderr
     assert report["diverged"] is False
     assert program_output(done.stderr) == captured
+
+
+FORK_AFTER_A_POOL = """
+import multiprocessing, os
+import openwop_cli as wop
+
+def task(number):
+    drawn = wop.randint(0, 10**9)
+    barrier.wait()  # each worker takes a task: each asks for its pairing
+    return number, drawn
+
+def hold(shared):
+    global barrier
+    barrier = shared
+
+if __name__ == "__main__":
+    workers = int(os.environ["WORKERS"])  # which workers run a task changes from run to run
+    context = multiprocessing.get_context("spawn")  # its workers are no forks: the forked child is -1 in every run
+    barrier = context.Barrier(workers)
+    with context.Pool(workers, initializer=hold, initargs=(barrier,)) as pool:
+        print(*pool.map(task, range(2), chunksize=1), sep="\\n", flush=True)
+    child = os.fork()
+    if child == 0:
+        print("forked child", wop.randint(0, 10**9), flush=True)
+        os._exit(0)
+    os.waitpid(child, 0)
+    print("after the child", wop.randint(0, 10**9))
+"""
+
+
+def test_a_pool_worker_the_capture_has_no_recorded_self_of_never_takes_a_later_processs_place(tmp_path):
+    """A pool worker that ran no task when recorded, and so has no recorded self, runs one today: it is served its
+    task's calls and takes no recorded process's place. Before, it took the first recorded Process not yet taken, the
+    forked child started after the pool, which then found its recorded self taken and was served nothing."""
+    source = capture(tmp_path, FORK_AFTER_A_POOL, env={"WORKERS": "1"})
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 4
+    done, report = replay(tmp_path, source, "--strict", env={"WORKERS": "2"})
+    assert done.returncode == 0, done.stderr
+    assert report["diverged"] is False
+    assert program_output(done.stderr) == captured
