@@ -360,16 +360,33 @@ def header_value(headers: Any, name: str) -> str:
 
 
 def plain_headers(headers: Any) -> dict[str, str]:
-    """Any library's headers (httpx Headers, requests' dict, http.server's message, pairs, a header_snapshot) as
-    {lowercase name: value}."""
+    """Any library's headers (httpx Headers, requests' dict, http.server's message, a list of pairs, a header_snapshot)
+    as {lowercase name: value}; a header sent more than once has its values joined by ', ' in order (RFC 9110 5.3),
+    the value httpx's, urllib3's and requests' headers[name] give."""
     triples = _httpx_triples(headers)
     if triples is not None:
-        return {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in triples}
+        plain = {lower.decode("latin-1"): value.decode("latin-1") for _, lower, value in triples}
+        if len(plain) < len(triples):
+            return _joined((lower.decode("latin-1"), value.decode("latin-1")) for _, lower, value in triples)
+        return plain
     raw = getattr(headers, "raw", None)
     if isinstance(raw, list):
-        return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+        return _joined((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in raw)
+    if hasattr(headers, "itermerged"):  # urllib3's HTTPHeaderDict: its items() gives every line, len() every name
+        return {name.lower(): value for name, value in headers.itermerged()}
     items = headers.items() if hasattr(headers, "items") else headers or []
-    return {str(name).lower(): str(value) for name, value in items}
+    plain = {str(name).lower(): str(value) for name, value in items}
+    if len(plain) < len(items):
+        return _joined((str(name).lower(), str(value)) for name, value in items)
+    return plain
+
+
+def _joined(pairs: Any) -> dict[str, str]:
+    """(lowercase name, value) pairs as a dict, the values of a repeated name joined by ', ' in order."""
+    plain: dict[str, str] = {}
+    for name, value in pairs:
+        plain[name] = f"{plain[name]}, {value}" if name in plain else value
+    return plain
 
 
 def absolute_url(scheme: str, host: str, port: int | None, target: str) -> str:
