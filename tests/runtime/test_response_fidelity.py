@@ -2,7 +2,9 @@
 answers with exactly the header lines it is given, replays it strictly with the server gone, and compares what the
 program printed both times (for a client that does not decode, what was recorded)."""
 
+import gzip
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -11,7 +13,15 @@ from tests.programs import capture, events, replay
 
 pytest.importorskip("aiohttp")
 
+TEXT = b"order A-1 shipped " * 8
 ROUTES: dict[str, tuple[list[tuple[str, str]], bytes]] = {
+    "/gzip-then-empty": ([("Content-Encoding", "gzip"), ("Content-Encoding", "")], gzip.compress(TEXT, mtime=0)),
+    "/empty-then-gzip": ([("Content-Encoding", ""), ("Content-Encoding", "gzip")], gzip.compress(TEXT, mtime=0)),
+    "/gzip-then-identity": ([("Content-Encoding", "gzip"), ("Content-Encoding", "identity")],
+                            gzip.compress(TEXT, mtime=0)),
+    "/gzip-deflate": ([("Content-Encoding", "gzip, deflate")], zlib.compress(gzip.compress(TEXT, mtime=0))),
+    "/gzip-then-deflate": ([("Content-Encoding", "gzip"), ("Content-Encoding", "deflate")],
+                           zlib.compress(gzip.compress(TEXT, mtime=0))),
     "/repeated": ([("Link", "</a>; rel=first"), ("Vary", "Accept"), ("Set-Cookie", "session=s3cr3t-one"),
                    ("Link", "</b>; rel=next"), ("Vary", "Origin"), ("Set-Cookie", "theme=dark")], b"ok"),
 }
@@ -61,6 +71,70 @@ def _replays_as_captured(tmp_path, script: str, server: ThreadingHTTPServer):
     printed = [line for line in replayed.stderr.splitlines() if line.startswith("> ")]
     assert printed == [line for line in captured.stdout.splitlines() if line.startswith("> ")]
     return source
+
+
+DECODED = """
+import asyncio, os
+import aiohttp, httpx, urllib3
+
+base = os.environ["BASE"]
+decoding_everywhere = ["/gzip-deflate", "/gzip-then-deflate"]  # urllib3 refuses an empty or identity coding in a list
+for path in ["/gzip-then-empty", "/empty-then-gzip", "/gzip-then-identity", *decoding_everywhere]:
+    print(">", "httpx", path, httpx.get(base + path).content)
+    with httpx.stream("GET", base + "/sse" + path) as response:
+        print(">", "httpx stream", path, b"".join(response.iter_bytes()))
+for path in decoding_everywhere:
+    response = urllib3.request("GET", base + path, preload_content=False)
+    print(">", "urllib3 read", path, response.read())
+    response = urllib3.request("GET", base + "/sse" + path, preload_content=False)
+    print(">", "urllib3 stream", path, b"".join(response.stream(7)))
+
+async def main():
+    async with aiohttp.ClientSession() as session:
+        for path in ["/gzip-then-empty", "/empty-then-gzip", "/gzip-then-deflate"]:
+            async with session.get(base + path) as response:
+                print(">", "aiohttp", path, await response.read())
+
+asyncio.run(main())
+"""
+
+
+def test_a_body_under_repeated_content_encodings_replays_as_the_client_decoded_it(tmp_path, answers):
+    """httpx decodes every coding of every Content-Encoding line (an empty or identity one is none); urllib3 a chain
+    of them; aiohttp one line's: the replay reads the same bytes (httpx's was recorded still gzipped when the last line
+    was empty, urllib3's read and stream undecoded or half decoded)."""
+    source = _replays_as_captured(tmp_path, DECODED, answers)
+    bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")]
+    assert bodies[:14] == [TEXT.decode()] * 14
+
+
+UNDECODED = """
+import asyncio, os, urllib.request
+import aiohttp
+
+base = os.environ["BASE"]
+paths = ["/gzip-then-empty", "/empty-then-gzip", "/gzip-then-identity", "/gzip-deflate", "/gzip-then-deflate"]
+for path in paths:
+    urllib.request.urlopen(base + path).read()
+
+async def main():
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        for path in paths:
+            async with session.get(base + path) as response:
+                await response.read()
+
+asyncio.run(main())
+"""
+
+
+def test_a_client_that_does_not_decode_has_every_coding_of_every_line_undone_in_the_record(tmp_path, answers):
+    """http.client and aiohttp(auto_decompress=False) hand the program the body as it came; wop records it with its
+    codings undone, as it does for one Content-Encoding line (a replay serves it without one): all of them, in every
+    line (the last line's alone was undone)."""
+    captured, source = capture(tmp_path, UNDECODED, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")]
+    assert bodies == [TEXT.decode()] * 10
 
 
 REPEATED = """

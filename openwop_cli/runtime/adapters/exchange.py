@@ -418,22 +418,38 @@ def body_bytes(body: Any) -> bytes:
 
 
 def undo_content_encoding(body: bytes, headers: dict[str, str]) -> bytes:
-    """body with gzip or deflate undone (headers from plain_headers): what the program reads, and what is
-    recorded (a replayed answer carries no content-encoding)."""
+    """body with every coding its content-encoding lists undone, the last applied first (headers from plain_headers:
+    the codings of all its content-encoding lines; an empty one or identity is none), as httpx and urllib3 decode a
+    list: what is recorded (a replayed answer carries no content-encoding). A coding other than gzip and deflate, or
+    one that does not undo, leaves the body as it came."""
+    encodings = headers.get("content-encoding")
+    if not encodings:
+        return body
     import zlib
 
-    encoding = headers.get("content-encoding", "").strip().lower()
+    decoded = body
     try:
-        if encoding in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if encoding == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
+        for coding in reversed(encodings.lower().split(",")):
+            coding = coding.strip()
+            if coding in ("gzip", "x-gzip"):
+                decoded = zlib.decompress(decoded, 16 + zlib.MAX_WBITS)
+            elif coding == "deflate":
+                decoded = _inflated(decoded)
+            elif coding not in ("", "identity"):
+                return body
     except zlib.error:
         return body
-    return body
+    return decoded
+
+
+def _inflated(body: bytes) -> bytes:
+    """A deflate-coded body undone: zlib's format, or raw deflate as some servers send it."""
+    import zlib
+
+    try:
+        return zlib.decompress(body)
+    except zlib.error:
+        return zlib.decompress(body, -zlib.MAX_WBITS)
 
 
 def _plain(snapshot: Any) -> dict[str, str]:
