@@ -24,6 +24,11 @@ ROUTES: dict[str, tuple[list[tuple[str, str]], bytes]] = {
                            zlib.compress(gzip.compress(TEXT, mtime=0))),
     "/repeated": ([("Link", "</a>; rel=first"), ("Vary", "Accept"), ("Set-Cookie", "session=s3cr3t-one"),
                    ("Link", "</b>; rel=next"), ("Vary", "Origin"), ("Set-Cookie", "theme=dark")], b"ok"),
+    "/null": ([("Content-Type", "application/json")], b"null"),
+    "/string": ([("Content-Type", "application/json")], b'"just text"'),
+    "/exponent": ([("Content-Type", "application/json")], b"1E2"),
+    "/big-integer": ([("Content-Type", "application/json")], b'{"id": 123456789012345678901234567890, "ok": true}'),
+    "/digits-in-a-string": ([("Content-Type", "application/json")], b'{"hash":"a1234567890123456789012b"}'),
 }
 
 
@@ -169,3 +174,29 @@ def test_repeated_response_headers_are_recorded_and_replayed_joined_as_the_clien
         assert headers["link"] == "</a>; rel=first, </b>; rel=next" and headers["vary"] == "Accept, Origin"
         assert "set-cookie" not in headers
     assert b"s3cr3t" not in (source / "events.jsonl").read_bytes()
+
+
+JSON_BODIES = """
+import os
+import httpx, requests
+
+base = os.environ["BASE"]
+for path in ["/null", "/string", "/exponent", "/big-integer", "/digits-in-a-string"]:
+    for client in (httpx, requests):
+        response = client.get(base + path)
+        try:
+            value = response.json()
+        except ValueError as exc:
+            value = type(exc).__name__
+        print(">", client.__name__, path, response.content, response.text, repr(value))
+"""
+
+
+def test_a_json_body_whose_value_would_replay_as_other_bytes_is_recorded_as_its_text(tmp_path, answers):
+    """A JSON null, string or number, and an object with an integer beyond 64 bits, replay as the bytes the server
+    sent (they came back as no body, a string without its quotes, 100.0, and a float); an object that orjson reads
+    exactly is still recorded as its value."""
+    source = _replays_as_captured(tmp_path, JSON_BODIES, answers)
+    bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")][::2]
+    assert bodies == ["null", '"just text"', "1E2", '{"id": 123456789012345678901234567890, "ok": true}',
+                      {"hash": "a1234567890123456789012b"}]

@@ -259,7 +259,7 @@ class RecordedRequest(NamedTuple):
         kept = kept_headers(headers)
         llm = self.llm
         if llm is None:
-            value = _body_value(body, headers.get("content-type"))
+            value = _answer_value(body, headers.get("content-type"))
             return {"callId": self.call_id, "ok": status < 400,
                     "result": {"status": status, "headers": kept, "body": value}}
         data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
@@ -276,7 +276,7 @@ class RecordedRequest(NamedTuple):
             if not complete:
                 data["streamComplete"] = False
         else:
-            value = _body_value(body, headers.get("content-type"))
+            value = _answer_value(body, headers.get("content-type"))
             data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
         return data
 
@@ -481,11 +481,51 @@ def _body_value(body: bytes | None, content_type: str | None) -> Any:
     """A body as JSON when it is JSON, text when it is text, else the bytes (stored as a blob)."""
     if not body:
         return None
+    value = _json_value(body, content_type)
+    return _text_or_bytes(body) if value is _NOT_JSON else value
+
+
+def _answer_value(body: bytes | None, content_type: str | None) -> Any:
+    """A response body as recorded: a JSON object or array as its value when the bytes a replay makes of it
+    (orjson's) read as the body does; any other body as its text or bytes, which a replay serves as they came. So a
+    JSON null (served as no body), a JSON string (without its quotes), a number (1E2 as 100.0) and JSON holding an
+    integer beyond 64 bits (orjson reads it as a float) keep their bytes."""
+    if not body:
+        return None
+    value = _json_value(body, content_type)
+    if (type(value) is dict or type(value) is list) and (_NINETEEN_DIGITS not in body.translate(_DIGITS_AS_ZEROS)
+                                                          or _reads_alike(body, value)):
+        return value
+    return _text_or_bytes(body)
+
+
+_NOT_JSON = object()
+_NINETEEN_DIGITS = b"0" * 19  # an integer orjson may read as a float has 19 digits or more
+_DIGITS_AS_ZEROS = bytes.maketrans(bytes(range(256)), b" " * 48 + b"0" * 10 + b" " * 198)
+
+
+def _json_value(body: bytes, content_type: str | None) -> Any:
+    """body's JSON value when it looks like JSON (by its first byte or its content-type) and is, else _NOT_JSON."""
     if body[:1] in (b"{", b"[") or (content_type or "").startswith("application/json"):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
             pass
+    return _NOT_JSON
+
+
+def _reads_alike(body: bytes, value: Any) -> bool:
+    """True when Python's json, which reads every integer exactly, reads body as value (orjson read it)."""
+    import json
+
+    try:
+        return json.loads(body) == value
+    except (ValueError, RecursionError):
+        return False
+
+
+def _text_or_bytes(body: bytes) -> str | bytes:
+    """A body as text when it is UTF-8, else its bytes (stored as a blob)."""
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
