@@ -20,6 +20,11 @@ as many as a race decides, leave the program's numbered as they were; and a call
 recorded call is open (inside a tool's body) is part of that call, not a task: a replay, serving
 the call, does not make it, and numbering it would shift the program's tasks.
 
+A process forked while a process pool's task runs (os.fork in the task, or a Process it starts by fork) runs a task
+of its own, the task's K-th fork, `pool 0.1/fork K`, in the place that task names (processname.named_place): its
+calls are ordered apart from its worker's, which cannot see them served, and a replay pairs it with the recorded
+fork of the same task, whichever worker runs the task today.
+
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
 in one that notes the task each `get` returns (in the worker's thread).
@@ -28,6 +33,7 @@ in one that notes the task each `get` returns (in the worker's thread).
 import collections
 import functools
 import itertools
+import os
 import sys
 import threading
 import weakref
@@ -35,7 +41,7 @@ from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
-from openwop_cli.runtime.processname import identity
+from openwop_cli.runtime.processname import identity, named_place, place_forks_by
 from openwop_cli.runtime.session import current_pool_task, inside_boundary, name_pool_asyncio_task, set_pool_task
 
 _WORK_ID_BITS = 32
@@ -46,6 +52,8 @@ _numbering = threading.Lock()
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 _asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
+_task_forks: dict[str, Iterator[int]] = {}  # a process pool's task → the count of the forks made while it ran
+_forking = threading.local()  # task: the task the child of this thread's fork under way runs (None: its parent's)
 
 
 def moves_between_processes(pool_task: str) -> bool:
@@ -195,6 +203,25 @@ def _forget(task: str) -> None:
     """Drop the counts a pool task kept (it is over)."""
     _thread_executors.pop(task, None)
     _asyncio_tasks.pop(task, None)
+    _task_forks.pop(task, None)
+
+
+def _fork_in_task() -> list[int] | None:
+    """The identity of the child of a fork this thread makes now, if it runs a process pool's task: the place of the
+    task's K-th fork, which runs `TASK/fork K`. None for a fork of the process's own (numbered among its forks)."""
+    task = current_pool_task()
+    if task is None or not moves_between_processes(task):
+        _forking.task = None
+        return None
+    _forking.task = name = f"{task}/fork {next(_task_forks.setdefault(task, itertools.count(1)))}"
+    return named_place(name)
+
+
+def _run_forked_task() -> None:
+    """In a forked child: run the task _fork_in_task named for it, if any."""
+    name = getattr(_forking, "task", None)
+    if name is not None:
+        set_pool_task(name)
 
 
 def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
@@ -289,3 +316,8 @@ def _executor_task(task: Any) -> str | None:
         return None
     executor, work = divmod(work_id, 1 << _WORK_ID_BITS)
     return f"{executor}.{work}"
+
+
+place_forks_by(_fork_in_task)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_run_forked_task)

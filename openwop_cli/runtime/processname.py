@@ -5,7 +5,9 @@ parent in start order: (2,) for the second multiprocessing.Process the main proc
 for that one's first, as multiprocessing numbers them. A process os.fork() made is numbered
 negatively among its parent's forks: (-3,) for the main process's third, and (-3, 1) for the first
 Process that one starts (which multiprocessing, continuing its parent's count, would number like
-one of the main process's). Its pid, and the order its siblings reach wop, change from run to run,
+one of the main process's). A process forked while its forking thread runs a process pool's task has a
+place named by that task instead (runtime.pooltasks): its worker, and so the worker's forks, change from
+run to run. Its pid, and the order its siblings reach wop, change from run to run,
 and siblings share their argv; so a capture notes each recorded process's identity (the channel's
 `mpIdentity` message) and a replay pairs today's processes with the recorded ones by it.
 
@@ -17,10 +19,11 @@ identity to the preparation data it sends first, and the child takes it from the
 import functools
 import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 _mine: list[Any] = [None]  # (pid, identity) of this process, once known
 _forks = [0, None]  # how many times this process forked; the identity of the child of the fork under way
+_fork_place: list[Callable[[], list[int] | None]] = [lambda: None]  # names a fork's place instead (place_forks_by)
 _starting = threading.local()  # the identity of the Process this thread is starting
 _PREPARATION_KEY = "wopIdentity"  # in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
 
@@ -38,9 +41,26 @@ def note_forks() -> None:
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
+def place_forks_by(place: Callable[[], list[int] | None]) -> None:
+    """Ask place(), as each fork is made, for the child's identity (a pool task's fork: runtime.pooltasks); where it
+    answers None, the child is numbered among this process's forks."""
+    _fork_place[0] = place
+
+
+def named_place(name: str) -> list[int]:
+    """The identity of a process whose place has a name that is the same in every run and unique in it: 0, which
+    numbers no Process and no fork, then 48 bits of the name's digest (exact in any JSON reader)."""
+    import hashlib
+
+    return [0, int.from_bytes(hashlib.blake2b(name.encode(), digest_size=6).digest(), "big")]
+
+
 def _before_fork() -> None:
-    _forks[0] += 1
-    _forks[1] = [*(identity() or []), -_forks[0]]
+    placed = _fork_place[0]()
+    if placed is None:
+        _forks[0] += 1
+        placed = [*(identity() or []), -_forks[0]]
+    _forks[1] = placed
 
 
 def _after_fork_in_child() -> None:
