@@ -65,7 +65,8 @@ def install() -> None:
                         ("multiprocessing.pool", pooltasks.patch_pool),
                         ("concurrent.futures.process", pooltasks.patch_executor),
                         ("concurrent.futures.thread", pooltasks.patch_thread_executor),
-                        ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop)):
+                        ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop),
+                        ("threading", pooltasks.patch_threads)):
         when_imported(name, _once(name, patch))
 
 

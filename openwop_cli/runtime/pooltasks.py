@@ -23,7 +23,9 @@ the call, does not make it, and numbering it would shift the program's tasks.
 A process forked while a process pool's task runs (os.fork in the task, or a Process it starts by fork) runs a task
 of its own, the task's K-th fork, `pool 0.1/fork K`, in the place that task names (processname.named_place): its
 calls are ordered apart from its worker's, which cannot see them served, and a replay pairs it with the recorded
-fork of the same task, whichever worker runs the task today.
+fork of the same task, whichever worker runs the task today. Likewise a thread the code of any pool task starts runs
+the task's K-th thread, `pool 0.1/thread K`: its calls are ordered apart from the task's own thread's and move with
+the task (numbered by its worker's thread, they would follow the worker).
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -52,7 +54,8 @@ _numbering = threading.Lock()
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 _asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
-_task_forks: dict[str, Iterator[int]] = {}  # a process pool's task → the count of the forks made while it ran
+# a pool task → the kind of child (fork, thread) → the count of those it made
+_task_children: dict[str, dict[str, Iterator[int]]] = {}
 _forking = threading.local()  # task: the task the child of this thread's fork under way runs (None: its parent's)
 
 
@@ -167,6 +170,22 @@ def _outside(frame: Any, filename: str) -> Any:
     return frame
 
 
+def patch_threads(module: Any) -> None:
+    """threading.Thread: a thread the program's own code starts while a pool task runs runs the task's next thread,
+    `TASK/thread K`, from its start (see the module's docstring). A thread started in a recorded call (a tool's body)
+    is part of that call: a replay, serving the call, does not start it."""
+    start = module.Thread.start
+
+    @functools.wraps(start)
+    def naming_start(self: Any) -> None:
+        task = current_pool_task()
+        if task is not None and _placed(sys._getframe(1)) == PROGRAM and not inside_boundary():
+            self.run = _as_task(self.run, _next_child(task, "thread"))
+        start(self)
+
+    ambient.replace(module.Thread, "start", naming_start)
+
+
 def patch_event_loop(module: Any) -> None:
     """asyncio.base_events.BaseEventLoop.create_task: an asyncio task made unnamed while a pool task runs is recorded
     as `asyncio task K`, the K-th the pool task made (origin.task), not by its name, Task-N: N counts the process's
@@ -203,7 +222,7 @@ def _forget(task: str) -> None:
     """Drop the counts a pool task kept (it is over)."""
     _thread_executors.pop(task, None)
     _asyncio_tasks.pop(task, None)
-    _task_forks.pop(task, None)
+    _task_children.pop(task, None)
 
 
 def _fork_in_task() -> list[int] | None:
@@ -213,7 +232,7 @@ def _fork_in_task() -> list[int] | None:
     if task is None or not moves_between_processes(task):
         _forking.task = None
         return None
-    _forking.task = name = f"{task}/fork {next(_task_forks.setdefault(task, itertools.count(1)))}"
+    _forking.task = name = _next_child(task, "fork")
     return named_place(name)
 
 
@@ -222,6 +241,13 @@ def _run_forked_task() -> None:
     name = getattr(_forking, "task", None)
     if name is not None:
         set_pool_task(name)
+
+
+def _next_child(task: str, kind: str) -> str:
+    """`TASK/KIND K`: the name of the K-th child of its kind the pool task has made."""
+    with _numbering:
+        count = _task_children.setdefault(task, {}).setdefault(kind, itertools.count(1))
+    return f"{task}/{kind} {next(count)}"
 
 
 def _numbered(pool: Any, kind: str, depth: int = 2) -> str:

@@ -782,3 +782,54 @@ def test_a_child_forked_in_a_pool_task_is_served_its_own_calls_whichever_worker_
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["score"]["score"] == 1.0
         assert program_output(done.stderr) == captured
+
+
+THREAD_IN_A_TASK = """
+import multiprocessing, os, random, threading
+import openwop_cli as wop
+
+@wop.tool
+def work(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def in_thread(owner, results):
+    results.append(work(f"thread of {owner}"))
+
+def task(number):
+    if number == 0:
+        first_taken.set()
+    both_taken.wait()  # each worker runs one task
+    results = []
+    helper = threading.Thread(target=in_thread, args=(number, results), name="helper")
+    helper.start()
+    helper.join()
+    return number, work(f"task {number}"), results[0]
+
+def hold(event, barrier):
+    global first_taken, both_taken
+    first_taken, both_taken = event, barrier
+    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
+        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    first_taken, both_taken = context.Event(), context.Barrier(2)
+    with context.Pool(2, initializer=hold, initargs=(first_taken, both_taken)) as pool:
+        print(*pool.map(task, range(2), chunksize=1), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_a_thread_started_in_a_pool_task_is_served_its_own_calls_whichever_worker_runs_the_task(tmp_path, start_method):
+    """A thread a pool task starts makes a call, and the task one after it; replayed with the tasks in the workers
+    that ran them and swapped. Before, the thread's calls were its worker's (its pid and thread name), so with the
+    tasks swapped each thread was served the other task's call (event_payload_mismatch)."""
+    source = capture(tmp_path, THREAD_IN_A_TASK, env={"START_METHOD": start_method, "FIRST": "1"})
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 2
+    for first in ("1", "2"):
+        env = {"START_METHOD": start_method, "FIRST": first}
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{first}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["score"]["score"] == 1.0
+        assert program_output(done.stderr) == captured
