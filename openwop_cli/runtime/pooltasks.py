@@ -20,12 +20,13 @@ as many as a race decides, leave the program's numbered as they were; and a call
 recorded call is open (inside a tool's body) is part of that call, not a task: a replay, serving
 the call, does not make it, and numbering it would shift the program's tasks.
 
-A process forked while a process pool's task runs (os.fork in the task, or a Process it starts by fork) runs a task
-of its own, the task's K-th fork, `pool 0.1/fork K`, in the place that task names (processname.named_place): its
-calls are ordered apart from its worker's, which cannot see them served, and a replay pairs it with the recorded
-fork of the same task, whichever worker runs the task today. Likewise a thread the code of any pool task starts runs
-the task's K-th thread, `pool 0.1/thread K`: its calls are ordered apart from the task's own thread's and move with
-the task (numbered by its worker's thread, they would follow the worker).
+A process forked while a process pool's task runs (os.fork in the task, or a Process a library starts by fork) runs
+a task of its own, the task's K-th fork, `pool 0.1/fork K`, and a multiprocessing.Process the task's own code starts,
+by any start method, the task's K-th Process, `pool 0.1/process K`, each in the place that task names
+(processname.named_place): its calls are ordered apart from its worker's, which cannot see them served, and a replay
+pairs it with the recorded child of the same task, whichever worker runs the task today. Likewise a thread the code
+of any pool task starts runs the task's K-th thread, `pool 0.1/thread K`: its calls are ordered apart from the task's
+own thread's and move with the task (numbered by its worker's thread, they would follow the worker).
 
 The worker function is wrapped, not rewritten: the wrapper keeps its module and name, so a spawned
 or forkserver worker, which is handed its target by name, finds it, and its task queue is wrapped
@@ -35,7 +36,6 @@ in one that notes the task each `get` returns (in the worker's thread).
 import collections
 import functools
 import itertools
-import os
 import sys
 import threading
 import weakref
@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator
 
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
-from openwop_cli.runtime.processname import identity, named_place, place_forks_by
+from openwop_cli.runtime.processname import identity, name_places_by
 from openwop_cli.runtime.session import current_pool_task, inside_boundary, name_pool_asyncio_task, set_pool_task
 
 _WORK_ID_BITS = 32
@@ -54,9 +54,8 @@ _numbering = threading.Lock()
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 _asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
-# a pool task → the kind of child (fork, thread) → the count of those it made
+# a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
-_forking = threading.local()  # task: the task the child of this thread's fork under way runs (None: its parent's)
 
 
 def moves_between_processes(pool_task: str) -> bool:
@@ -225,22 +224,16 @@ def _forget(task: str) -> None:
     _task_children.pop(task, None)
 
 
-def _fork_in_task() -> list[int] | None:
-    """The identity of the child of a fork this thread makes now, if it runs a process pool's task: the place of the
-    task's K-th fork, which runs `TASK/fork K`. None for a fork of the process's own (numbered among its forks)."""
+def _child_place(kind: str) -> str | None:
+    """The name of the place of the child process (kind: fork, process) this thread makes now, if it runs a process
+    pool's task: `TASK/KIND K`, the task's K-th. None for the process's own, and for a Process the program's own code
+    does not start (a pool's worker, numbered among its parent's Processes; frame 2: the caller of Process.start)."""
     task = current_pool_task()
     if task is None or not moves_between_processes(task):
-        _forking.task = None
         return None
-    _forking.task = name = _next_child(task, "fork")
-    return named_place(name)
-
-
-def _run_forked_task() -> None:
-    """In a forked child: run the task _fork_in_task named for it, if any."""
-    name = getattr(_forking, "task", None)
-    if name is not None:
-        set_pool_task(name)
+    if kind == "process" and _placed(sys._getframe(2)) != PROGRAM:
+        return None
+    return _next_child(task, kind)
 
 
 def _next_child(task: str, kind: str) -> str:
@@ -344,6 +337,4 @@ def _executor_task(task: Any) -> str | None:
     return f"{executor}.{work}"
 
 
-place_forks_by(_fork_in_task)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_run_forked_task)
+name_places_by(_child_place)

@@ -5,15 +5,17 @@ parent in start order: (2,) for the second multiprocessing.Process the main proc
 for that one's first, as multiprocessing numbers them. A process os.fork() made is numbered
 negatively among its parent's forks: (-3,) for the main process's third, and (-3, 1) for the first
 Process that one starts (which multiprocessing, continuing its parent's count, would number like
-one of the main process's). A process forked while its forking thread runs a process pool's task has a
-place named by that task instead (runtime.pooltasks): its worker, and so the worker's forks, change from
-run to run. Its pid, and the order its siblings reach wop, change from run to run,
+one of the main process's). A process forked, or a Process the program's own code starts, while its
+parent's thread runs a process pool's task has a place named by that task instead (runtime.pooltasks), and
+runs the task of that name: its worker, and so the worker's forks and Processes, change from run to run.
+Its pid, and the order its siblings reach wop, change from run to run,
 and siblings share their argv; so a capture notes each recorded process's identity (the channel's
 `mpIdentity` message) and a replay pairs today's processes with the recorded ones by it.
 
 A spawned (or forkserver) process imports the program's main module before its Process object
 reaches it: a read at import would pair it by argv and order alone. So its parent adds the
-identity to the preparation data it sends first, and the child takes it from there.
+identity, and the name of a named place, to the preparation data it sends first, and the child takes
+them from there.
 """
 
 import functools
@@ -21,11 +23,15 @@ import os
 import threading
 from typing import Any, Callable
 
+from openwop_cli.runtime.session import set_pool_task
+
 _mine: list[Any] = [None]  # (pid, identity) of this process, once known
-_forks = [0, None]  # how many times this process forked; the identity of the child of the fork under way
-_fork_place: list[Callable[[], list[int] | None]] = [lambda: None]  # names a fork's place instead (place_forks_by)
-_starting = threading.local()  # the identity of the Process this thread is starting
-_PREPARATION_KEY = "wopIdentity"  # in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
+# how many times this process forked; the identity of the child of the fork under way, and the name of its place
+_forks: list[Any] = [0, None, None]
+_place_name: list[Callable[[str], str | None]] = [lambda kind: None]  # names a child's place instead (name_places_by)
+_starting = threading.local()  # identity, place: the identity of the Process this thread is starting, its place's name
+# in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
+_PREPARATION_KEY, _PLACE_KEY = "wopIdentity", "wopPlace"
 
 
 def identity() -> list[int] | None:
@@ -41,10 +47,11 @@ def note_forks() -> None:
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-def place_forks_by(place: Callable[[], list[int] | None]) -> None:
-    """Ask place(), as each fork is made, for the child's identity (a pool task's fork: runtime.pooltasks); where it
-    answers None, the child is numbered among this process's forks."""
-    _fork_place[0] = place
+def name_places_by(name: Callable[[str], str | None]) -> None:
+    """Ask name(kind), as each child is made (kind `fork`: a fork; `process`: a Process started), for the name of
+    its place (a pool task's child: runtime.pooltasks); where it answers None, the child is numbered among this
+    process's forks or Processes."""
+    _place_name[0] = name
 
 
 def named_place(name: str) -> list[int]:
@@ -55,17 +62,26 @@ def named_place(name: str) -> list[int]:
     return [0, int.from_bytes(hashlib.blake2b(name.encode(), digest_size=6).digest(), "big")]
 
 
+def _run_named_place(name: str | None) -> None:
+    """In a child whose place is named: its main thread runs the pool task of that name, so its calls are served to
+    whichever process stands for it."""
+    if name is not None:
+        set_pool_task(name)
+
+
 def _before_fork() -> None:
-    placed = _fork_place[0]()
-    if placed is None:
+    name = getattr(_starting, "place", None) or _place_name[0]("fork")  # a Process started by fork: its own place
+    if name is None:
         _forks[0] += 1
-        placed = [*(identity() or []), -_forks[0]]
-    _forks[1] = placed
+        _forks[1:] = [*(identity() or []), -_forks[0]], None
+    else:
+        _forks[1:] = named_place(name), name
 
 
 def _after_fork_in_child() -> None:
     _mine[0] = (os.getpid(), _forks[1])
     _forks[0] = 0
+    _run_named_place(_forks[2])
 
 
 def note_started_processes(module: Any) -> None:
@@ -76,11 +92,12 @@ def note_started_processes(module: Any) -> None:
 
     @functools.wraps(start)
     def noting_start(self: Any) -> None:
-        _starting.identity = [*(identity() or []), self._identity[-1]]
+        _starting.place = place = _place_name[0]("process")
+        _starting.identity = [*(identity() or []), self._identity[-1]] if place is None else named_place(place)
         try:
             start(self)
         finally:
-            _starting.identity = None
+            _starting.identity = _starting.place = None
 
     @functools.wraps(bootstrap)
     def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -95,8 +112,8 @@ def note_started_processes(module: Any) -> None:
 
 
 def carry_identity(module: Any) -> None:
-    """multiprocessing.spawn: a parent starting a Process adds its identity to the child's preparation data; the child
-    notes it as it prepares, before it imports the main module."""
+    """multiprocessing.spawn: a parent starting a Process adds its identity, and the name of a named place, to the
+    child's preparation data; the child notes them as it prepares, before it imports the main module."""
     preparation_data, prepare = module.get_preparation_data, module.prepare
 
     @functools.wraps(preparation_data)
@@ -105,13 +122,16 @@ def carry_identity(module: Any) -> None:
         starting = getattr(_starting, "identity", None)
         if starting is not None and isinstance(data, dict):
             data[_PREPARATION_KEY] = starting
+            if _starting.place is not None:
+                data[_PLACE_KEY] = _starting.place
         return data
 
     @functools.wraps(prepare)
     def noting_prepare(data: Any, *args: Any, **kwargs: Any) -> Any:
-        told = data.get(_PREPARATION_KEY) if isinstance(data, dict) else None
+        told, place = (data.get(_PREPARATION_KEY), data.get(_PLACE_KEY)) if isinstance(data, dict) else (None, None)
         if isinstance(told, list) and all(type(number) is int for number in told):
             _mine[0] = (os.getpid(), told)
+            _run_named_place(place if isinstance(place, str) else None)
         return prepare(data, *args, **kwargs)
 
     module.get_preparation_data, module.prepare = data_with_identity, noting_prepare

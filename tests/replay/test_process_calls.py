@@ -833,3 +833,59 @@ def test_a_thread_started_in_a_pool_task_is_served_its_own_calls_whichever_worke
         assert done.returncode == 0, done.stderr
         assert report["diverged"] is False and report["score"]["score"] == 1.0
         assert program_output(done.stderr) == captured
+
+
+PROCESS_IN_A_TASK = """
+import concurrent.futures, multiprocessing, os, random
+import openwop_cli as wop
+
+@wop.tool
+def work(owner):
+    return f"{owner}:{random.randint(0, 10**9)}"
+
+def in_process(owner, queue):
+    queue.put(work(f"process of {owner}"))
+
+def task(number):
+    if number == 0:
+        first_taken.set()
+    both_taken.wait()  # each worker runs one task
+    queue = context.Queue()
+    process = context.Process(target=in_process, args=(number, queue), name="helper")
+    process.start()
+    found = queue.get()
+    process.join()
+    return number, work(f"task {number}"), found
+
+def hold(event, barrier):
+    global first_taken, both_taken
+    first_taken, both_taken = event, barrier
+    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
+        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
+
+context = multiprocessing.get_context(os.environ["START_METHOD"])
+
+if __name__ == "__main__":
+    first_taken, both_taken = context.Event(), context.Barrier(2)
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=context, initializer=hold,
+                                                initargs=(first_taken, both_taken)) as pool:
+        print(*pool.map(task, range(2)), sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+def test_a_process_started_in_a_pool_task_is_served_its_own_calls_whichever_worker_runs_the_task(tmp_path,
+                                                                                                 start_method):
+    """A multiprocessing.Process an executor's task starts makes a call, and the task one after it; replayed with the
+    tasks in the workers that ran them and swapped. Before, a spawned (or forkserver) Process was numbered among its
+    worker's Processes and ran no task, so with the tasks swapped each was paired with the other task's Process and
+    served its call (event_payload_mismatch); a forked one ran the task's fork and was served its own."""
+    source = capture(tmp_path, PROCESS_IN_A_TASK, env={"START_METHOD": start_method, "FIRST": "1"})
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 2
+    for first in ("1", "2"):
+        env = {"START_METHOD": start_method, "FIRST": first}
+        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{first}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["score"]["score"] == 1.0
+        assert program_output(done.stderr) == captured
