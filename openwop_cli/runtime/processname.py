@@ -23,8 +23,6 @@ import os
 import threading
 from typing import Any, Callable
 
-from openwop_cli.runtime.session import set_pool_task
-
 _mine: list[Any] = [None]  # (pid, identity) of this process, once known
 # how many times this process forked; the identity of the child of the fork under way, and the name of its place
 _forks: list[Any] = [0, None, None]
@@ -66,6 +64,9 @@ def _run_named_place(name: str | None) -> None:
     """In a child whose place is named: its main thread runs the pool task of that name, so its calls are served to
     whichever process stands for it."""
     if name is not None:
+        # imported here: `wop replay` imports this module (through the channel) before it starts the program
+        from openwop_cli.runtime.session import set_pool_task
+
         set_pool_task(name)
 
 
