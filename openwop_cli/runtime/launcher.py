@@ -212,13 +212,18 @@ class ChildLaunch:
         return self.argv == argv and self._options == options
 
     def start(self, *, gated: bool, more_env: dict[str, str] | None = None) -> None:
-        """Start the command (an OSError is kept in failed_start: the capture then says it could not run)."""
+        """Start the command (an OSError is kept in failed_start: the capture then says it could not run). Interrupted
+        while starting it (a Ctrl-C before the signals are passed on), the listener's directory goes: a child already
+        forked ends with this process (_ends_with_this_process)."""
         env = {**self.env, **(more_env or {}), **({ENV_GATE: "1"} if gated else {})}
         try:
             self.child = _start_child(self.argv, env, self._stdout, self.tail, self._stdin)
         except OSError as exc:
             self.failed_start = exc
             return
+        except BaseException:
+            self.listener.remove()
+            raise
         self._passed_on = _SignalsPassedOn(self.child)
 
     def wait(self) -> int:

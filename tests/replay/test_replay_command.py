@@ -3,6 +3,9 @@
 The four acceptance scenarios of capture-replay-design.md are in tests/conformance."""
 
 import hashlib
+import os
+import signal
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -312,3 +315,23 @@ def test_replay_policy_comes_from_tool_wop_when_no_flag_is_given(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.wop]\npolicy = "sloppy"\n')
     bad = run_wop("replay", str(source), cwd=tmp_path)
     assert bad.returncode == 2 and "[tool.wop] policy" in bad.stderr
+
+
+def test_a_ctrl_c_while_the_replay_starts_its_program_leaves_no_channel_behind(tmp_path):
+    """wop replay starts its program before it reads the capture: a Ctrl-C (SIGINT to wop's process group) just as
+    that program is being started must leave no channel directory in TMPDIR and no process, whenever it lands."""
+    source = capture(tmp_path, "print('ran')\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(temporary)}
+    for attempt in range(20):
+        wop = subprocess.Popen([sys.executable, "-m", "openwop_cli", "replay", str(source), "--out",
+                                str(tmp_path / f"r{attempt}")], env=env, cwd=tmp_path, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        children = Path(f"/proc/{wop.pid}/task/{wop.pid}/children")
+        while wop.poll() is None and not children.read_text().split():
+            pass  # the moment wop forks its program
+        os.killpg(wop.pid, signal.SIGINT)
+        wop.wait(timeout=60)
+        assert list(temporary.iterdir()) == [], f"attempt {attempt}"
