@@ -111,7 +111,11 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
     from openwop_cli.config import load_settings
     from openwop_cli.replay.controls import ReplayControls
 
+    from openwop_cli.errors import UsageError
+
     references, argv = split_command(captures)
+    if not references:
+        raise UsageError("give the capture to replay before --, e.g. `wop replay last -- python agent.py`")
     if repeat is not None:
         _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy

@@ -335,3 +335,9 @@ def test_a_ctrl_c_while_the_replay_starts_its_program_leaves_no_channel_behind(t
         os.killpg(wop.pid, signal.SIGINT)
         wop.wait(timeout=60)
         assert list(temporary.iterdir()) == [], f"attempt {attempt}"
+
+
+def test_a_command_without_a_capture_is_a_usage_error(tmp_path):
+    done = run_wop("replay", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert "give the capture to replay" in done.stderr and len(done.stderr.splitlines()) == 1
