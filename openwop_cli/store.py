@@ -102,9 +102,10 @@ def find_captures(references: list[str], warn: Callable[[str], None] = lambda me
 
 
 def is_directory_of_captures(reference: str) -> bool:
-    """True when reference is a directory that is not itself a capture (it stands for the captures below it)."""
+    """True when reference is a directory that is not itself a capture (it stands for the captures below it); one
+    holding a manifest.json of any kind (a FIFO, a directory, a dangling link) is a capture, which its reader refuses."""
     path = Path(reference).expanduser()
-    return path.is_dir() and not (path / MANIFEST_NAME).is_file()
+    return path.is_dir() and not os.path.lexists(path / MANIFEST_NAME)
 
 
 def captures_under(directory: Path) -> list[Path]:
@@ -126,7 +127,7 @@ def _capture_dir_at(path: Path) -> Path:
         if path.name == MANIFEST_NAME:
             return path.parent
         raise NotACapture(f"{path} is a file, not a capture directory")
-    if not (path / MANIFEST_NAME).is_file():
+    if not os.path.lexists(path / MANIFEST_NAME):
         raise NotACapture(f"{path} is not a capture: it has no {MANIFEST_NAME}")
     return path
 

@@ -341,3 +341,14 @@ def test_a_command_without_a_capture_is_a_usage_error(tmp_path):
     done = run_wop("replay", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
     assert done.returncode == 2 and "ran" not in done.stdout
     assert "give the capture to replay" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_capture_whose_manifest_is_not_a_regular_file_is_one_line_and_exit_3(tmp_path, kind):
+    source = capture(tmp_path, "print('ran')\n")
+    manifest = source / "manifest.json"
+    manifest.unlink()
+    os.mkfifo(manifest) if kind == "fifo" else manifest.mkdir()
+    done = run_wop("replay", str(source), cwd=tmp_path)
+    assert done.returncode == 3 and "ran" not in done.stdout and "captures" not in done.stdout
+    assert "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1
