@@ -109,9 +109,8 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
                     break_at: int | None) -> None:
     """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits."""
     from openwop_cli.config import load_settings
-    from openwop_cli.replay.controls import ReplayControls
-
     from openwop_cli.errors import UsageError
+    from openwop_cli.replay.controls import ReplayControls
 
     references, argv = split_command(captures)
     if not references:
