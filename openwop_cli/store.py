@@ -16,6 +16,7 @@ from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 from openwop_cli.home import captures_root
+from openwop_cli.runtime.heldsignals import imported_held
 
 LAST = "last"
 
@@ -42,6 +43,7 @@ def list_stored(root: Path | None = None) -> list[StoredCapture]:
     root = captures_root() if root is None else root
     if not root.is_dir():
         return []
+    imported_held("orjson")  # the manifests' reader loads it: a Ctrl-C in its initialization would crash wop
     found = []
     for entry in root.iterdir():
         if entry.is_symlink() or not entry.is_dir() or entry.name.startswith("."):

@@ -52,12 +52,18 @@ _DIFF_OPTIONS: dict[str, tuple[str, Any]] = {
 
 def main() -> None:
     """Run wop (see the module docstring)."""
-    command = fast_command(sys.argv[1:])
-    if command is None:
-        from openwop_cli.cli.app import app
+    guarded(fast_command(sys.argv[1:]) or _typer_app)
 
-        command = app
-    guarded(command)
+
+def _typer_app() -> None:
+    """The Typer app, loaded where a Ctrl-C ends wop with 130 (not a traceback), orjson first with Ctrl-C held: the
+    commands' modules load it, and a Ctrl-C landing in its initialization would crash wop (runtime.heldsignals)."""
+    from openwop_cli.runtime.heldsignals import imported_held
+
+    imported_held("orjson")
+    from openwop_cli.cli.app import app
+
+    app()
 
 
 def guarded(run: Callable[[], Any]) -> None:

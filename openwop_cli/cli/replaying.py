@@ -31,6 +31,9 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
     early = {key: options[key] for key in ("policy", "from_seq", "branch", "overrides", "allow_tools", "out", "proxy")}
     launch = launched_early(source, list(argv or []), store_root=captures_root(), output_to_stderr=json_output,
                             controls=controls, **early)
+    from openwop_cli.runtime.heldsignals import imported_held
+
+    imported_held("orjson")  # first, and with Ctrl-C held: one landing in its initialization would crash wop
     from openwop_cli.replay.run import run_replay  # after the launch: the program starts while the replay loads
 
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),

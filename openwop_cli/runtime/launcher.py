@@ -23,6 +23,7 @@ from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, new_id
 from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, Collector, Listener
 from openwop_cli.runtime.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.runtime.heldsignals import imported_held
 
 if TYPE_CHECKING:
     from openwop_cli.format.redact import Redactor
@@ -159,6 +160,7 @@ def run_captured(
         launch = ChildLaunch(argv, **options)
         if early:
             launch.start(gated=True)
+    imported_held("orjson")  # before the capture loads it, with Ctrl-C held: one in its initialization crashes wop
     try:
         capture = _OpenCapture(argv, launch.capture_id, launch.path, name, redact, workflow, warn, hooks, ambient,
                                proxy, launch.listener)
