@@ -46,7 +46,10 @@ def open_regular(path: Path, error: type[WopError] = CorruptCapture, what: str =
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError:  # a Ctrl-C as fdopen returned: the file it made has closed fd already
+            pass
         raise
 
 
