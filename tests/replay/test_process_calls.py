@@ -725,21 +725,33 @@ def test_a_pool_worker_the_capture_has_no_recorded_self_of_never_takes_a_later_p
     assert program_output(done.stderr) == captured
 
 
-FORK_IN_A_TASK = """
-import multiprocessing, os, random, threading
+ONE_TASK_PER_WORKER = """
+import concurrent.futures, multiprocessing, os, random, threading
 import openwop_cli as wop
 
 @wop.tool
 def work(owner):
     return f"{owner}:{random.randint(0, 10**9)}"
 
+def one_task_each(number):
+    if number == 0:
+        first_taken.set()
+    both_taken.wait()  # each worker runs one task
+
+def hold(event, barrier):
+    global first_taken, both_taken
+    first_taken, both_taken = event, barrier
+    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
+        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
+"""  # what the programs below share: a tool call, and a pool of two whose workers run one task each
+
+
+FORK_IN_A_TASK = ONE_TASK_PER_WORKER + """
 def in_thread(owner, results):
     results.append(work(f"thread of {owner}"))
 
 def task(number):
-    if number == 0:
-        first_taken.set()
-    both_taken.wait()  # each worker runs one task
+    one_task_each(number)
     read, write = os.pipe()
     child = os.fork()
     if child == 0:
@@ -752,12 +764,6 @@ def task(number):
     os.waitpid(child, 0)
     return number, work(f"task {number}"), os.read(read, 1 << 16).decode()
 
-def hold(event, barrier):
-    global first_taken, both_taken
-    first_taken, both_taken = event, barrier
-    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
-        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
-
 if __name__ == "__main__":
     context = multiprocessing.get_context(os.environ["START_METHOD"])
     first_taken, both_taken = context.Event(), context.Barrier(2)
@@ -766,14 +772,10 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("start_method", ["fork", "spawn"])
-def test_a_child_forked_in_a_pool_task_is_served_its_own_calls_whichever_worker_runs_the_task(tmp_path, start_method):
-    """A child forked while a pool task runs makes calls of its own, its thread too, and its worker makes the task's
-    after it; replayed with the tasks in the workers that ran them and swapped. Before, the child and its worker shared
-    the task's calls as one ordered stream that neither process saw the other serve (every replay diverged: calls out
-    of order), and the child, numbered among its worker's forks, was paired with the other task's child when the tasks
-    swapped workers (its thread was served nothing)."""
-    source = capture(tmp_path, FORK_IN_A_TASK, env={"START_METHOD": start_method, "FIRST": "1"})
+def replays_whichever_worker_runs_each_task(tmp_path, program: str, start_method: str) -> None:
+    """Capture program with each of its two pool workers running one task (FIRST names the one that takes task 0),
+    then replay it strictly with the tasks in the same workers and swapped: no divergence, the same output."""
+    source = capture(tmp_path, program, env={"START_METHOD": start_method, "FIRST": "1"})
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     assert len(captured) == 2
     for first in ("1", "2"):
@@ -784,32 +786,27 @@ def test_a_child_forked_in_a_pool_task_is_served_its_own_calls_whichever_worker_
         assert program_output(done.stderr) == captured
 
 
-THREAD_IN_A_TASK = """
-import multiprocessing, os, random, threading
-import openwop_cli as wop
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_a_child_forked_in_a_pool_task_is_served_its_own_calls_whichever_worker_runs_the_task(tmp_path, start_method):
+    """A child forked while a pool task runs makes calls of its own, its thread too, and its worker makes the task's
+    after it; replayed with the tasks in the workers that ran them and swapped. Before, the child and its worker shared
+    the task's calls as one ordered stream that neither process saw the other serve (every replay diverged: calls out
+    of order), and the child, numbered among its worker's forks, was paired with the other task's child when the tasks
+    swapped workers (its thread was served nothing)."""
+    replays_whichever_worker_runs_each_task(tmp_path, FORK_IN_A_TASK, start_method)
 
-@wop.tool
-def work(owner):
-    return f"{owner}:{random.randint(0, 10**9)}"
 
+THREAD_IN_A_TASK = ONE_TASK_PER_WORKER + """
 def in_thread(owner, results):
     results.append(work(f"thread of {owner}"))
 
 def task(number):
-    if number == 0:
-        first_taken.set()
-    both_taken.wait()  # each worker runs one task
+    one_task_each(number)
     results = []
     helper = threading.Thread(target=in_thread, args=(number, results), name="helper")
     helper.start()
     helper.join()
     return number, work(f"task {number}"), results[0]
-
-def hold(event, barrier):
-    global first_taken, both_taken
-    first_taken, both_taken = event, barrier
-    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
-        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
 
 if __name__ == "__main__":
     context = multiprocessing.get_context(os.environ["START_METHOD"])
@@ -824,44 +821,21 @@ def test_a_thread_started_in_a_pool_task_is_served_its_own_calls_whichever_worke
     """A thread a pool task starts makes a call, and the task one after it; replayed with the tasks in the workers
     that ran them and swapped. Before, the thread's calls were its worker's (its pid and thread name), so with the
     tasks swapped each thread was served the other task's call (event_payload_mismatch)."""
-    source = capture(tmp_path, THREAD_IN_A_TASK, env={"START_METHOD": start_method, "FIRST": "1"})
-    captured = (tmp_path / "source.stdout").read_text().splitlines()
-    assert len(captured) == 2
-    for first in ("1", "2"):
-        env = {"START_METHOD": start_method, "FIRST": first}
-        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{first}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["score"]["score"] == 1.0
-        assert program_output(done.stderr) == captured
+    replays_whichever_worker_runs_each_task(tmp_path, THREAD_IN_A_TASK, start_method)
 
 
-PROCESS_IN_A_TASK = """
-import concurrent.futures, multiprocessing, os, random
-import openwop_cli as wop
-
-@wop.tool
-def work(owner):
-    return f"{owner}:{random.randint(0, 10**9)}"
-
+PROCESS_IN_A_TASK = ONE_TASK_PER_WORKER + """
 def in_process(owner, queue):
     queue.put(work(f"process of {owner}"))
 
 def task(number):
-    if number == 0:
-        first_taken.set()
-    both_taken.wait()  # each worker runs one task
+    one_task_each(number)
     queue = context.Queue()
     process = context.Process(target=in_process, args=(number, queue), name="helper")
     process.start()
     found = queue.get()
     process.join()
     return number, work(f"task {number}"), found
-
-def hold(event, barrier):
-    global first_taken, both_taken
-    first_taken, both_taken = event, barrier
-    if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
-        first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
 
 context = multiprocessing.get_context(os.environ["START_METHOD"])
 
@@ -880,12 +854,4 @@ def test_a_process_started_in_a_pool_task_is_served_its_own_calls_whichever_work
     tasks in the workers that ran them and swapped. Before, a spawned (or forkserver) Process was numbered among its
     worker's Processes and ran no task, so with the tasks swapped each was paired with the other task's Process and
     served its call (event_payload_mismatch); a forked one ran the task's fork and was served its own."""
-    source = capture(tmp_path, PROCESS_IN_A_TASK, env={"START_METHOD": start_method, "FIRST": "1"})
-    captured = (tmp_path / "source.stdout").read_text().splitlines()
-    assert len(captured) == 2
-    for first in ("1", "2"):
-        env = {"START_METHOD": start_method, "FIRST": first}
-        done, report = replay(tmp_path, source, "--strict", env=env, name=f"replay-{first}")
-        assert done.returncode == 0, done.stderr
-        assert report["diverged"] is False and report["score"]["score"] == 1.0
-        assert program_output(done.stderr) == captured
+    replays_whichever_worker_runs_each_task(tmp_path, PROCESS_IN_A_TASK, start_method)
