@@ -11,7 +11,6 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest

@@ -67,10 +67,11 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
 
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: give 1 or more")
+    shard_index = None
     if shard is not None:
         from openwop_cli.replay.batch import parse_shard
 
-        parse_shard(shard)  # a bad --shard is reported before the captures are looked for
+        shard_index = parse_shard(shard)  # a bad --shard is reported before the captures are looked for
     sources = find_captures(references, print_warning)
     options = dict(policy=policy, from_seq=from_seq, branch=False, overrides={}, allow_tools=allow_tools, out=out,
                    name=name, json_output=json_output, proxy=proxy, controls=controls)
@@ -81,7 +82,6 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
         finish(_replay(sources[0], argv, **options), json_output)
     from openwop_cli.replay import batch
 
-    shard_index = batch.parse_shard(shard) if shard is not None else None
     jobs = batch.default_jobs() if jobs is None else jobs
     if out is not None and len(sources) > 1:
         raise UsageError(f"--out names one directory, but {len(sources)} captures are being replayed")

@@ -92,7 +92,7 @@ class ForkedRead:
             _widen(keys_out)
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # Ctrl-C waits until the child is held
             try:
-                self._pid = os.fork()
+                pid = os.fork()
             except BaseException:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 raise
@@ -102,7 +102,7 @@ class ForkedRead:
             if self._lines is not None:
                 self._lines.handle.close()
             raise
-        if self._pid == 0:
+        if pid == 0:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child if it stops
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(self._keys_fd)
@@ -112,7 +112,7 @@ class ForkedRead:
             os.close(keys_out)
             os.close(result_out)
             self._result_fd: int | None = result_in
-            self._lost = weakref.finalize(self, _end_lost_child, self._pid, (self._keys_fd, result_in))
+            self._end = weakref.finalize(self, _end_child, pid, (self._keys_fd, result_in))
         finally:  # a Ctrl-C that came meanwhile is raised now, when a lost read is cleaned up after
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
@@ -151,22 +151,11 @@ class ForkedRead:
 
     def close(self) -> None:
         """Close the pipes and the file; a child still running is killed (the caller stopped early) and reaped."""
-        self._lost.detach()
         if self._lines is not None:
             self._lines.handle.close()
             self._lines = None
-        for fd in (self._keys_fd, self._result_fd):
-            if fd is not None:
-                os.close(fd)
+        self._end()  # (once: a later call, or the garbage collector's, does nothing)
         self._keys_fd = self._result_fd = None
-        if self._pid:
-            try:
-                if os.waitpid(self._pid, os.WNOHANG) == (0, 0):
-                    os.kill(self._pid, signal.SIGKILL)
-                    os.waitpid(self._pid, 0)
-            except ChildProcessError:
-                pass
-            self._pid = 0
 
 
 class _LineCursor:
@@ -246,9 +235,9 @@ def _keep_freed_memory() -> None:
         pass
 
 
-def _end_lost_child(pid: int, fds: tuple[int, int]) -> None:
-    """What close does, for a read the caller never held or dropped unclosed: its pipes closed, its child killed and
-    reaped (it would wait on a full pipe for good)."""
+def _end_child(pid: int, fds: tuple[int, int]) -> None:
+    """Close a read's pipes, and kill and reap its child (a finished one is only reaped): by close, or by the garbage
+    collector for a read the caller never held or dropped unclosed (its child would wait on a full pipe for good)."""
     for fd in fds:
         try:
             os.close(fd)
