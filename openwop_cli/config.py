@@ -93,7 +93,10 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
     replay = table.get("replay", [])
     if not isinstance(replay, list) or not all(isinstance(path, str) and path for path in replay):
         raise UsageError("[tool.wop] replay must be a list of directories, e.g. replay = [\"tests/runs\"]")
-    return Settings(root=root, capture_dir=root / table.get("capture_dir", "tests/captures"),
+    capture_dir = table.get("capture_dir", "tests/captures")
+    if not isinstance(capture_dir, str) or not capture_dir:
+        raise UsageError(f"[tool.wop] capture_dir = {capture_dir!r}: use a directory, e.g. capture_dir = \"tests/captures\"")
+    return Settings(root=root, capture_dir=root / capture_dir,
                     redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
                     record=table.get("record", "once"), ignore=ignore, ambient=ambient,
                     replay=[root / path for path in replay])

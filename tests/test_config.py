@@ -30,3 +30,28 @@ def test_a_pyproject_without_a_wop_table_gives_the_defaults_and_a_broken_wop_tab
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.wop]\nredact = "\xff"\n')
     with pytest.raises(UsageError, match=r"cannot read \[tool.wop\]"):
         load_settings(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["5", "[\"a\"]", "true", "{a = 1}", "\"\""])
+def test_a_capture_dir_that_is_not_a_directory_name_is_one_line_exit_2_and_a_pytest_usage_error(tmp_path, value):
+    import subprocess
+    import sys
+
+    from tests.conftest import run_wop
+
+    (tmp_path / "pyproject.toml").write_text(f"[tool.wop]\ncapture_dir = {value}\n")
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    done = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [f"wop: error: [tool.wop] capture_dir = {load_value(value)!r}: use a "
+                                                "directory, e.g. capture_dir = \"tests/captures\""]
+    tested = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:phoenix", "-p", "no:cacheprovider",
+                             "test_plain.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert tested.returncode == 4 and "INTERNALERROR" not in tested.stdout + tested.stderr
+    assert "[tool.wop] capture_dir" in tested.stderr
+
+
+def load_value(text):
+    import tomllib
+
+    return tomllib.loads(f"v = {text}")["v"]
