@@ -242,7 +242,12 @@ class WopRun:
         except ValueError:
             module = Path(module.name)
         parts = [part for part in module.parts if part not in ("tests", "test")] or [module.name]
-        return root.joinpath(*parts, _safe(name or self.item.name))
+        if name:
+            return root.joinpath(*parts, _safe(name))
+        path, legacy = root.joinpath(*parts, _distinct(self.item.name)), root.joinpath(*parts, _safe(self.item.name))
+        if path != legacy and not (path / "manifest.json").is_file() and _recorded_for(legacy, self.item.nodeid):
+            return legacy  # recorded before test names were kept distinct, and this test's own
+        return path
 
     def _action(self) -> str:
         mode = self.item.config.getoption("--wop-record")
@@ -259,3 +264,33 @@ class WopRun:
 def _safe(name: str) -> str:
     """A test name (parametrized ids included) as a directory name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "test"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.-]+")
+_PARAMETRIZED = re.compile(r"(.*?)\[(.*)\]", re.S)
+
+
+def _distinct(name: str) -> str:
+    """A test's name as a directory name of its own: `test_x[1-a]` is `test_x_1-a`, as _safe makes it; a name _safe
+    would change more than that (`test_x[a b]`, `test_x[a/b]` and `test_x[a_b]` are all `test_x_a_b` to it) gets a
+    hash of the name too, so two tests never share (and overwrite) one capture."""
+    parametrized = _PARAMETRIZED.fullmatch(name)
+    base, ids = parametrized.groups() if parametrized else (name, None)
+    if _PLAIN.fullmatch(base) and (ids is None or _PLAIN.fullmatch(ids)):
+        return _safe(name)
+    import hashlib
+
+    return f"{_safe(name)}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def _recorded_for(path: Path, nodeid: str) -> bool:
+    """True when the capture at path was recorded by the test nodeid."""
+    from openwop_cli.errors import WopError
+    from openwop_cli.format.manifest import read_manifest
+
+    if not (path / "manifest.json").is_file():
+        return False
+    try:
+        return (read_manifest(path).get("program") or {}).get("pytest") == nodeid
+    except WopError:
+        return False

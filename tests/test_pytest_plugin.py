@@ -160,3 +160,45 @@ def test_the_readme_example_replays_with_no_api_key_set(project, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     replayed = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
     replayed.assert_outcomes(passed=1)
+
+
+PARAMETRIZED = """
+import os
+import httpx
+import pytest
+
+
+@pytest.mark.wop
+@pytest.mark.parametrize("question", ["a b", "a/b", "a_b", "a?b"])
+def test_asks(question):
+    answer = httpx.post(os.environ["BASE"] + "/ask", json={{"question": question}}).json()
+    assert answer["echo"]["question"] == question{changed}
+"""
+
+
+def test_parametrized_tests_whose_ids_read_alike_keep_a_capture_each(project, monkeypatch):
+    project.makepyfile(test_params=PARAMETRIZED.format(changed=""))
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider", "-n", "2").assert_outcomes(passed=4)
+        assert len(provider.requests) == 4
+    captures = sorted((project.path / "tests" / "captures" / "test_params").iterdir())
+    assert len(captures) == 4
+    project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider", "-n", "2").assert_outcomes(passed=4)
+    project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider").assert_outcomes(passed=4)
+
+
+def test_a_capture_recorded_under_the_old_shared_name_still_replays_for_its_own_test(project, monkeypatch):
+    project.makepyfile(test_params=PARAMETRIZED.format(changed=""))
+    spaced = "test_params.py::test_asks[a b]"
+    with FakeProvider() as provider:
+        monkeypatch.setenv("BASE", provider.url)
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider", spaced).assert_outcomes(passed=1)
+    folder = project.path / "tests" / "captures" / "test_params"
+    [recorded] = list(folder.iterdir())
+    assert recorded.name.startswith("test_asks_a_b-")
+    recorded.rename(folder / "test_asks_a_b")  # where the plugin kept it before names were kept distinct
+    project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider", spaced).assert_outcomes(passed=1)
+    slashed = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider", "test_params.py::test_asks[a/b]")
+    slashed.assert_outcomes(failed=1)
+    assert "no wop capture for this test" in slashed.stdout.str()
