@@ -95,7 +95,8 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
         raise UsageError("[tool.wop] replay must be a list of directories, e.g. replay = [\"tests/runs\"]")
     capture_dir = table.get("capture_dir", "tests/captures")
     if not isinstance(capture_dir, str) or not capture_dir:
-        raise UsageError(f"[tool.wop] capture_dir = {capture_dir!r}: use a directory, e.g. capture_dir = \"tests/captures\"")
+        raise UsageError(f"[tool.wop] capture_dir = {capture_dir!r}: use a directory, "
+                         "e.g. capture_dir = \"tests/captures\"")
     return Settings(root=root, capture_dir=root / capture_dir,
                     redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
                     record=table.get("record", "once"), ignore=ignore, ambient=ambient,

@@ -182,8 +182,8 @@ def _interaction(item: Any, index: int, path: Path) -> Interaction:
         raise bad(f"response status {_short(code)} is not an HTTP status code")
     response_headers = _headers(response.get("headers"), bad)
     body = response["body"] if "body" in response else response.get("content")
-    return Interaction(method.upper(), uri, _headers(request.get("headers"), bad), _request_body(request.get("body"), bad),
-                       code, *_decoded(response_headers, _bytes(body, bad), bad))
+    return Interaction(method.upper(), uri, _headers(request.get("headers"), bad),
+                       _request_body(request.get("body"), bad), code, *_decoded(response_headers, _bytes(body, bad), bad))
 
 
 def _request_body(value: Any, bad: Callable[[str], BadCassette]) -> bytes:

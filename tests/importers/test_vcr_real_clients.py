@@ -118,7 +118,8 @@ def test_a_real_vcrpy_cassette_of_compressed_answers_and_json_bodies_imports_and
 
 
 @pytest.mark.parametrize("body", [gzip.compress(b'{"zipped": true, "and": "more text"}', mtime=0)[:-12],
-                                  zlib.compress(b'{"deflated": true, "and": "more text"}')[:-6]], ids=["gzip", "deflate"])
+                                  zlib.compress(b'{"deflated": true, "and": "more text"}')[:-6]],
+                         ids=["gzip", "deflate"])
 def test_a_cut_short_compressed_body_is_refused(tmp_path, body):
     import base64
 
