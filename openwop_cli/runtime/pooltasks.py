@@ -54,6 +54,7 @@ _numbering = threading.Lock()
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
 _asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
+_thread_asyncio_tasks = threading.local()  # a thread other than the main one, outside pool tasks: `count` of its tasks
 # a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
 
@@ -187,18 +188,28 @@ def patch_threads(module: Any) -> None:
 
 def patch_event_loop(module: Any) -> None:
     """asyncio.base_events.BaseEventLoop.create_task: an asyncio task made unnamed while a pool task runs is recorded
-    as `asyncio task K`, the K-th the pool task made (origin.task), not by its name, Task-N: N counts the process's
-    tasks, and workers running event loops side by side (asyncio.run in a worker thread) make them in any order."""
+    as `asyncio task K`, the K-th the pool task made (origin.task), and one made in a thread other than the main one
+    outside a pool task as the K-th that thread made — not by its name, Task-N: N counts the process's tasks, and
+    threads running event loops side by side (asyncio.run in a worker thread, or in each of a few threads the program
+    starts) make them in any order. The main thread's tasks keep their names (numbered before any other thread
+    makes one, they are the same from run to run)."""
     create_task = module.BaseEventLoop.create_task
+    main_thread = threading.main_thread
 
     @functools.wraps(create_task)
     def numbering_create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
         task = create_task(self, coro, *args, **kwargs)
-        within = current_pool_task()
-        if within is not None and kwargs.get("name") is None:
-            with _numbering:
-                count = _asyncio_tasks.setdefault(within, itertools.count(1))
-            name_pool_asyncio_task(task, f"asyncio task {next(count)}")
+        if kwargs.get("name") is None:
+            within = current_pool_task()
+            if within is not None:
+                with _numbering:
+                    count = _asyncio_tasks.setdefault(within, itertools.count(1))
+                name_pool_asyncio_task(task, f"asyncio task {next(count)}")
+            elif threading.current_thread() is not main_thread():
+                count = getattr(_thread_asyncio_tasks, "count", None)
+                if count is None:
+                    count = _thread_asyncio_tasks.count = itertools.count(1)
+                name_pool_asyncio_task(task, f"asyncio task {next(count)}")
         return task
 
     ambient.replace(module.BaseEventLoop, "create_task", numbering_create_task)

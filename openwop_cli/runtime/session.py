@@ -93,7 +93,7 @@ class Session:
         if asyncio is not None and asyncio._get_running_loop() is not None:
             task = asyncio.current_task()
             if task is not None:
-                where["task"] = (pool_task is not None and _pool_asyncio_tasks.get(task)) or task.get_name()
+                where["task"] = _pool_asyncio_tasks.get(task) or task.get_name()
         return where
 
     def flush(self) -> None:
@@ -162,8 +162,9 @@ def current_pool_task() -> str | None:
     return _pool_task.name
 
 
-# an asyncio task made (unnamed) while a pool task ran → `asyncio task K`, its place among that pool task's; its own
-# name, Task-N, counts the process's tasks, which workers running event loops side by side make in any order
+# an asyncio task made (unnamed) while a pool task ran, or in a thread other than the main one → `asyncio task K`, its
+# place among that pool task's or thread's; its own name, Task-N, counts the process's tasks, which threads running
+# event loops side by side make in any order
 _pool_asyncio_tasks: Any = weakref.WeakKeyDictionary()
 
 

@@ -511,6 +511,53 @@ def test_workers_running_event_loops_side_by_side_are_served_their_items_values(
     assert_replays_exactly(tmp_path, source, captured)
 
 
+THREADS_EVENT_LOOPS = """
+import asyncio, datetime, os, threading, time, uuid
+import openai
+
+async def ask(client, thread):
+    request_id = uuid.uuid4().hex[:8]
+    reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[
+        {"role": "user", "content": f"thread {thread} request {request_id} at {datetime.datetime.now():%H:%M:%S.%f}"}])
+    return reply.choices[0].message.content
+
+async def work(thread):
+    client = openai.AsyncOpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+    return await asyncio.gather(*(ask(client, thread) for _ in range(2)))
+
+def worker(thread):
+    if thread != int(os.environ["FIRST"]):  # which thread starts its event loop first: up to the network, the machine
+        time.sleep(0.3)
+    print(thread, *asyncio.run(work(thread)), flush=True)
+
+threads = [threading.Thread(target=worker, args=(thread,)) for thread in range(2)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_threads_running_event_loops_side_by_side_are_served_their_own_values_and_calls(tmp_path):
+    """Two threads the program starts each run an event loop (asyncio.run) whose tasks read the clock and a uuid into
+    their prompts; which thread makes its tasks first differs from run to run. Before, their values and calls were
+    keyed by the tasks' names, Task-N, N counting the process's tasks: the replay, its other thread first, served
+    neither thread its values (live ones) and stopped at the first LLM call with a payload mismatch."""
+    with FakeProvider() as provider:
+        source = capture(tmp_path, THREADS_EVENT_LOOPS, env={"BASE": provider.url, "FIRST": "0"})
+    origins = {(event["origin"]["thread"], event["origin"]["task"])
+               for event in CaptureReader(source) if event["type"] == "llm_request"}
+    assert {task for _, task in origins} == {"asyncio task 2", "asyncio task 3"}, origins
+    captured = sorted((tmp_path / "source.stdout").read_text().splitlines())
+    assert len(captured) == 2
+    for number in range(2):  # offline, the other thread first
+        done, report = replay(tmp_path, source, "--strict", env={"BASE": provider.url, "FIRST": "1"},
+                              name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and report["liveValues"] == []
+        assert sorted(program_output(done.stderr)) == captured
+
+
 CHANGED_TASK = """
 import multiprocessing, random, time
 import openwop_cli as wop
