@@ -3,6 +3,7 @@ answers with exactly the header lines it is given, replays it strictly with the 
 program printed both times (for a client that does not decode, what was recorded)."""
 
 import gzip
+import json
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,22 @@ class _Answers(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_POST(self) -> None:  # noqa: N802
+        """A chat completion streamed in three chunks, then the connection drops (no last chunk): a model server that
+        crashed, a proxy that timed out."""
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for word in ("order ", "A-1 ", "shipped "):
+            chunk = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+                     "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+            data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+        self.close_connection = True
 
     def log_message(self, *args: object) -> None:
         pass
@@ -200,3 +217,62 @@ def test_a_json_body_whose_value_would_replay_as_other_bytes_is_recorded_as_its_
     bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")][::2]
     assert bodies == ["null", '"just text"', "1E2", '{"id": 123456789012345678901234567890, "ok": true}',
                       {"hash": "a1234567890123456789012b"}]
+
+
+CUT_STREAMS = """
+import asyncio, os
+import httpx, openai
+
+base = os.environ["BASE"]
+messages = [{"role": "user", "content": "Where is order A-1?"}]
+client = openai.OpenAI(base_url=base + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+words = []
+try:
+    for chunk in client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True):
+        words.append(chunk.choices[0].delta.content)
+    print(">", "openai ended", words)
+except openai.APIConnectionError as exc:
+    print(">", "openai", type(exc).__name__, type(exc.__cause__).__name__, words)
+
+async def main():
+    client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+    words = []
+    try:
+        async for chunk in await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True):
+            words.append(chunk.choices[0].delta.content)
+        print(">", "async openai ended", words)
+    except openai.APIConnectionError as exc:
+        print(">", "async openai", type(exc).__name__, type(exc.__cause__).__name__, words)
+
+asyncio.run(main())
+try:
+    with httpx.stream("POST", base + "/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": messages,
+                                                                   "stream": True}) as response:
+        for line in response.iter_lines():
+            print(">", "httpx", line[:40])
+    print(">", "httpx ended")
+except httpx.RemoteProtocolError as exc:
+    print(">", "httpx", type(exc).__name__, exc)
+"""
+
+
+def test_a_stream_whose_connection_broke_replays_its_chunks_then_the_same_error(tmp_path, answers):
+    """The server sends three chunks of a streamed chat completion and drops the connection. The program (the openai
+    SDK, sync and async, and httpx itself) got the chunks, then httpx's RemoteProtocolError (the SDK's
+    APIConnectionError). Before, the replay served the chunks and a clean end of the stream: the SDK returned the three
+    words as the whole answer, and the strict replay said it replayed exactly."""
+    captured, source = capture(tmp_path, CUT_STREAMS, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert printed[0] == "> openai APIConnectionError RemoteProtocolError ['order ', 'A-1 ', 'shipped ']", printed
+    assert printed[1] == "> async " + printed[0][2:] and printed[-1].startswith("> httpx RemoteProtocolError")
+    answers_recorded = events(source, "llm_response")
+    assert len(answers_recorded) == 3
+    for event in answers_recorded:
+        assert event["data"]["streamComplete"] is False and len(event["data"]["stream"]) == 3
+        assert event["data"]["streamError"]["type"] == "RemoteProtocolError"
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed

@@ -120,10 +120,12 @@ class Exchange:
         """True when the answer (its header_snapshot) comes as server-sent events or JSON lines."""
         return header_value(headers, "content-type").startswith(STREAM_TYPES)
 
-    def record_response(self, status: int, headers: Any, body: bytes, streamed: bool, complete: bool = True, *,
+    def record_response(self, status: int, headers: Any, body: bytes, streamed: bool, complete: Any = True, *,
                         in_call: bool = False) -> None:
-        """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot. in_call:
-        recorded by the call that sent the request (its thread and task), whose origin it then shares."""
+        """Record the answer: its decoded body (whole, or a stream's bytes), its headers' header_snapshot. complete:
+        True, False (the program stopped reading first), or describe_exception's data of the exception that ended the
+        stream (its connection broke). in_call: recorded by the call that sent the request (its thread and task), whose
+        origin it then shares."""
         self.finished = True
         if self._live is not None:
             self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
@@ -273,8 +275,10 @@ class RecordedRequest(NamedTuple):
                 message = sse.assemble(llm.provider, events)
             data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
                         streamFormat=stream_format)
-            if not complete:
+            if complete is not True:
                 data["streamComplete"] = False
+                if isinstance(complete, dict):  # describe_exception's: what ended the stream (a broken connection)
+                    data["streamError"] = complete
         else:
             value = _answer_value(body, headers.get("content-type"))
             data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
@@ -329,9 +333,29 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
             chunks = [eventstream.frame_bytes(event) for event in stream]
         else:
             chunks = [sse.event_bytes(event, stream_format == "ndjson") for event in stream]
+        if isinstance(recorded.get("streamError"), dict):
+            chunks = _EndedByError(chunks)
+            chunks.error = recorded["streamError"]
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"))
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
+
+
+class _EndedByError(list):
+    """A recorded stream's chunks, whose recorded stream ended with an exception (`error`: describe_exception's)."""
+
+    error: dict[str, Any]
+
+
+def stream_error(chunks: list[bytes]) -> BaseException | None:
+    """The exception that ended a recorded stream whose chunks response_parts gave, rebuilt; None for one that ended
+    (or that the program stopped reading)."""
+    error = getattr(chunks, "error", None)
+    if error is None:
+        return None
+    from openwop_cli.runtime.exceptions import rebuild_exception
+
+    return rebuild_exception(error)[0]
 
 
 def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

@@ -13,8 +13,10 @@ from openwop_cli.runtime.adapters.exchange import (
     Exchange,
     header_snapshot,
     recording_session,
+    stream_error,
     to_wop_proxy,
 )
+from openwop_cli.runtime.session import describe_exception
 
 _MARK = "__wop_patched__"
 _CONTENT_TYPE, _CONTENT_ENCODING = b"content-type", b"content-encoding"
@@ -111,7 +113,7 @@ def _content_headers(snapshot: Any) -> tuple[bytes, bool]:
 def _recording_response(module: Any, recording: Any, exchange: Exchange, response: Any, headers: Any,
                         encoded: bool) -> Any:
     """The response handed on while its stream is recorded as the client reads it."""
-    def done(body: bytes, complete: bool) -> None:
+    def done(body: bytes, complete: Any) -> None:
         decoded = _decoded(module, response, encoded, body)
         exchange.record_response(response.status_code, headers, decoded, True, complete)
 
@@ -142,6 +144,14 @@ def _response(module: Any, streams: Any, parts: tuple, request: Any) -> Any:
     return module.Response(status, headers=headers, stream=stream, request=request)
 
 
+def _raise_stream_error(chunks: list[bytes]) -> None:
+    """After a replayed stream's last chunk: the exception that ended the recorded one (its connection broke, a read
+    timed out), raised again as the client's transport raised it; nothing for a stream that ended."""
+    error = stream_error(chunks)
+    if error is not None:
+        raise error
+
+
 class _StreamClasses:
     """The byte-stream types for one module (httpx or httpx2): recording and replaying streams."""
 
@@ -153,16 +163,20 @@ class _StreamClasses:
                 self.inner, self.done, self.chunks, self.finished = inner, done, [], False
 
             def __iter__(self) -> Any:
-                for chunk in self.inner:
-                    self.chunks.append(chunk)
-                    yield chunk
+                try:
+                    for chunk in self.inner:
+                        self.chunks.append(chunk)
+                        yield chunk
+                except Exception as exc:  # the connection broke, a read timed out: the stream ended with it
+                    self._finish(describe_exception(exc))
+                    raise
                 self._finish(True)
 
             def close(self) -> None:
                 self.inner.close()
                 self._finish(False)
 
-            def _finish(self, complete: bool) -> None:
+            def _finish(self, complete: Any) -> None:
                 if not self.finished:
                     self.finished = True
                     self.done(b"".join(self.chunks), complete)
@@ -172,16 +186,20 @@ class _StreamClasses:
                 self.inner, self.done, self.chunks, self.finished = inner, done, [], False
 
             async def __aiter__(self) -> Any:
-                async for chunk in self.inner:
-                    self.chunks.append(chunk)
-                    yield chunk
+                try:
+                    async for chunk in self.inner:
+                        self.chunks.append(chunk)
+                        yield chunk
+                except Exception as exc:  # as in SyncRecording (a cancellation is no error: the program stopped)
+                    self._finish(describe_exception(exc))
+                    raise
                 self._finish(True)
 
             async def aclose(self) -> None:
                 await self.inner.aclose()
                 self._finish(False)
 
-            def _finish(self, complete: bool) -> None:
+            def _finish(self, complete: Any) -> None:
                 if not self.finished:
                     self.finished = True
                     self.done(b"".join(self.chunks), complete)
@@ -192,9 +210,11 @@ class _StreamClasses:
 
             def __iter__(self) -> Any:
                 yield from self.chunks
+                _raise_stream_error(self.chunks)
 
             async def __aiter__(self) -> Any:
                 for chunk in self.chunks:
                     yield chunk
+                _raise_stream_error(self.chunks)
 
         self.sync_recording, self.async_recording, self.replayed = SyncRecording, AsyncRecording, Replayed
