@@ -678,6 +678,9 @@ class capture:
     def close_at_exit(self) -> None:
         """atexit hook for WOP_MODE=capture without a parent: finalize in the process that opened."""
         if os.getpid() == self._owner_pid and self.manifest is None:
+            from openwop_cli.runtime.session import finish_open_streams
+
+            finish_open_streams()
             self.close(self._uncaught, self._exit_code)
 
     def note_exit_code(self) -> None:

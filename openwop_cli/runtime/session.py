@@ -318,8 +318,30 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
     return exception_data(exc)
 
 
+_open_streams: Any = weakref.WeakSet()  # recorded streams the program has not read to their end nor closed
+
+
+def note_open_stream(stream: Any) -> None:
+    """A response stream being recorded as the program reads it (an adapter's), with a `finish(complete)` method that
+    records it once: finish_open_streams records it if it is still open when the process ends."""
+    _open_streams.add(stream)
+
+
+def finish_open_streams() -> None:
+    """Record what the program read of each stream it still held open as the process ends (as incomplete): a program
+    that dies of an exception while reading a stream keeps it open in the traceback, so it is never closed before
+    the recording is; its answer was missing from the capture, and a replay could not serve the call."""
+    for stream in list(_open_streams):
+        try:
+            stream.finish(False)
+        except Exception:
+            pass
+
+
 def _close_channel(sender: Any) -> None:
     from openwop_cli.runtime.program import local_modules
+
+    finish_open_streams()
 
     modules = local_modules(os.getcwd())
     if not modules and sender.silent and not started_by_wop():

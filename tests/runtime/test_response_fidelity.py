@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
 pytest.importorskip("aiohttp")
@@ -276,3 +277,44 @@ def test_a_stream_whose_connection_broke_replays_its_chunks_then_the_same_error(
     assert replayed.returncode == 0, replayed.stderr
     assert report["score"]["score"] == 1.0
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+
+
+CRASH_MID_STREAM = """
+import asyncio, os, sys
+import openai
+
+messages = [{"role": "user", "content": "Where is order A-1 now?"}]
+if sys.argv[1:] == ["async"]:
+    async def main():
+        client = openai.AsyncOpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef")
+        async for chunk in await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True):
+            print(">", chunk.choices[0].delta.content, flush=True)
+            if chunk.choices[0].delta.content == "A-1 ":
+                raise RuntimeError("the agent's handler failed on a chunk")
+    asyncio.run(main())
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef")
+for chunk in client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True):
+    print(">", chunk.choices[0].delta.content, flush=True)
+    if chunk.choices[0].delta.content == "A-1 ":
+        raise RuntimeError("the agent's handler failed on a chunk")
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_program_that_dies_while_reading_a_stream_has_what_it_read_recorded_and_replayed(tmp_path, mode):
+    """The program raises on the fourth chunk of a streamed answer and dies of it, the stream still open (held by the
+    traceback). Before, the answer was never recorded (the stream was neither read to its end nor closed before the
+    recording was): the replay answered the call with wop's HTTP 400, the program died of BadRequestError before
+    printing a chunk, and the strict replay said it replayed exactly."""
+    with FakeProvider() as provider:
+        program = CRASH_MID_STREAM if mode == "sync" else CRASH_MID_STREAM.replace('sys.argv[1:] == ["async"]', "True")
+        captured, source = capture(tmp_path, program, {"BASE": provider.url})
+    assert captured.returncode == 1 and "RuntimeError: the agent's handler failed" in captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert printed[-2:] == ["> order ", "> A-1 "], printed
+    (answer,) = events(source, "llm_response")
+    assert answer["data"]["streamComplete"] is False and answer["data"]["stream"]
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": provider.url})
+    assert report["diverged"] is False and report["score"]["score"] == 1.0, replayed.stderr
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+    assert "RuntimeError: the agent's handler failed" in replayed.stderr and "BadRequestError" not in replayed.stderr

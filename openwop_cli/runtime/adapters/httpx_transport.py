@@ -16,7 +16,7 @@ from openwop_cli.runtime.adapters.exchange import (
     stream_error,
     to_wop_proxy,
 )
-from openwop_cli.runtime.session import describe_exception
+from openwop_cli.runtime.session import describe_exception, note_open_stream
 
 _MARK = "__wop_patched__"
 _CONTENT_TYPE, _CONTENT_ENCODING = b"content-type", b"content-encoding"
@@ -161,6 +161,7 @@ class _StreamClasses:
         class SyncRecording(sync_base):  # type: ignore[misc, valid-type]
             def __init__(self, inner: Any, done: Callable[[bytes, bool], None]) -> None:
                 self.inner, self.done, self.chunks, self.finished = inner, done, [], False
+                note_open_stream(self)
 
             def __iter__(self) -> Any:
                 try:
@@ -168,15 +169,15 @@ class _StreamClasses:
                         self.chunks.append(chunk)
                         yield chunk
                 except Exception as exc:  # the connection broke, a read timed out: the stream ended with it
-                    self._finish(describe_exception(exc))
+                    self.finish(describe_exception(exc))
                     raise
-                self._finish(True)
+                self.finish(True)
 
             def close(self) -> None:
                 self.inner.close()
-                self._finish(False)
+                self.finish(False)
 
-            def _finish(self, complete: Any) -> None:
+            def finish(self, complete: Any) -> None:
                 if not self.finished:
                     self.finished = True
                     self.done(b"".join(self.chunks), complete)
@@ -184,6 +185,7 @@ class _StreamClasses:
         class AsyncRecording(async_base):  # type: ignore[misc, valid-type]
             def __init__(self, inner: Any, done: Callable[[bytes, bool], None]) -> None:
                 self.inner, self.done, self.chunks, self.finished = inner, done, [], False
+                note_open_stream(self)
 
             async def __aiter__(self) -> Any:
                 try:
@@ -191,15 +193,15 @@ class _StreamClasses:
                         self.chunks.append(chunk)
                         yield chunk
                 except Exception as exc:  # as in SyncRecording (a cancellation is no error: the program stopped)
-                    self._finish(describe_exception(exc))
+                    self.finish(describe_exception(exc))
                     raise
-                self._finish(True)
+                self.finish(True)
 
             async def aclose(self) -> None:
                 await self.inner.aclose()
-                self._finish(False)
+                self.finish(False)
 
-            def _finish(self, complete: Any) -> None:
+            def finish(self, complete: Any) -> None:
                 if not self.finished:
                     self.finished = True
                     self.done(b"".join(self.chunks), complete)
