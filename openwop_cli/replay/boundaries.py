@@ -29,7 +29,7 @@ from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
-from openwop_cli.runtime.jsonable import revive, to_json, type_name
+from openwop_cli.runtime.jsonable import revive, revive_big_ints, to_json, type_name
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import Session, current_pool_task, describe_exception
 from openwop_cli.state.reducers import is_entry
@@ -250,7 +250,7 @@ class Replayer:
             self._emit_divergences()
         if match.unit is None and not match.has_override:
             return live
-        return decode(recorded_value)
+        return decode(revive_big_ints(recorded_value))
 
     def ambient(self, source: str, key: str, site: dict[str, Any]) -> Any:
         """The next value recorded at this call site for this thread/task (None when none is left), on record."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from openwop_cli.runtime.jsonable import to_json
+from openwop_cli.runtime.jsonable import json_form, revive_big_ints, to_json
 
 # Fields built-in exceptions keep outside their args (OSError's filename, ImportError's name and path,
 # SyntaxError's position): recorded so a rebuilt one prints the same.
@@ -34,7 +34,7 @@ def exception_data(exc: BaseException) -> dict[str, Any]:
             attributes[name] = value
     if attributes:
         data["attributes"] = to_json(attributes)
-    if not (_plain(exc.args) and _plain(attributes)):
+    if not (_plain(list(exc.args)) and _plain(attributes)):
         data["lossy"] = True
     return data
 
@@ -48,9 +48,9 @@ def rebuild_exception(error: dict[str, Any]) -> tuple[BaseException, str | None]
     if kind is None:
         return ReplayedToolError(error), (f"{name} is not loaded in the replayed program, so it was raised as "
                                           "ReplayedToolError")
-    args = tuple(error["args"]) if isinstance(error.get("args"), list) else (error.get("message", ""),)
+    args = tuple(revive_big_ints(error["args"])) if isinstance(error.get("args"), list) else (error.get("message", ""),)
     try:
-        rebuilt = _construct(kind, args, error.get("attributes"))
+        rebuilt = _construct(kind, args, revive_big_ints(error.get("attributes")))
     except Exception as exc:
         return ReplayedToolError(error), f"{name} could not be rebuilt ({type(exc).__name__}: {exc})"
     problems = []
@@ -93,11 +93,12 @@ def _loaded_class(error: dict[str, Any]) -> type | None:
 
 
 def _plain(value: Any) -> bool:
-    """True when value is JSON as it is (what is not was recorded through jsonable's stand-ins, such as a repr)."""
+    """True when value is JSON as it is, or recorded exactly all the same (an int beyond 64 bits); what is not was
+    recorded through jsonable's stand-ins, such as a repr."""
     try:
         orjson.dumps(value)
     except TypeError:
-        return False
+        return revive_big_ints(json_form(value)) == value
     return True
 
 

@@ -1,7 +1,8 @@
 """Turning a program's values (SDK objects, dataclasses, paths, sets) into JSON for the capture.
 
 orjson serializes the common types natively; these hooks cover the rest without ever failing a
-call: anything unknown is recorded by its repr.
+call: anything unknown is recorded by its repr. An integer orjson cannot write (beyond 64 bits)
+is recorded exactly as {"$bigint": "<digits>"}, and handed back to a replayed program as the int.
 """
 
 import base64
@@ -12,6 +13,9 @@ from typing import Any
 import orjson
 
 BYTES_TAG = "$bytes"
+BIG_INT_TAG = "$bigint"
+_BIG_INT_MARKER = b'"$bigint"'
+_SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # the integers orjson writes
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
@@ -21,7 +25,7 @@ def json_default(value: Any) -> Any:
     if callable(model_dump):
         return model_dump(mode="json")
     if isinstance(value, (set, frozenset)):
-        return sorted(value, key=orjson.dumps)
+        return sorted(value, key=dumps)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, os.PathLike):
@@ -36,14 +40,83 @@ def json_default(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """JSON bytes of any value; bytes travel as {"$bytes": base64} until `revive_bytes` restores them
-    (a value nested deeper than a capture holds is recorded cut at that depth, never failing the call)."""
+    """JSON bytes of any value; bytes travel as {"$bytes": base64} until `revive_bytes` restores them, an integer
+    beyond 64 bits as {"$bigint": digits} (see `tag_big_int`), and a value nested deeper than a capture holds is
+    recorded cut at that depth: never failing the call."""
     try:
         return orjson.dumps(value, default=json_default, option=_OPTIONS)
-    except orjson.JSONEncodeError:
-        from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
+    except TypeError:  # too deep, or an integer beyond 64 bits (orjson says which only in its message)
+        from openwop_cli.format.schema import MAX_DEPTH
 
-        return orjson.dumps(cut_nesting(value, MAX_DEPTH), default=json_default, option=_OPTIONS)
+        return orjson.dumps(_writable(value, MAX_DEPTH), default=json_default, option=_OPTIONS)
+
+
+def _writable(value: Any, levels: int) -> Any:
+    """value as orjson can write it: cut below `levels` container levels (as format.schema.cut_nesting does), every
+    integer beyond 64 bits tagged, and the objects json_default stands in for opened, so none hides such an int."""
+    from openwop_cli.format.schema import TOO_DEEP
+
+    if isinstance(value, int):
+        return value if _SMALLEST <= value <= _LARGEST else tag_big_int(value)
+    is_list = isinstance(value, list) or type(value) is tuple  # what orjson writes as an array (not a namedtuple)
+    if is_list or isinstance(value, dict) or hasattr(type(value), "__dataclass_fields__"):
+        if levels <= 0:
+            return TOO_DEEP
+        if is_list:
+            return [_writable(item, levels - 1) for item in value]
+        if isinstance(value, dict):
+            return {_writable_key(key): _writable(item, levels - 1) for key, item in value.items()}
+        import dataclasses
+
+        return {field.name: _writable(getattr(value, field.name), levels - 1) for field in dataclasses.fields(value)}
+    try:
+        orjson.dumps(value, option=_OPTIONS)  # a string, float, date, enum, numpy array…: written as it is
+        return value
+    except TypeError:
+        stand_in = json_default(value)
+    return stand_in if type(stand_in) is str else _writable(stand_in, levels - 1)
+
+
+def _writable_key(key: Any) -> Any:
+    return str(key) if isinstance(key, int) and not _SMALLEST <= key <= _LARGEST else key
+
+
+def tag_big_int(value: int) -> dict[str, str]:
+    """The recorded form of an integer beyond 64 bits: its exact digits (hex past Python's decimal limit)."""
+    number = int(value)  # an IntEnum's str is its name
+    try:
+        return {BIG_INT_TAG: str(number)}
+    except ValueError:  # more digits than int→str converts (sys.set_int_max_str_digits); hex has no limit
+        return {BIG_INT_TAG: hex(number)}
+
+
+def revive_big_ints(value: Any) -> Any:
+    """value with every {"$bigint": digits} that `dumps` wrote turned back into the int (what a replay hands the
+    program); a value without one is returned as it is, at the cost of one orjson pass."""
+    try:
+        if _BIG_INT_MARKER not in orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS):
+            return value
+    except TypeError:  # bytes (resolved blobs) in it: look
+        pass
+    return _revived_ints(value)
+
+
+def _revived_ints(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        text = value.get(BIG_INT_TAG) if len(value) == 1 else None
+        if type(text) is str:
+            try:
+                number = int(text, 0)
+            except ValueError:
+                return value
+            if not _SMALLEST <= number <= _LARGEST:  # only what dumps tags: a program's own {"$bigint": "5"} stays
+                return number
+            return value
+        return {key: _revived_ints(child) for key, child in value.items()}
+    if kind is list:
+        return [_revived_ints(child) for child in value]
+    return value
 
 
 def to_json(value: Any) -> Any:
@@ -91,10 +164,12 @@ def type_name(value: Any) -> str | None:
 
 
 def revive(value: Any, name: str | None) -> Any:
-    """The recorded JSON value as the type it had (a pydantic model or dataclass), when the program has that type loaded.
+    """The recorded JSON value as the type it had (a pydantic model or dataclass), when the program has that type
+    loaded; integers beyond 64 bits are ints again.
 
     Only modules the program already imported are consulted: a capture never makes wop import code.
     """
+    value = revive_big_ints(value)
     if not name or ":" not in name:
         return value
     module_name, _, qualname = name.partition(":")

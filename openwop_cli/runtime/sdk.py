@@ -335,7 +335,9 @@ def randint(a: int, b: int, key: str = "randint") -> int:
     """random.randint(a, b), recorded."""
     session = current()
     value = _random.randint(a, b)
-    return value if session is None else _record_value(session, "rng", key, value, int, int)
+    if session is None:
+        return value
+    return _record_value(session, "rng", key, value, to_json, int)  # to_json: a range beyond 64 bits
 
 
 def uuid4(key: str = "uuid4") -> _uuid.UUID:

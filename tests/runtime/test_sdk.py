@@ -194,3 +194,58 @@ def test_state_writes_return_the_reduced_value_with_or_without_a_recording(tmp_p
     from openwop_cli.state.fold import fold_events
 
     assert fold_events(CaptureReader(run.path)).snapshot()["channels"] == {"ticket": {"open": True, "topic": "billing"}}
+
+
+BIG_INTEGERS = """
+import os
+import httpx
+import openwop_cli as wop
+
+@wop.tool
+def double(x):
+    return {"twice": x * 2}
+
+@wop.tool
+def refuse(x):
+    raise ValueError(x, 2**90)
+
+print(double(2**65))
+print(wop.state.set("k", 2**70))
+print(wop.nondeterministic("s", "k", lambda: 2**80))
+print(wop.state.write("log", 2**66, reducer="append"))
+print(wop.randint(2**100, 2**101, key="draw") > 2**99)
+try:
+    refuse(-2**70)
+except ValueError as exc:
+    print("refused", exc)
+answer = httpx.post(os.environ["BASE"] + "/orders", json={"n": 2**70})
+print(answer.status_code, answer.json()["path"])
+"""
+
+
+def test_integers_beyond_64_bits_are_recorded_exactly_and_a_strict_replay_hands_them_back(tmp_path):
+    from tests.conftest import run_wop
+    from tests.fake_provider import FakeProvider
+
+    program = tmp_path / "agent.py"
+    program.write_text(BIG_INTEGERS)
+    with FakeProvider() as provider:
+        env = {"BASE": provider.url}
+        captured = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, str(program), env=env,
+                           cwd=tmp_path)
+    assert captured.returncode == 0, captured.stderr
+    assert str(2**66) in captured.stdout and f"refused ({-2**70}, {2**90})" in captured.stdout
+    events = recorded(tmp_path / "c")
+    assert events[1]["args"] == {"x": {"$bigint": str(2**65)}}
+    assert events[3]["value"] == {"$bigint": str(2**70)} and events[4]["value"] == {"$bigint": str(2**80)}
+    replayed = run_wop("replay", str(tmp_path / "c"), "--strict", "--json", "--out", str(tmp_path / "r"), env=env,
+                       cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    report = orjson.loads(replayed.stdout)
+    assert report["score"]["score"] == 1.0 and not report["divergences"] and not report.get("notes")
+    assert captured.stdout in replayed.stderr  # the replayed program printed the same ints, not their records
+    for command in (("show", str(tmp_path / "c")), ("state", str(tmp_path / "c"), "--json"),
+                    ("diff", str(tmp_path / "c"), str(tmp_path / "r")), ("verify", str(tmp_path / "c"))):
+        assert run_wop(*command).returncode == 0, command
+    state = orjson.loads(run_wop("state", str(tmp_path / "c"), "--json").stdout)
+    assert state["channels"]["log"] == [{"$bigint": str(2**66)}]
