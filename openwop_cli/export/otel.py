@@ -25,6 +25,7 @@ from openwop_cli.errors import ExportError, IncompleteCapture, UsageError
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 TRACES_PATH = "/v1/traces"
 MAX_VALUE_CHARS = 32_768
+MAX_STATUS_BODY_CHARS = 200  # of a failed HTTP answer's body, in its span's status text
 SPANS_PER_REQUEST = 1_000
 CONNECT_TIMEOUT_SECONDS = 3.0
 EXTRA_HINT = "wop export otel needs the OpenTelemetry SDK and OTLP exporter: pip install 'openwop-cli[otel]'"
@@ -155,7 +156,7 @@ def _call_span(tracer: Any, sdk: Any, row: Any, parent: Any) -> Any:
     span = tracer.start_span(name, context=sdk.context_of(parent), kind=sdk.kind(kind), attributes=attributes,
                              start_time=_ns(row.event["ts"]))
     if result.get("ok") is False:
-        span.set_status(sdk.error(_error_text(result.get("error"))))
+        span.set_status(sdk.error(_failure_text(result)))
     return span
 
 
@@ -321,10 +322,17 @@ def _divergence_target(event: dict[str, Any], by_seq: dict[int, Any], root: Any)
     return root
 
 
-def _error_text(error: Any) -> str:
+def _failure_text(result: dict[str, Any]) -> str:
+    """A failed call's status text: its exception, or the HTTP status and the start of the body of a 4xx/5xx answer
+    (which carries no exception)."""
+    from openwop_cli.report.summary import failure_text
+
+    error = result.get("error")
     if isinstance(error, dict):
         return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
-    return _text(error)
+    if error is not None:
+        return _text(error)
+    return failure_text(result, MAX_STATUS_BODY_CHARS)
 
 
 def _text(value: Any) -> str:

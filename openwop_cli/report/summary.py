@@ -62,8 +62,7 @@ def _llm_request(data: dict[str, Any]) -> str:
 
 def _llm_response(data: dict[str, Any]) -> str:
     if data.get("ok") is False:
-        error = data.get("error") or {}
-        return f"error {error.get('type', '?')}: {error.get('message', '')}"
+        return "error " + failure_text(data)
     parts = [str(data["stopReason"])] if data.get("stopReason") is not None else []
     usage = data.get("usage")
     if isinstance(usage, dict):
@@ -104,10 +103,26 @@ def _tool_call(data: dict[str, Any]) -> str:
 def _tool_result(data: dict[str, Any]) -> str:
     if data.get("ok", True):
         return "ok " + short_json(data.get("result"), 70)
-    error = data.get("error") or {}
+    return "error " + failure_text(data)
+
+
+def failure_text(data: dict[str, Any], limit: int = 60) -> str:
+    """Why a call failed (an ok:false result's data), in one line: the recorded exception's type and message, or
+    — for an HTTP answer with a 4xx/5xx status, which carries no exception — `HTTP <status>` and its body's start."""
+    error = data.get("error")
     if isinstance(error, dict):
-        return f"error {error.get('type', '?')}: {short_json(error.get('message', ''), 60)}"
-    return "error " + short_json(error, 60)
+        return f"{error.get('type', '?')}: {short_json(error.get('message', ''), limit)}"
+    if error is not None:
+        return short_json(error, limit)
+    answer = data.get("result")
+    if isinstance(answer, dict) and "status" in answer:  # an HTTP tool call's answer
+        status, body = answer.get("status"), answer.get("body")
+    elif "status" in data:  # an LLM call's HTTP answer
+        status, body = data.get("status"), data.get("response")
+    else:
+        return "(no error recorded)"
+    text = f"HTTP {short_json(status, 10)}"
+    return f"{text} {short_json(body, limit)}" if body not in (None, "", {}, []) else text
 
 
 def _state_mutation(data: dict[str, Any]) -> str:

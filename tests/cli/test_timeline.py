@@ -167,3 +167,66 @@ def test_jsonl_prints_each_event_on_its_own_line_and_json_stays_one_object(tmp_p
     one = run_wop("show", str(capture), "--jsonl", "--seq", "3", "--state").stdout
     assert one.count("\n") == 1 and orjson.loads(one)["state"]["channels"] == {"notes": ["a\tb"]}
     assert run_wop("show", str(capture), "--json", "--jsonl").returncode == 2
+
+
+ERROR_ANSWERS = """
+    import os
+    import httpx
+
+    base = os.environ["BASE"]
+    print(httpx.get(base + "/orders/A-9").status_code, httpx.get(base + "/down").status_code)
+    print(httpx.post(base + "/v1/chat/completions",
+                     json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}).status_code)
+"""
+
+
+class ErrorServer:
+    """A server on 127.0.0.1 that answers every request with an error: 404 JSON for /orders/…, 429 JSON (OpenAI's
+    shape) for chat completions, 503 text otherwise."""
+
+    def __enter__(self) -> "ErrorServer":
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path.startswith("/orders/"):
+                    status, kind, body = 404, "application/json", b'{"detail": "order A-9 not found"}'
+                elif self.path.endswith("/chat/completions"):
+                    status, kind, body = 429, "application/json", b'{"error": {"message": "Rate limit reached"}}'
+                else:
+                    status, kind, body = 503, "text/plain", b"upstream exploded"
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_an_http_error_answer_shows_its_status_and_body_not_an_unknown_error(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(textwrap.dedent(ERROR_ANSWERS))
+    with ErrorServer() as server:
+        done = run_wop("capture", "--out", str(tmp_path / "capture"), "--", sys.executable, str(program),
+                       env={"BASE": server.url}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = run_wop("show", str(tmp_path / "capture"))
+    assert shown.returncode == 0 and "error ?" not in shown.stdout
+    assert '→  error HTTP 404 {"detail":"order A-9 not found"}' in shown.stdout
+    assert "→  error HTTP 503 upstream exploded" in shown.stdout
+    assert '→  error HTTP 429 {"error":{"message":"Rate limit reached"}}' in shown.stdout

@@ -1,5 +1,6 @@
 """`wop export otel`: captures of real programs sent to a real Arize Phoenix server, read back through Phoenix's
-own client (span count, names, parentage, model, token counts, divergence events); a dead endpoint exports nothing."""
+own client (span count, names, parentage, model, token counts, divergence events); a dead endpoint exports nothing;
+span statuses as a fake OTLP collector on 127.0.0.1 receives them."""
 
 import os
 import sys
@@ -231,3 +232,67 @@ def test_spans_are_built_from_any_event_data_before_the_endpoint_is_tried(tmp_pa
         assert "nothing was exported" in exc.message
     else:
         pytest.fail("an export to a closed port succeeded")
+
+
+class FakeCollector:
+    """An OTLP/HTTP traces endpoint on 127.0.0.1 keeping the spans it is sent (decoded with opentelemetry-proto)."""
+
+    def __enter__(self) -> "FakeCollector":
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        collector = self
+        self.spans: list = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        collector.spans.extend(scope.spans)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_an_http_error_answer_is_a_span_status_with_its_http_status_and_body_not_null(tmp_path):
+    headers = {"content-type": "application/json"}
+    capture = write_capture(tmp_path / "c", [  # the events wop capture records for these answers (no exception)
+        ("run_start", {"argv": ["python", "agent.py"]}),
+        ("tool_call", {"name": "http", "callId": "h1", "args": {"method": "GET", "url": "http://api/orders/A-9"}}),
+        ("tool_result", {"callId": "h1", "ok": False,
+                         "result": {"status": 404, "headers": headers, "body": {"detail": "order A-9 not found"}}}),
+        ("llm_request", {"provider": "openai", "model": "gpt-4o-mini", "callId": "llm2",
+                         "request": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+                         "http": {"method": "POST", "url": "http://api/v1/chat/completions"}}),
+        ("llm_response", {"provider": "openai", "model": "gpt-4o-mini", "callId": "llm2", "ok": False, "status": 429,
+                          "headers": headers, "stopReason": None, "usage": None,
+                          "response": {"error": {"message": "Rate limit reached"}}}),
+        ("tool_call", {"name": "lookup", "callId": "t3", "args": {"id": 1}}),
+        ("tool_result", {"callId": "t3", "ok": False, "error": {"type": "KeyError", "message": "'id'"}}),
+        ("run_end", {"exitCode": 0, "status": "ok"}),
+    ])
+    with FakeCollector() as collector:
+        done = run_wop("export", "otel", str(capture), "--endpoint", collector.url)
+    assert done.returncode == 0, done.stderr
+    status = {span.name: (span.status.code, span.status.message) for span in collector.spans}
+    error = 2  # STATUS_CODE_ERROR
+    assert status["GET /orders/A-9"] == (error, 'HTTP 404 {"detail":"order A-9 not found"}')
+    assert status["chat gpt-4o-mini"] == (error, 'HTTP 429 {"error":{"message":"Rate limit reached"}}')
+    assert status["execute_tool lookup"] == (error, "KeyError: 'id'")
