@@ -42,9 +42,9 @@ def command(
     Examples:
       wop fork last --from-seq 6
       wop fork support_agent --from-seq 5 --set greeting=0
-      wop fork last --from-seq 6 -- python agent.py --warm
+      wop fork last --from-seq 6 -- python examples/support_agent.py --warm
       wop fork last --edit 7 '$.response.choices[0].message.content="I cannot help with that."'
-      wop fork last --edit 4 '$.result.status="lost"' --offline
+      wop fork last --edit 3 '$.result.status="lost"' --offline
     """
     from openwop_cli.cli.replaying import finish, parse_overrides, run
     from openwop_cli.errors import UsageError
