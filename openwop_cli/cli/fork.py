@@ -20,8 +20,11 @@ def command(
              "JSON; later calls are served while they still match, then run live. Repeatable."),
     offline: bool = typer.Option(False, "--offline", help="With --edit: stop at the first call the capture cannot "
                                  "answer instead of running it live (the network stays blocked)."),
-    set_values: Optional[list[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
-                                                   help="Override a recorded value (a nondeterministic key or version id); VALUE is JSON or text. Repeatable."),
+    set_values: Optional[list[str]] = typer.Option(
+        None, "--set", metavar="KEY=VALUE",
+        help="Override a recorded value (a nondeterministic key or version id); VALUE is JSON or text, read as what "
+             "the capture recorded under KEY. A key it never recorded, or a value that cannot stand for the recorded "
+             "one, is refused before the program runs. Repeatable."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Write the fork's capture to DIR instead of the store."),
     name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="Name of the fork's capture."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
@@ -46,7 +49,7 @@ def command(
       wop fork last --edit 7 '$.response.choices[0].message.content="I cannot help with that."'
       wop fork last --edit 3 '$.result.status="lost"' --offline
     """
-    from openwop_cli.cli.replaying import finish, parse_overrides, run
+    from openwop_cli.cli.replaying import finish, run, split_overrides
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.controls import ReplayControls
 
@@ -54,7 +57,7 @@ def command(
         raise UsageError("--offline goes with --edit: a --from-seq fork runs live after its branch point by design")
     controls = ReplayControls(edits=tuple(_edit(value) for value in edits or []), offline=offline, verbose=verbose)
     outcome = run(capture, argv, policy="strict" if offline else "lenient", from_seq=from_seq, branch=True,
-                  overrides=parse_overrides(set_values or []), allow_tools=[], out=out, name=name,
+                  overrides=split_overrides(set_values or []), allow_tools=[], out=out, name=name,
                   json_output=json_output, proxy=False, controls=controls)
     finish(outcome, json_output)
 

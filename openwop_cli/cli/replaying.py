@@ -165,21 +165,16 @@ def split_command(items: list[str]) -> tuple[list[str], list[str]]:
     return items[: len(items) - len(command)], command
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """--set KEY=VALUE pairs: VALUE parsed as JSON when it is JSON, else kept as text."""
-    import orjson
-
+def split_overrides(pairs: list[str]) -> dict[str, str]:
+    """--set KEY=VALUE pairs as KEY → VALUE, as typed (replay.overrides reads each against what the capture recorded)."""
     from openwop_cli.errors import UsageError
 
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set greeting=0")
-        try:
-            overrides[key] = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            overrides[key] = value
+        overrides[key] = value
     return overrides
 
 

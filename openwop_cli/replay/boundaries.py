@@ -240,7 +240,7 @@ class Replayer:
         with self._lock:
             match = self._match(KIND_VALUE, "nondeterministic", data, record=False)
             if match.has_override:
-                recorded_value = match.override
+                recorded_value = to_json(match.override)  # an integer beyond 64 bits: as the capture holds one
             elif match.unit is None:
                 recorded_value = data["value"]
             else:

@@ -31,6 +31,7 @@ from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
 from openwop_cli.replay.launch import replay_environment
+from openwop_cli.replay.overrides import resolve_overrides
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
 
@@ -85,7 +86,7 @@ def run_replay(
     policy: str,
     from_seq: int | None,
     branch: bool,
-    overrides: dict[str, Any],
+    overrides: dict[str, str],
     allow_tools: list[str],
     out: Path | None,
     name: str | None,
@@ -98,6 +99,7 @@ def run_replay(
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls.
 
+    overrides: --set KEY → VALUE as typed (replay.overrides checks and reads them against the capture);
     launch: the command replay.launch.launched_early started before the capture was read (cancelled when the replay
     stops before running it, or turns out to need another start)."""
     source = None
@@ -109,6 +111,7 @@ def run_replay(
 
             check_edits(list(controls.edits), source.event, source.event_count)
             source.set_edits(list(controls.edits))
+        resolved = resolve_overrides(overrides, source)
         program = source.manifest.get("program") or {}
         if program.get("pytest") and not argv:
             raise UsageError(f"{source_dir} was recorded by the pytest plugin for {program['pytest']}: replay it with "
@@ -121,7 +124,7 @@ def run_replay(
 
             recorded = [data.get("value") or {} for _seq, data in source.unrecorded_connections.values()]
             warn(f"wop: in the capture, {describe(recorded)}")
-        hooks = ReplayHooks(source, source_dir, policy, start, branch, overrides, allow_tools, controls)
+        hooks = ReplayHooks(source, source_dir, policy, start, branch, resolved, allow_tools, controls)
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",

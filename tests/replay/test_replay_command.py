@@ -352,3 +352,45 @@ def test_a_capture_whose_manifest_is_not_a_regular_file_is_one_line_and_exit_3(t
     done = run_wop("replay", str(source), cwd=tmp_path)
     assert done.returncode == 3 and "ran" not in done.stdout and "captures" not in done.stdout
     assert "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+OVERRIDABLE = """
+    from pathlib import Path
+    import openwop_cli as wop
+
+    Path("ran.txt").write_text("yes")
+    print("greeting", wop.randint(0, 2, key="greeting"), "name", wop.nondeterministic("user", "name", lambda: "Ada"),
+          "big", wop.randint(2**70, 2**71, key="big"), "at", wop.now().isoformat(), "v", wop.version("prompt", 1, 2))
+"""
+
+
+@pytest.mark.parametrize("override, message", [
+    ("nokey=1", "--set nokey=1: the capture recorded no value under the key 'nokey'; "
+                "its keys: big, greeting, name, now, prompt"),
+    ("greeting=abc", "--set greeting=abc: greeting was recorded at seq 1 as an integer ("),
+    ("greeting=1.5", "not a number; give an integer, e.g. --set greeting="),
+    ("now=tomorrow", "--set now=tomorrow: now was recorded at seq 4 as a time ("),
+    ("prompt=7", "--set prompt=7: prompt was recorded at seq 5 as a wop.version choice (2); give an integer in 1..2"),
+])
+def test_a_fork_set_the_capture_cannot_take_is_one_line_and_exit_2_before_the_program_runs(tmp_path, override,
+                                                                                             message):
+    source = capture(tmp_path, OVERRIDABLE)
+    (tmp_path / "ran.txt").unlink()
+    done = run_wop("fork", str(source), "--from-seq", "1", "--set", override, "--out", str(tmp_path / "fork"),
+                   cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "fork").exists()
+
+
+def test_a_fork_set_is_read_as_the_capture_recorded_its_key(tmp_path):
+    """Text where text was recorded (123 is the text "123"), an exact integer beyond 64 bits, a time, a version."""
+    source = capture(tmp_path, OVERRIDABLE)
+    done = run_wop("fork", str(source), "--from-seq", "1", "--set", "greeting=2", "--set", "name=123",
+                   "--set", f"big={2**70 + 1}", "--set", "now=2030-01-02T03:04:05+00:00", "--set", "prompt=1",
+                   "--json", "--out", str(tmp_path / "fork"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"greeting 2 name 123 big {2**70 + 1} at 2030-01-02T03:04:05+00:00 v 1" in done.stderr
+    values = {e["data"]["key"]: e["data"]["value"] for e in CaptureReader(tmp_path / "fork")
+              if e["type"] == "nondeterministic"}
+    assert values["name"] == "123" and values["big"] == {"$bigint": str(2**70 + 1)}
