@@ -25,27 +25,30 @@ def flush_later(writer: Any, due: float) -> None:
     """Call writer.flush_due() at monotonic time `due` (and again at whatever time it returns) on the flusher thread."""
     with _state["lock"]:
         if _state["pending"] is None:
-            _state["pending"], _state["wake"] = {}, threading.Event()
-            threading.Thread(target=_run, args=(_state["pending"], _state["wake"]), name=THREAD_NAME,
-                             daemon=True).start()
+            wake = threading.Lock()
+            wake.acquire()
+            _state["pending"], _state["wake"] = {}, wake
+            threading.Thread(target=_run, args=(_state["pending"], wake), name=THREAD_NAME, daemon=True).start()
         _state["pending"][id(writer)] = (due, weakref.ref(writer))
-    _state["wake"].set()
+        wake = _state["wake"]
+    try:
+        wake.release()  # a lock as a binary semaphore: one C call here and in the thread, where an Event takes two
+    except RuntimeError:  # released already: the thread has yet to look
+        pass
 
 
-def _run(pending: dict[int, tuple[float, Any]], wake: threading.Event) -> None:
+def _run(pending: dict[int, tuple[float, Any]], wake: Any) -> None:
     while True:
         with _state["lock"]:
-            soonest = min(pending.items(), key=lambda item: item[1][0], default=None)
+            soonest = min(pending.items(), key=_due, default=None)
         if soonest is None:
-            wake.wait()
-            wake.clear()
+            wake.acquire()
             continue
         key, entry = soonest
         due, reference = entry
         delay = due - time.monotonic()
         if delay > 0:
-            wake.wait(delay)  # or sooner, when another writer asks
-            wake.clear()
+            wake.acquire(timeout=delay)  # or sooner, when another writer asks
             continue
         writer = reference()
         try:
@@ -58,6 +61,10 @@ def _run(pending: dict[int, tuple[float, Any]], wake: threading.Event) -> None:
                     del pending[key]
                 else:
                     pending[key] = (again, reference)
+
+
+def _due(item: tuple[int, tuple[float, Any]]) -> float:
+    return item[1][0]
 
 
 def _after_fork_in_child() -> None:

@@ -4,11 +4,11 @@ Every Python process started under `wop capture` (the child, and any Python it s
 the address in WOP_SINK and sends lines: control messages (hello, modules, questions) as JSON
 objects, events as `type TAB ts TAB origin-json TAB data-json TAB source-seq` — JSON never holds
 a raw tab or newline, so the parent can splice the data bytes into the event line without parsing
-them again — and, in frames, the raw pieces of HTTP exchanges (Exchange._raw_*: method, URL, headers and
+them again — and, in frames, the raw pieces of HTTP exchanges (Session.record_raw: method, URL, headers and
 body as the program holds them, credentials included, so the program's thread neither decodes nor filters
 them): a frame is a NUL byte (no text line holds one), the payload's length (4 bytes, big endian) and pickles
-(protocol 5) of lists of (kind, ts, origin, pieces, body), one after the other. The parent loads them with builtin
-values only (a class or function named in one is refused) and builds the events the process would have
+(protocol 5) of lists of (kind, ts, origin JSON or None, pieces, body), one after the other. The parent loads them
+with builtin values only (a class or function named in one is refused) and builds the events the process would have
 built (adapters.exchange.RawExchanges), leaving credentials and secret URL parameters out. Each batch starts with
 a line `@` and when it was sent (time.time_ns()), which orders the events processes recorded in the same
 millisecond (see Collector._handle_round). The parent alone
@@ -41,10 +41,11 @@ ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: i
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded
 COLLECTOR_NICENESS = 10  # where SCHED_IDLE is refused: see _yield_to_recorded_processes
+_time_ns = time.time_ns  # the real clock (imported before the program's clock reads are patched: runtime.bootstrap)
 FRAME_MARK = b"\x00"  # starts a frame of raw pieces (see the module docstring)
 SENT_MARK = b"@"  # starts the line saying when a batch was sent (see the module docstring)
 _FRAME_HEADER = 5  # the mark and the length
-_LATER_BYTES = 512  # what an emit_later event adds to the size it is given (its envelope, origin, headers)
+_LATER_BYTES = 512  # what a raw or emit_later event adds to the size it is given (its envelope, origin, headers)
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
 
@@ -96,7 +97,7 @@ class ChannelSender:
         self._lock = threading.RLock()  # the buffer and its bookkeeping (a signal handler may record inside)
         self._send_lock = threading.RLock()  # the socket: one batch at a time, in the order taken
         self._sending = False  # a batch is on its way (by the thread holding _send_lock)
-        self._buffer: list[bytes | tuple] = []  # event lines, and emit_later's entries built when sent
+        self._buffer: list[bytes | tuple] = []  # event lines, raw pieces, and emit_later's entries built when sent
         self._buffered = 0
         self._broken = False
         self._identity_told = False
@@ -107,7 +108,7 @@ class ChannelSender:
         self._flush_scheduled = False
         self._handed_off = False
         self._loading_in: set[int] = set()  # the threads loading what events need (see _load_encoder)
-        self._recorded_while_loading: list[tuple] = []
+        self._recorded_while_loading: list[tuple[Callable[..., None], tuple]] = []  # (emit or queue_raw, its args)
 
     def emit(
         self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any], source_seq: int | None = None
@@ -116,23 +117,32 @@ class ChannelSender:
         dumps = self._dumps or self._load_encoder()
         if dumps is None:
             if not self._broken:
-                self._recorded_while_loading.append((event_type, data, ts, origin, source_seq))
+                self._recorded_while_loading.append((self.emit, (event_type, data, ts, origin, source_seq)))
             return
         line = self._line(event_type, data, ts, origin, source_seq)
         self._queue(line, len(line))
 
+    sends_raw = True  # Session.record_raw: raw pieces are queued as they are (queue_raw)
+
     def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
-                   origin: dict[str, Any], size: int, raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None
-                   ) -> None:
+                   origin: dict[str, Any], size: int) -> None:
         """Queue one event made when its batch is sent, by the thread that sends (the flusher's, as a rule, which
-        runs while the program waits for an answer), not by the program's: as the raw pieces `raw(*args)` gives,
-        when it gives them (sent pickled in a frame, built into the event by wop capture), else as the type and data
-        `build(*args)` makes (see Session.record_later)."""
+        runs while the program waits for an answer), not by the program's: as the type and data `build(*args)`
+        makes (see Session.record_later)."""
         if self._dumps is None:  # the process's first event: what events need is loaded now
             event_type, data = build(*args)
             self.emit(event_type, data, ts, origin)
             return
-        self._queue((build, args, ts, origin, raw), size + _LATER_BYTES)
+        self._queue((build, args, ts, origin), size + _LATER_BYTES)
+
+    def queue_raw(self, entry: tuple[str, int, bytes | None, tuple, bytes], size: int) -> None:
+        """Queue the raw pieces of an HTTP exchange's event, (kind, ts, origin, pieces, body) as Session.record_raw
+        makes them (size: the body's): sent pickled in a frame, built into the event by `wop capture`."""
+        if self._dumps is None and self._load_encoder() is None:
+            if not self._broken:  # a signal handler's, while its thread loads what events need: queued after it
+                self._recorded_while_loading.append((self.queue_raw, (entry, size)))
+            return
+        self._queue(entry, size + _LATER_BYTES)
 
     def _line(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any],
               source_seq: int | None) -> bytes:
@@ -141,49 +151,48 @@ class ChannelSender:
                            b"" if source_seq is None else str(source_seq).encode())) + b"\n"
 
     def _wire(self, queued: list[bytes | tuple]) -> list[bytes]:
-        """The queue as it goes on the socket: event lines as they are, and emit_later's entries made now, as the raw
-        pieces (kind, ts, origin, pieces, body) their `raw` gives, each run of them one frame, or else as their event's
-        line (nothing, with a warning, if wop fails to make either). One loop, no call of ours per entry: it runs for
-        every event a process records."""
+        """The queue as it goes on the socket: event lines as they are, each run of raw pieces (queue_raw) one frame,
+        and emit_later's entries made now into their event's line (nothing, with a warning, if wop fails to make
+        one). One loop, no call of ours per raw entry: it runs for every event a process records."""
         wire: list[bytes] = []
         run: list[tuple] = []
         for entry in queued:
             if type(entry) is not bytes:
-                build, args, ts, origin, raw = entry
+                if type(entry[0]) is str:  # raw pieces: (kind, ts, origin, pieces, body)
+                    run.append(entry)
+                    continue
+                build, args, ts, origin = entry
                 try:
-                    pieces = raw(*args) if raw is not None else None
-                    if pieces is not None:
-                        run.append((pieces[0], ts, origin, pieces[1], pieces[2]))
-                        continue
                     event_type, data = build(*args)
                     entry = self._line(event_type, data, ts, origin, None)
                 except Exception as exc:  # a bug in wop must cost one event, not the batch or the program
                     entry = _lost_event(exc)
             if run:
-                wire.append(self._frame(run))
+                wire += self._frame(run)
                 run = []
             wire.append(entry)
         if run:
-            wire.append(self._frame(run))
+            wire += self._frame(run)
         return wire
 
-    def _frame(self, run: list[tuple]) -> bytes:
-        """A frame of raw pieces (see the module docstring): the run pickled as one list (each entry alone, and any that
-        pickle refuses left out with a warning, if the whole run cannot be)."""
+    def _frame(self, run: list[tuple]) -> list[bytes]:
+        """A frame of raw pieces (see the module docstring), as its header and the chunks of its pickles: the run
+        pickled as one list (each entry alone, and any that pickle refuses left out with a warning, if the whole run
+        cannot be)."""
         try:
-            pickles = [self._pickled(run)]
+            pickles = self._pickled(run)
         except Exception:  # a value pickle refuses (a bug in wop): that entry is lost, not the run
-            pickles = [pickled for pickled in map(self._pickled_alone, run) if pickled]
-        payload = b"".join(pickles)
-        if len(payload) >= 1 << 32:
-            print(f"wop: {len(run)} HTTP events of {len(payload)} bytes are too large to record", file=sys.stderr)
-            return b""
-        return FRAME_MARK + len(payload).to_bytes(4, "big") + payload
+            pickles = [chunk for entry in run for chunk in self._pickled_alone(entry)]
+        size = sum(map(len, pickles))
+        if size >= 1 << 32:
+            print(f"wop: {len(run)} HTTP events of {size} bytes are too large to record", file=sys.stderr)
+            return []
+        return [FRAME_MARK + size.to_bytes(4, "big"), *pickles]
 
-    def _pickled(self, entries: list[tuple]) -> bytes:
+    def _pickled(self, entries: list[tuple]) -> list[bytes]:
         """entries pickled in pickle's fast mode: no memo (raw pieces hold no object twice that matters, and no cycle),
-        which takes 0.6 us an entry instead of 1.5."""
-        import io
+        which takes 0.6 us an entry instead of 1.5; as the chunks the pickler wrote, taken as they are (one, unless
+        the pickle is larger than 64 KiB)."""
         import pickle
 
         global _pickler
@@ -193,20 +202,21 @@ class ChannelSender:
                     return _as_builtin(value)
 
             _pickler = PlainValues
-        stream = io.BytesIO()
-        pickler = _pickler(stream, 5)
+        chunks = _Chunks()
+        pickler = _pickler(chunks, 5)
         pickler.fast = True
         pickler.dump(entries)
-        return stream.getvalue()
+        return chunks
 
-    def _pickled_alone(self, entry: tuple) -> bytes:
+    def _pickled_alone(self, entry: tuple) -> list[bytes]:
         try:
             return self._pickled([entry])
         except Exception as exc:
-            return _lost_event(exc)
+            return [_lost_event(exc)]
 
     def _queue(self, entry: bytes | tuple, size: int) -> None:
-        """Add an event line (or an emit_later entry) to the queue; hand a full batch to the flusher thread."""
+        """Add an event line (or raw pieces, or an emit_later entry) to the queue; hand a full batch to the flusher
+        thread."""
         with self._lock:
             if not self._buffer:
                 self._buffer_started = time.monotonic()
@@ -254,7 +264,8 @@ class ChannelSender:
         self._flusher = flusher
         self._dumps = dumps
         while self._recorded_while_loading:
-            self.emit(*self._recorded_while_loading.pop(0))
+            record, args = self._recorded_while_loading.pop(0)
+            record(*args)
         return dumps
 
     def before_fork(self) -> None:
@@ -295,18 +306,21 @@ class ChannelSender:
 
     def flush_due(self) -> float | None:
         """(The flusher thread's call.) Send the queue if it holds a full batch or its oldest event has waited
-        FLUSH_SECONDS; return when to ask again (None: nothing is queued)."""
+        FLUSH_SECONDS; return when to ask again (None: nothing was queued since the last call). After a batch the
+        call stays due FLUSH_SECONDS on, so the next events of a busy program need not wake the thread to be timed."""
         with self._lock:
+            if not self._buffer:
+                self._flush_scheduled = False
+                return None
             due = self._buffer_started + self._flusher.FLUSH_SECONDS
-            if self._buffer and self._buffered < SEND_BATCH_BYTES and time.monotonic() < due:
+            if self._buffered < SEND_BATCH_BYTES and time.monotonic() < due:
                 return due
         self._send_queued()
         with self._lock:
             self._handed_off = False
             if self._buffer:  # queued while this batch was being sent
                 return self._buffer_started + self._flusher.FLUSH_SECONDS
-            self._flush_scheduled = False
-            return None
+            return time.monotonic() + self._flusher.FLUSH_SECONDS
 
     def close(self) -> None:
         """Send what is queued and close the connection."""
@@ -360,7 +374,7 @@ class ChannelSender:
                 if told is not None:
                     head.append(_control_line({"mpIdentity": told}))
                     self._identity_told = True
-            self._sock.sendall(b"".join([b"@%d\n" % time.time_ns(), *head, *lines]))
+            self._sock.sendall(b"".join([b"@%d\n" % _time_ns(), *head, *lines]))
         except OSError as exc:
             self._broken = True
             print(f"wop: lost the connection to `wop capture` ({exc}); later events are not recorded", file=sys.stderr)
@@ -427,6 +441,12 @@ def take_messages(pending: bytearray) -> tuple[list[tuple[bool, bytes]], int, in
 
 _pickler: Any = None
 _unpickler: Any = None
+
+
+class _Chunks(list):
+    """A pickler's file that keeps what it writes as it is (io.BytesIO would copy it in, and again out)."""
+
+    write = list.append
 
 
 def _frame_entries(payload: bytes) -> Iterator[Any]:
@@ -733,7 +753,7 @@ class Collector:
             return None
 
     def _frame_events(self, payload: bytes) -> list[tuple[str, int, bytes, bytes, None]]:
-        """The events a frame of raw pieces (ChannelSender.emit_later) holds, each entry built into its event as if
+        """The events a frame of raw pieces (ChannelSender.queue_raw) holds, each entry built into its event as if
         sent as one; an entry wop cannot build an event from is counted and skipped."""
         if self._raw_exchanges is None:
             from openwop_cli.runtime.adapters.exchange import RawExchanges
@@ -760,12 +780,13 @@ class Collector:
         build one from it (pieces no wop sends, an answer to no request, or a bug in wop: one event lost)."""
         try:
             kind, ts, origin, pieces, body = entry
-            if type(kind) is not str or type(ts) is not int or type(origin) is not dict or type(body) is not bytes:
+            if type(kind) is not str or type(ts) is not int or type(body) is not bytes or (
+                    origin is not None and type(origin) is not bytes):
                 return None
-            event = self._raw_exchanges.event(kind, pieces, body)
+            event = self._raw_exchanges.event(kind, pieces, body, origin)
             if event is None:
                 return None
-            return event[0], ts, self._dumps(origin), self._dumps(event[1])
+            return event[0], ts, self._dumps(event[2]), self._dumps(event[1])
         except Exception:
             return None
 

@@ -23,6 +23,9 @@ from openwop_cli.runtime.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PI
 MODES = ("off", "capture", "replay", "fork")
 SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})
 _time_ns = time.time_ns  # the real clock, whatever the program's clock reads are patched to
+_running_threads: dict[int, threading.Thread] = threading._active  # type: ignore[attr-defined]  # by ident
+_thread_ident = threading.get_ident
+_RAW_ORIGINS_KEPT = 1024  # a program of ever new asyncio tasks starts over now and then
 
 
 class Session:
@@ -30,16 +33,19 @@ class Session:
 
     def __init__(self, recorder: Any, mode: str = "capture") -> None:
         """recorder: where events go; it has emit(type, data, ts, origin, source_seq), emit_later(build, args, ts,
-        origin, size, raw) (see record_later) and flush().
+        origin, size) (see record_later) and flush(); and queue_raw(entry, size) when it sends raw pieces (sends_raw:
+        see record_raw).
 
         In a replay, `replayer` (set by openwop_cli.replay) answers every boundary from the capture.
         """
         self.mode = mode
         self.recorder = recorder
+        self.sends_raw: bool = getattr(recorder, "sends_raw", False)
         self.replayer: Any = None
         self.pid = os.getpid()
         self._id_prefix = "" if started_by_wop() else f"p{self.pid}."
         self._counter = itertools.count(1)
+        self._raw_origins: dict[tuple, tuple[Any, bytes]] = {}  # raw_origin's, by where and id(site)
 
     def record(self, event_type: str, data: dict[str, Any], source_seq: int | None = None,
                site: dict[str, Any] | None = None, ts: int | None = None) -> None:
@@ -56,22 +62,46 @@ class Session:
         self.recorder.emit(event_type, data, _time_ns() // 1_000_000 if ts is None else ts, origin, source_seq)
 
     def record_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, *, size: int,
-                     raw: Callable[..., tuple[str, tuple, bytes] | None] | None = None,
                      origin: dict[str, Any] | None = None, site: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record one event made by the calling thread whose type and data `build(*args)` returns later, off this
-        thread: the channel's sender calls `raw(*args)` when it sends the event, for raw pieces `wop capture`
-        builds it from (kind, a tuple, body bytes; None: build it here), and build otherwise. The call pays
-        here only for its time and origin. args and what build and raw read must not change afterwards; size:
-        about how many bytes the event holds (the sender counts its batches in bytes). origin: the event's, when the
-        caller knows it (an answer recorded by the call that recorded its request); site: a request's call site
-        (callsite.program_site, which the caller looks for from where it knows the program's frames start).
-        Returns the origin recorded without its site, which that answer shares (a dict nobody changes afterwards).
+        thread (by the channel's sender, as it sends the event). The call pays here only for its time and origin.
+        args and what build reads must not change afterwards; size: about how many bytes the event holds (the sender
+        counts its batches in bytes). origin: the event's, when the caller knows it (an answer recorded by the call
+        that recorded its request); site: a request's call site (callsite.program_site, which the caller looks for
+        from where it knows the program's frames start). Returns the origin recorded without its site, which that
+        answer shares (a dict nobody changes afterwards).
         """
         if origin is None:
             origin = self.origin()
         recorded = origin if site is None else {**origin, "site": site}
-        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, recorded, size, raw)
+        self.recorder.emit_later(build, args, _time_ns() // 1_000_000, recorded, size)
         return origin
+
+    def record_raw(self, kind: str, pieces: tuple, body: bytes, *, site: dict[str, Any] | None = None,
+                   answer: bool = False) -> None:
+        """record_later for a recorder that sends raw pieces (sends_raw: the channel to `wop capture`, which builds
+        the event from them: adapters.exchange.RawExchanges): kind and pieces as RawExchanges reads them, body bytes.
+        The entry's origin is the calling thread's as JSON (raw_origin), or None for the answer of a request this
+        thread recorded raw (answer: by the call that sent it), which has that request's origin without its site."""
+        origin = None if answer else self.raw_origin(site)
+        self.recorder.queue_raw((kind, _time_ns() // 1_000_000, origin, pieces, body), len(body))
+
+    def raw_origin(self, site: dict[str, Any] | None) -> bytes:
+        """origin() with site as JSON, remembered by what it holds (a program calls from a few threads, tasks and
+        sites): the channel pickles one bytes object, not the 13 objects of a dict holding a site's."""
+        where = self._where()
+        key = (*where, id(site))
+        known = self._raw_origins.get(key)
+        if known is None or known[0] is not site:  # new (or a dead site's id reused)
+            from openwop_cli.runtime.jsonable import dumps
+
+            origin = self._origin_of(where)
+            if site is not None:
+                origin["site"] = site
+            if len(self._raw_origins) >= _RAW_ORIGINS_KEPT:
+                self._raw_origins.clear()
+            known = self._raw_origins[key] = (site, dumps(origin))
+        return known[1]
 
     def new_call_id(self, kind: str) -> str:
         """A call id unique in the capture and stable from run to run (a counter, not a random id)."""
@@ -85,16 +115,31 @@ class Session:
     def origin(self) -> dict[str, Any]:
         """The process, thread, pool task and asyncio task making the current call (a new dict: `record` adds the
         site)."""
-        where: dict[str, Any] = {"pid": self.pid, "thread": threading.current_thread().name}
+        return self._origin_of(self._where())
+
+    def _where(self) -> tuple[str, str | None, str | None]:
+        """The current call's thread, pool task and asyncio task (None outside one) names, as origin() has them."""
+        thread = _running_threads.get(_thread_ident())  # threading.current_thread() and its name, without two calls
+        if thread is None:
+            thread = threading.current_thread()
         pool_task = _pool_task.name
-        if pool_task is not None:
-            where["poolTask"] = pool_task
         asyncio = sys.modules.get("asyncio")
-        if asyncio is not None and asyncio._get_running_loop() is not None:
-            task = asyncio.current_task()
-            if task is not None:
-                where["task"] = _pool_asyncio_tasks.get(task) or task.get_name()
-        return where
+        if asyncio is None or asyncio._get_running_loop() is None:
+            return thread._name, pool_task, None
+        task = asyncio.current_task()
+        if task is None:
+            return thread._name, pool_task, None
+        named = pool_task is not None or thread is not threading.main_thread()
+        return thread._name, pool_task, (named and _pool_asyncio_tasks.get(task)) or task.get_name()
+
+    def _origin_of(self, where: tuple[str, str | None, str | None]) -> dict[str, Any]:
+        thread, pool_task, task = where
+        origin: dict[str, Any] = {"pid": self.pid, "thread": thread}
+        if pool_task is not None:
+            origin["poolTask"] = pool_task
+        if task is not None:
+            origin["task"] = task
+        return origin
 
     def flush(self) -> None:
         """Make every event recorded so far durable (before slow or risky calls)."""
@@ -108,6 +153,7 @@ class Session:
         reconnect()
         self.pid = os.getpid()
         self._id_prefix = f"p{self.pid}."
+        self._raw_origins = {}
         return self
 
 
@@ -130,7 +176,7 @@ class AppendRecorder:
         self._append(event_type, data, ts=ts, origin=origin, source_seq=source_seq)
 
     def emit_later(self, build: Callable[..., tuple[str, dict[str, Any]]], args: tuple, ts: int,
-                   origin: dict[str, Any], size: int, raw: Any = None) -> None:
+                   origin: dict[str, Any], size: int) -> None:
         event_type, data = build(*args)
         self.emit(event_type, data, ts, origin)
 

@@ -136,3 +136,35 @@ def test_every_capture_file_is_readable_by_its_owner_only(tmp_path):
     assert modes[Path("capture")] == 0o700 and modes[Path("report.html")] == 0o600
     assert all(mode in (0o700, 0o600) for mode in modes.values()), modes
     assert any(path.parts[1:2] == ("blobs",) for path in modes)
+
+
+BURST_THEN_QUIET_PROGRAM = """
+    import time
+    import openwop_cli as wop
+
+    @wop.tool
+    def step(index):
+        return {"index": index, "note": "x" * 300}
+
+    for index in range(2000):  # ~1.6 MB: full batches, each sent by the flusher thread
+        step(index)
+    time.sleep(0.5)
+    step("last")  # alone, after the batches: nothing but the flush interval sends it
+    print("recorded", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_an_event_recorded_after_a_burst_of_batches_is_sent_while_the_program_goes_quiet(tmp_path):
+    program = tmp_path / "burst.py"
+    program.write_text(textwrap.dedent(BURST_THEN_QUIET_PROGRAM))
+    out = tmp_path / "capture"
+    wop = start_capture(program, out)
+    try:
+        assert wop.stdout.readline().strip() == "recorded"
+        wait_for_events(out, 1 + 2 * 2001)
+    finally:
+        os.killpg(wop.pid, signal.SIGKILL)
+        wop.wait()
+    results = [event["data"]["result"]["index"] for event in CaptureReader(out) if event["type"] == "tool_result"]
+    assert results == [*range(2000), "last"]

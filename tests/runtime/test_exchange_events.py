@@ -180,15 +180,22 @@ def frame(*entries):
     payload = b"".join(pickle.dumps([entry], 5) for entry in entries)
     return b"\\x00" + len(payload).to_bytes(4, "big") + payload
 
+origin = b'{"pid": 1, "thread": "T"}'
+request = ("", 7, "POST", "http://127.0.0.1:9/x", [(b"A", b"a", b"1")], False)
 address = os.environ["WOP_SINK"].partition(":")[2]
 with socket.socket(socket.AF_UNIX) as sock:
     sock.connect(address)
-    sock.sendall(frame(("raw_response", 1, {}, ("", 999, 200, {}, False, True), b""),  # no request was sent raw
-                       ("raw_request", 1, {}, (1, 2), b""),                             # pieces missing
-                       ("raw_nonsense", 1, {}, ("", 1), b""))                           # a kind wop does not know
+    sock.sendall(frame(("raw_response", 1, None, ("", 999, 200, {}, False, True), b""),  # no request was sent raw
+                       ("raw_request", 1, origin, (1, 2), b""),                         # pieces missing
+                       ("raw_nonsense", 1, origin, ("", 1), b""),                       # a kind wop does not know
+                       ("raw_request", 1, {"pid": 1}, request, b""),                    # an origin not sent as JSON
+                       ("raw_request", 1, b"[1]", request, b""),                        # JSON, not an object
+                       ("raw_request", 1, None, request, b""),                          # a request without one
+                       ("raw_request", 2, b'{"pid": 1,\\n "thread": "N"}', request, b"{}"),  # a newline: fine
+                       ("raw_response", 3, None, ("", 7, 200, [], False, True), b"{}"))       # its answer
                  + frame((os.system, "echo owned > owned"))                             # names a function
                  + b"\\x00\\x00\\x00\\x00\\x03abc"                                      # not a pickle
-                 + b"half a line" + frame(("raw_nonsense", 1, {}, ("", 1), b"")))        # a line cut by a frame
+                 + b"half a line" + frame(("raw_nonsense", 1, origin, ("", 1), b"")))    # a line cut by a frame
 httpx.post(os.environ["BASE"] + "/after", json={"still": "recorded"})
 print("ok")
 """
@@ -197,10 +204,13 @@ print("ok")
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the channel is a unix socket here")
 def test_raw_pieces_wop_cannot_build_an_event_from_are_counted_and_the_capture_goes_on(tmp_path):
     done = _captured(tmp_path, HOSTILE)
-    assert "7 messages from recorded processes" in done.stderr and not (tmp_path / "owned").exists()
-    (call,) = events(tmp_path / "c", "tool_call")
-    (result,) = events(tmp_path / "c", "tool_result")
-    assert call["data"]["args"]["body"] == {"still": "recorded"} and result["data"]["callId"] == call["data"]["callId"]
+    assert "10 messages from recorded processes" in done.stderr and not (tmp_path / "owned").exists()
+    calls, results = events(tmp_path / "c", "tool_call"), events(tmp_path / "c", "tool_result")
+    assert len(calls) == 2 and calls[0]["data"]["args"]["url"] == "http://127.0.0.1:9/x"
+    assert calls[1]["data"]["args"]["body"] == {"still": "recorded"}
+    assert [result["data"]["callId"] for result in results] == [call["data"]["callId"] for call in calls]
+    # an origin is written anew from what it holds: its newline never reaches events.jsonl's lines
+    assert calls[0]["origin"] == {"pid": 1, "thread": "N"} and results[0]["origin"] == {"pid": 1, "thread": "N"}
 
 
 
@@ -277,3 +287,88 @@ def test_httpx_headers_kept_otherwise_than_in_a_list_are_still_read():
     assert _content_headers(_snapshot(OtherHeaders())) == (b"text/event-stream", True)
     assert _content_headers(_snapshot(httpx.Headers({"content-type": "application/json"}))) == (b"application/json",
                                                                                                   False)
+
+
+ORIGINS = """
+import asyncio, os, threading
+from concurrent.futures import ThreadPoolExecutor
+import httpx
+
+echo = os.environ["ECHO"]
+
+def call(path):
+    httpx.post(echo + path, json={"p": path})
+
+def other_site(path):
+    httpx.post(echo + path, json={"p": path})
+
+call("/main")
+other_site("/main-other")
+call("/main")
+
+def worker():
+    call("/worker")
+    threading.current_thread().name = "renamed"
+    call("/renamed")
+
+thread = threading.Thread(target=worker, name="worker-1")
+thread.start()
+thread.join()
+with ThreadPoolExecutor(2) as pool:
+    list(pool.map(call, ["/pool-a", "/pool-b"]))
+
+async def tasks():
+    async with httpx.AsyncClient() as client:
+        async def one(path):
+            await client.post(echo + path, json={"p": path})
+        await asyncio.gather(asyncio.create_task(one("/task-a"), name="a"),
+                             asyncio.create_task(one("/task-b"), name="b"))
+
+asyncio.run(tasks())
+"""
+
+
+def test_each_exchange_sent_raw_has_the_origin_of_its_thread_task_and_site_and_its_answer_the_same_without_site(
+        tmp_path):
+    """The raw pieces carry their origin as JSON a process remembers by thread, pool task, asyncio task and site: a
+    renamed thread, a second site, pool tasks and asyncio tasks are each recorded as the program itself records them,
+    and an answer has its request's origin without the site."""
+    (tmp_path / "agent.py").write_text(textwrap.dedent(ORIGINS))
+    echo = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=echo.serve_forever, daemon=True).start()
+    try:
+        env = {"ECHO": f"http://127.0.0.1:{echo.server_address[1]}"}
+        done = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py", env=env,
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        in_process = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True, text=True,
+                                    timeout=120, env={**os.environ, **env})
+        assert in_process.returncode == 0, in_process.stderr
+    finally:
+        echo.shutdown()
+        echo.server_close()
+
+    def origins(capture_dir):
+        """{(body's path, its n-th call): [request's origin, answer's origin]}, without pids."""
+        paths, found = {}, {}
+        for event in events(capture_dir):
+            if event["type"] == "tool_call":
+                path = event["data"]["args"]["body"]["p"]
+                paths[event["data"]["callId"]] = (path, sum(key[0] == path for key in found))
+            if event["type"] in ("tool_call", "tool_result"):
+                origin = {key: value for key, value in event["origin"].items() if key != "pid"}
+                found.setdefault(paths[event["data"]["callId"]], []).append(origin)
+        return found
+
+    recorded, own = origins(tmp_path / "wop"), origins(tmp_path / "own")
+    assert len(recorded) == 9
+    for request, answer in recorded.values():
+        assert answer == {key: value for key, value in request.items() if key != "site"}
+    pooled = [("/pool-a", 0), ("/pool-b", 0)]  # which worker thread runs which task changes from run to run
+    assert {key: value for key, value in recorded.items() if key not in pooled} == {
+        key: value for key, value in own.items() if key not in pooled}
+    assert sorted(recorded[key][0]["poolTask"] for key in pooled) == sorted(own[key][0]["poolTask"] for key in pooled)
+    assert recorded[("/worker", 0)][0]["thread"] == "worker-1" and recorded[("/renamed", 0)][0]["thread"] == "renamed"
+    assert recorded[("/main", 0)][0]["site"] == recorded[("/main", 1)][0]["site"]
+    assert recorded[("/main", 0)][0]["site"] != recorded[("/main-other", 0)][0]["site"]
+    assert {recorded[("/task-a", 0)][0]["task"], recorded[("/task-b", 0)][0]["task"]} == {"a", "b"}

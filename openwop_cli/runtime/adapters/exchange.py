@@ -103,10 +103,10 @@ class Exchange:
         self._body_is_json = json is not None
         self._call = session.new_call_number()
         self._request: RecordedRequest | None = None
-        self._sent_raw_by: int | None = None  # the pid of the process that sent the request's raw pieces
+        self._raw_by: int | None = None  # the pid of the process that queued the request as raw pieces
         self._live: Any = None
         self._boundary: Any = None
-        self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture
+        self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture not sent raw
         self.finished = False
 
     @property
@@ -131,8 +131,14 @@ class Exchange:
             self._live.finish(self._built().response_data(status, _plain(headers), body, streamed, complete))
             return
         body = body if type(body) is bytes else bytes(body or b"")  # what the program holds may change; bytes do not
-        self.session.record_later(Exchange._response_event, (self, status, headers, body, streamed, complete),
-                                  size=len(body), raw=Exchange._raw_response, origin=self._origin if in_call else None)
+        session = self.session
+        if self._raw_by == session.pid:
+            prefix, number = self._call
+            session.record_raw(RAW_RESPONSE, (prefix, number, status, headers, streamed, complete), body,
+                               answer=in_call)
+        else:  # the request was not queued raw by this process (a forked child finishing it): built here
+            session.record_later(Exchange._response_event, (self, status, headers, body, streamed, complete),
+                                 size=len(body), origin=self._origin if in_call else None)
 
     def record_failure(self, exc: BaseException) -> None:
         """Record that the request never got an answer (connection refused, timeout)."""
@@ -141,17 +147,29 @@ class Exchange:
         if self._live is not None:
             self._live.finish(self._built().failure_data(error))
             return
-        self.session.record_later(Exchange._failure_event, (self, error), size=0, raw=Exchange._raw_failure)
+        session = self.session
+        if self._raw_by == session.pid:
+            prefix, number = self._call
+            session.record_raw(RAW_FAILURE, (prefix, number, error), b"", answer=True)
+        else:
+            session.record_later(Exchange._failure_event, (self, error), size=0)
 
     # ---- the call ------------------------------------------------------------------------------
 
     def begin(self) -> tuple | None:
         """Before sending: in a replay, the response to hand back instead (None when the call runs live,
         as in a fork), or the recorded error raised; in a capture, records the request and returns None."""
-        if self.session.replayer is None:
+        session = self.session
+        if session.replayer is None:
             site = program_site(2)  # from above the adapter that called begin: a frame of wop's, never the program's
-            self._origin = self.session.record_later(Exchange._request_event, (self,), size=len(self._body),
-                                                     raw=Exchange._raw_request, site=site)
+            body = self._body
+            if session.sends_raw and type(body) is bytes:
+                self._raw_by = session.pid
+                prefix, number = self._call
+                session.record_raw(RAW_REQUEST, (prefix, number, self.method, url_text(self._url), self._headers,
+                                                 self._body_is_json), body, site=site)
+            else:
+                self._origin = session.record_later(Exchange._request_event, (self,), size=len(body), site=site)
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
@@ -178,7 +196,7 @@ class Exchange:
         if exc is not None and not self.finished:
             self.record_failure(exc)
 
-    # ---- the events: built here, or sent raw for `wop capture` to build ---------------------------
+    # ---- the events, built here when they are not sent raw for `wop capture` to build -----------------
     # (recorded as Exchange's functions with the exchange first among their arguments: a bound method would be one
     # more object made on the program's thread and freed on the sender's for every event)
 
@@ -202,29 +220,6 @@ class Exchange:
     def _failure_event(self, error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         request = self._built()
         return request.result_type, request.failure_data(error)
-
-    def _raw_request(self) -> tuple[str, tuple, bytes] | None:
-        """The request's raw pieces for RawExchanges, as the program holds them (wop capture leaves out credentials
-        and secret URL parameters as it builds the event), or None for a body that is not bytes (built here)."""
-        body = self._body
-        if type(body) is not bytes:
-            return None
-        self._sent_raw_by = self.session.pid
-        return RAW_REQUEST, (*self._call, self.method, url_text(self._url), self._headers, self._body_is_json), body
-
-    def _raw_response(self, status: int, headers: Any, body: bytes, streamed: bool,
-                      complete: bool) -> tuple[str, tuple, bytes] | None:
-        """The answer's raw pieces for RawExchanges (headers: a header_snapshot), or None when its request was not
-        sent raw by this process (then the event is built here: the parent could not pair it)."""
-        if self._sent_raw_by != self.session.pid:
-            return None
-        return RAW_RESPONSE, (*self._call, status, headers, streamed, complete), body
-
-    def _raw_failure(self, error: dict[str, Any]) -> tuple[str, tuple, bytes] | None:
-        """The failure's raw pieces for RawExchanges, or None (as for _raw_response)."""
-        if self._sent_raw_by != self.session.pid:
-            return None
-        return RAW_FAILURE, (*self._call, error), b""
 
 
 class RecordedRequest(NamedTuple):
@@ -293,31 +288,42 @@ RAW_REQUEST, RAW_RESPONSE, RAW_FAILURE = "raw_request", "raw_response", "raw_fai
 
 
 class RawExchanges:
-    """`wop capture`'s end of the exchanges a recorded process sends raw (Exchange._raw_*): their events, built by
-    RecordedRequest as the process would have built them. A request is kept (without its data) until its answer
-    comes."""
+    """`wop capture`'s end of the exchanges a recorded process sends raw (Exchange through Session.record_raw): their
+    events, built by RecordedRequest as the process would have built them. A request is kept (without its data,
+    with the origin its answer shares) until its answer comes."""
 
     def __init__(self) -> None:
-        self._requests: dict[tuple[str, int], RecordedRequest] = {}
+        self._requests: dict[tuple[str, int], tuple[RecordedRequest, dict[str, Any]]] = {}
 
-    def event(self, kind: str, pieces: tuple, body: bytes) -> tuple[str, dict[str, Any]] | None:
-        """(type, data) of the event for raw pieces of a kind (Exchange._raw_*); None for an unknown kind or an answer
-        to no request sent raw."""
+    def event(self, kind: str, pieces: tuple, body: bytes,
+              origin: bytes | None) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """(type, data, origin) of the event for raw pieces of a kind (RAW_*) and their origin (Session.record_raw's:
+        JSON, or None for an answer that has its request's without the site); None for an unknown kind, an origin
+        that is not a JSON object, or an answer to no request sent raw."""
         call = (pieces[0], pieces[1])
+        where = None if origin is None else orjson.loads(origin)
+        if where is not None and type(where) is not dict:
+            return None
         if kind == RAW_REQUEST:
+            if where is None:
+                return None
             method, url, headers, body_is_json = pieces[2:]
             request = RecordedRequest.of(call, method, url, _plain(headers), body, body_is_json)
-            self._requests[call] = request._replace(data={})
-            return request.event_type, request.data
+            self._requests[call] = (request._replace(data={}), {key: value for key, value in where.items()
+                                                                 if key != "site"})
+            return request.event_type, request.data, where
         if kind not in (RAW_RESPONSE, RAW_FAILURE):
             return None
-        request = self._requests.pop(call, None)
-        if request is None:
+        kept = self._requests.pop(call, None)
+        if kept is None:
             return None
+        request, request_origin = kept
+        where = request_origin if where is None else where
         if kind == RAW_RESPONSE:
             status, headers, streamed, complete = pieces[2:]
-            return request.result_type, request.response_data(status, _plain(headers), body, streamed, complete)
-        return request.result_type, request.failure_data(pieces[2])
+            return (request.result_type, request.response_data(status, _plain(headers), body, streamed, complete),
+                    where)
+        return request.result_type, request.failure_data(pieces[2]), where
 
 
 def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
