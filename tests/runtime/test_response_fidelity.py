@@ -318,3 +318,65 @@ def test_a_program_that_dies_while_reading_a_stream_has_what_it_read_recorded_an
     assert report["diverged"] is False and report["score"]["score"] == 1.0, replayed.stderr
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
     assert "RuntimeError: the agent's handler failed" in replayed.stderr and "BadRequestError" not in replayed.stderr
+
+
+CUT_STREAMS_OTHER_CLIENTS = """
+import asyncio, json, os, urllib.request
+import aiohttp, requests
+
+url = os.environ["BASE"] + "/v1/chat/completions"
+body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Where is order A-1?"}],
+                   "stream": True}).encode()
+for how in ("read", "readline"):
+    lines = []
+    try:
+        response = urllib.request.urlopen(urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}))
+        if how == "read":
+            lines.append(response.read())
+        else:
+            for line in response:
+                lines.append(line[:12])
+        print(">", "urllib", how, "ended", lines)
+    except Exception as exc:
+        print(">", "urllib", how, type(exc).__name__, repr(exc), lines)
+
+async def main():
+    async with aiohttp.ClientSession() as session:
+        lines = []
+        try:
+            async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+                async for line in response.content:
+                    lines.append(line[:12])
+            print(">", "aiohttp ended", lines)
+        except aiohttp.ClientError as exc:
+            print(">", "aiohttp", type(exc).__name__, exc, lines)
+
+asyncio.run(main())
+try:
+    print(">", "requests ended", requests.post(url, data=body, headers={"Content-Type": "application/json"}).text)
+except requests.RequestException as exc:
+    print(">", "requests", type(exc).__name__)
+"""
+
+
+def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urllib_and_requests(tmp_path, answers):
+    """The server sends three chunks of a streamed chat completion and drops the connection: aiohttp raised
+    ClientPayloadError after the three lines, urllib's read() (http.client) IncompleteRead holding them (its line
+    iterator takes the early close as the end), requests ChunkedEncodingError. Before, aiohttp's replay ended the stream cleanly, and urllib's capture recorded no answer
+    (the replay answered wop's HTTP 400, an HTTPError): both strict replays said they replayed exactly."""
+    captured, source = capture(tmp_path, CUT_STREAMS_OTHER_CLIENTS, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert printed[0].startswith("> urllib read IncompleteRead IncompleteRead(") and printed[0].endswith("[]"), printed
+    assert printed[1].startswith("> urllib readline ended") and printed[1].count("b'data: {") == 3, printed  # its way
+    assert printed[2].startswith("> aiohttp ClientPayloadError") and printed[2].count("b'data: {") == 3, printed
+    assert printed[3] == "> requests ChunkedEncodingError", printed
+    recorded = events(source, "llm_response")
+    assert [event["data"].get("streamError", event["data"].get("error", {})).get("type") for event in recorded] == [
+        "IncompleteRead", None, "ClientPayloadError", "ChunkedEncodingError"]
+    assert all(len(event["data"]["stream"]) == 3 for event in recorded[:3])
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed

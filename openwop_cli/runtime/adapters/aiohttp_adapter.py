@@ -20,9 +20,11 @@ from openwop_cli.runtime.adapters.exchange import (
     Exchange,
     plain_headers,
     recording_session,
+    stream_error,
     to_wop_proxy,
     undo_content_encoding,
 )
+from openwop_cli.runtime.session import describe_exception, note_open_stream
 
 _MARK = "__wop_patched__"
 
@@ -111,7 +113,8 @@ class _Teed(collections.deque):
 
 class _BodyRecording:
     """One response's body, kept chunk by chunk as it arrives (the program reads it unchanged); finished at
-    its end, or incomplete when the program releases or closes the response first."""
+    its end, or incomplete when the program releases or closes the response first (or still holds it as the process
+    ends), with the exception that ended it when its connection broke or a read timed out."""
 
     def __init__(self, exchange: Exchange, response: Any, headers: dict[str, str], decompressed: bool) -> None:
         self.exchange, self.response, self.headers, self.decompressed = exchange, response, headers, decompressed
@@ -131,6 +134,7 @@ class _BodyRecording:
         for name in ("release", "close"):
             self._finish_before(name)
         reader.on_eof(lambda: self.finish(True))
+        note_open_stream(self)
 
     def _finish_before(self, name: str) -> None:
         method = getattr(self.response, name)
@@ -142,10 +146,14 @@ class _BodyRecording:
         setattr(self.response, name, finishing)
 
     def finish(self, complete: bool, in_call: bool = False) -> None:
-        """Record the body kept so far (in_call: by the request's own task, as it came in with the headers)."""
+        """Record the body kept so far (in_call: by the request's own task, as it came in with the headers); one that
+        did not end is recorded with the exception aiohttp ended it with, if any (the reader holds it)."""
         if self.finished:
             return
         self.finished = True
+        error = None if complete else self.response.content.exception()
+        if error is not None:  # the connection broke (ClientPayloadError), a read timed out
+            complete = describe_exception(error)
         body = b"".join(self.chunks)
         if not self.decompressed:
             body = undo_content_encoding(body, self.headers)
@@ -154,13 +162,37 @@ class _BodyRecording:
 
 
 def _stream_reader(module: Any, chunks: list[bytes]) -> Any:
-    """An aiohttp StreamReader holding the given bytes, at its end (what `resp.content` reads from)."""
+    """An aiohttp StreamReader holding the given bytes (what `resp.content` reads from): at its end, or, for a
+    recorded stream that ended with an exception, raising it once they are read (as aiohttp's reader raises what the
+    connection ended with)."""
     size = sum(len(chunk) for chunk in chunks)
-    reader = module.StreamReader(_NoConnection(), max(size, 2**16), loop=asyncio.get_running_loop())
+    error = stream_error(chunks)
+    kind = module.StreamReader if error is None else _ending_reader(module)
+    reader = kind(_NoConnection(), max(size, 2**16), loop=asyncio.get_running_loop())
     for chunk in chunks:
         reader.feed_data(chunk)
-    reader.feed_eof()
+    if error is None:
+        reader.feed_eof()
+    else:
+        reader.ending = error
     return reader
+
+
+_ENDING_READERS: dict[type, type] = {}
+
+
+def _ending_reader(module: Any) -> type:
+    """module.StreamReader whose read, once the bytes fed are read, ends the stream with `ending` (an exception) where
+    aiohttp's would wait for more from the connection."""
+    base = module.StreamReader
+    kind = _ENDING_READERS.get(base)
+    if kind is None:
+        async def _wait(self: Any, func_name: str) -> None:
+            self.set_exception(self.ending)
+            raise self.ending
+
+        kind = _ENDING_READERS[base] = type("ReplayedStreamReader", (base,), {"_wait": _wait})
+    return kind
 
 
 class _NoConnection:

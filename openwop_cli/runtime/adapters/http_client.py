@@ -8,6 +8,7 @@ recording and handed on as a fresh HTTPResponse over the same bytes, or — for 
 as it is and recorded as the program reads it.
 """
 
+import http.client
 import io
 from typing import Any, Callable
 
@@ -18,9 +19,11 @@ from openwop_cli.runtime.adapters.exchange import (
     plain_headers,
     recording_session,
     sendable_body,
+    stream_error,
     to_wop_proxy,
     undo_content_encoding,
 )
+from openwop_cli.runtime.session import describe_exception
 
 _MARK = "__wop_patched__"
 _PENDING = "_wop_pending"
@@ -90,29 +93,55 @@ def _recorded(connection: Any, exchange: Exchange, response: Any) -> Any:
 
 def _made_response(connection: Any, method: str, status: int, reason: str, headers: list[tuple[str, str]],
                    chunks: list[bytes], chunked: bool) -> Any:
-    """A real HTTPResponse (the connection's response_class) parsed from bytes: status, headers, body."""
+    """A real HTTPResponse (the connection's response_class) parsed from bytes: status, headers, body. A recorded
+    stream that ended with an exception has no last chunk: http.client raises IncompleteRead after the bytes as it did
+    when the connection closed early, and any other exception (a read timed out) is raised by the socket there."""
     head = [f"HTTP/1.1 {status} {reason}", *(f"{name}: {value}" for name, value in headers
                                             if name.lower() not in _FRAMING)]
+    error = stream_error(chunks) if chunked else None
     if chunked:
         head.append("Transfer-Encoding: chunked")
-        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks if chunk) + b"0\r\n\r\n"
+        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks if chunk)
+        body += b"" if error is not None else b"0\r\n\r\n"
     else:
         body = b"".join(chunks)
         head.append(f"Content-Length: {len(body)}")
-    response = connection.response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body),
-                                          method=method)
+    if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
+        error = None
+    response = connection.response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body,
+                                                      error), method=method)
     response.begin()
     return response
 
 
 class _BytesSocket:
-    """What an HTTPResponse reads a made-up answer from: makefile() over bytes."""
+    """What an HTTPResponse reads a made-up answer from: makefile() over bytes, which raises `error` (when given)
+    where the bytes end."""
 
-    def __init__(self, data: bytes) -> None:
-        self._data = data
+    def __init__(self, data: bytes, error: BaseException | None = None) -> None:
+        self._data, self._error = data, error
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(io.BytesIO(self._data))
+        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else _EndsWithError(self._data,
+                                                                                                  self._error))
+
+
+class _EndsWithError(io.RawIOBase):
+    """Bytes read as from a socket whose next read, once they are read, raises an exception."""
+
+    def __init__(self, data: bytes, error: BaseException) -> None:
+        self._data, self._error = memoryview(data), error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._data:
+            raise self._error
+        count = min(len(buffer), len(self._data))
+        buffer[:count] = self._data[:count]
+        self._data = self._data[count:]
+        return count
 
 
 def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> Any:
@@ -128,7 +157,8 @@ def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> An
 
 class _Recording:
     """Mixed in before http.client.HTTPResponse: every read is kept (once, however reads nest), and the
-    stream is recorded when the body ends, or when the response is closed first (incomplete)."""
+    stream is recorded when the body ends, when the response is closed first (incomplete), or when a read raises (the
+    connection broke: IncompleteRead, whose partial bytes the program got; a read timed out) with that exception."""
 
     def read(self, *args: Any) -> bytes:
         return self._wop_kept(super().read, args)  # type: ignore[misc]
@@ -144,6 +174,9 @@ class _Recording:
         state[0] += 1
         try:
             count = super().readinto(buffer)  # type: ignore[misc]
+        except Exception as exc:
+            self._wop_failed(exc)
+            raise
         finally:
             state[0] -= 1
         if state[0] == 0 and count:
@@ -160,6 +193,9 @@ class _Recording:
         state[0] += 1
         try:
             data = read(*args)
+        except Exception as exc:
+            self._wop_failed(exc)
+            raise
         finally:
             state[0] -= 1
         if state[0] == 0 and data:
@@ -167,11 +203,21 @@ class _Recording:
         self._wop_check_end()
         return data
 
+    def _wop_failed(self, exc: Exception) -> None:
+        """A read raised: unless it is nested in another (which sees the exception too), the stream ended with it."""
+        exchange, headers, chunks, state = self._wop_record
+        if state[0] != 1:
+            return
+        partial = getattr(exc, "partial", None) if isinstance(exc, http.client.IncompleteRead) else None
+        if partial:
+            chunks.append(bytes(partial))
+        self._wop_finish(describe_exception(exc))
+
     def _wop_check_end(self) -> None:
         if self.fp is None and self._wop_record[3][0] == 0:  # type: ignore[attr-defined]
             self._wop_finish(True)
 
-    def _wop_finish(self, complete: bool) -> None:
+    def _wop_finish(self, complete: Any) -> None:
         exchange, headers, chunks, state = self._wop_record
         if state[1]:
             return
