@@ -401,15 +401,30 @@ class Replayer:
         return match
 
     def _recorded_result(self, match: Match, result_type: str) -> dict[str, Any]:
+        """The recorded result event's data to serve; ReplayDivergenceError (a reported divergence: the program gets
+        wop's error where the recorded run got an answer, or never returned) when there is none."""
         if match.unit is None:
-            divergence = self.engine.divergences[-1] if self.engine.divergences else None
-            raise ReplayDivergenceError(divergence or Divergence(
-                EVENT_MISSING, None, None, None, None, f"the capture has no {result_type} to serve for this call"))
+            if not self.engine.divergences:  # matching reported why (an unexpected call); else it is reported here
+                self.report(Divergence(EVENT_MISSING, None, None, None, None,
+                                       f"the capture has no {result_type} to serve for this call", result_type))
+            raise ReplayDivergenceError(self.engine.divergences[-1])
         if match.result_seq is None:
-            raise ReplayDivergenceError(Divergence(
-                EVENT_MISSING, match.request_seq, None, None, None,
-                f"the recorded call at seq {match.request_seq} never returned (the original run ended inside it)"))
+            seq = match.request_seq
+            divergence = Divergence(
+                EVENT_MISSING, seq, None, None, None,
+                f"the recorded call at seq {seq} never returned (the original run ended inside it): there is no "
+                f"{result_type} to serve, so this run got wop's replay error instead", result_type,
+                self.source.event(seq))
+            self.report(divergence)
+            raise ReplayDivergenceError(divergence)
         return self.source.event(match.result_seq)["data"]
+
+    def report(self, divergence: Divergence) -> None:
+        """A divergence found outside matching (a call wop answers with its replay error): on record, and a strict
+        replay stops at it."""
+        with self._lock:
+            self.engine.report(divergence)
+            self._emit_divergences()
 
     def _emit_divergences(self) -> None:
         if not self._pending:

@@ -394,3 +394,82 @@ def test_a_fork_set_is_read_as_the_capture_recorded_its_key(tmp_path):
     values = {e["data"]["key"]: e["data"]["value"] for e in CaptureReader(tmp_path / "fork")
               if e["type"] == "nondeterministic"}
     assert values["name"] == "123" and values["big"] == {"$bigint": str(2**70 + 1)}
+
+
+NEVER_RETURNED = """
+import os, sys, threading, time
+import openai
+import openwop_cli as wop
+
+@wop.tool
+def wait_for_approval(order):
+    open(os.environ["ASKED"], "w").close()
+    threading.Event().wait()
+
+def ask():
+    client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+    try:
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Where is A-1?"}])
+        print("> answered", flush=True)
+    except Exception as exc:
+        print(">", type(exc).__name__, flush=True)
+    done.set()
+
+def approve():
+    try:
+        wait_for_approval("A-1")
+    except Exception as exc:
+        print(">", type(exc).__name__, flush=True)
+    done.set()
+
+done = threading.Event()
+threading.Thread(target=ask if sys.argv[1:] == ["llm"] else approve, daemon=True).start()
+for _ in range(300):  # until the call is under way (the file stays: a replay's goes on to wait for the call)
+    if os.path.exists(os.environ["ASKED"]):
+        break
+    time.sleep(0.05)
+done.wait(3)
+print("> gave up waiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("call", ["llm", "tool"])
+def test_a_recorded_call_that_never_returned_is_a_reported_divergence(tmp_path, call):
+    """A daemon thread's call (an LLM call to a server that never answers; a tool that waits forever) was still
+    running when the program ended: the capture has its request and no answer. Before, the replay answered it with
+    wop's error at once (the SDK's BadRequestError for wop's HTTP 400; ReplayDivergenceError from the tool), the
+    program printed a line it never printed, and the strict replay said score 1.00, "replays exactly", exit 0."""
+    import http.server
+    import threading
+
+    class Silent(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            open(env["ASKED"], "w").close()
+            release.wait(30)
+
+        def log_message(self, *args):
+            pass
+
+    release = threading.Event()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Silent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {"BASE": f"http://127.0.0.1:{server.server_address[1]}", "ASKED": str(tmp_path / "asked")}
+    try:
+        program = write_program(tmp_path, NEVER_RETURNED)
+        done = run_wop("capture", "--out", str(tmp_path / "source"), "--", sys.executable, str(program), call,
+                       env=env, cwd=tmp_path)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 0 and done.stdout.splitlines() == ["> gave up waiting"], done.stderr
+    recorded = [event["type"] for event in CaptureReader(tmp_path / "source")]
+    request_type = "llm_request" if call == "llm" else "tool_call"
+    assert request_type in recorded and ("llm_response" if call == "llm" else "tool_result") not in recorded
+    seq = recorded.index(request_type)
+    replayed, report = replay(tmp_path, tmp_path / "source", "--strict", env=env)
+    assert replayed.returncode == 1, replayed.stderr
+    assert report["diverged"] is True and report["score"]["score"] < 1.0
+    first = report["divergences"][0]
+    assert first["code"] == "event_missing" and first["eventSeq"] == seq, first
+    assert "never returned" in first["detail"], first
