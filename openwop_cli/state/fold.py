@@ -60,8 +60,8 @@ class StateFold:
 
     def __init__(self, declarations: dict[str, Any] | None = None) -> None:
         self.declarations: dict[str, dict[str, Any]] = {}
-        self.channels = ChannelStore()
-        self.variables = ChannelStore()
+        self.channels = ChannelStore(recorded=True)
+        self.variables = ChannelStore(recorded=True)
         self.meta: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
         self.seq = -1

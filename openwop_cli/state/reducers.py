@@ -21,6 +21,7 @@ TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
 CHECKED_INPUT = frozenset({"merge", "counter", "votes", "feedback", "message"})  # the reducers `validate` checks
 UNDECLARED: dict[str, Any] = {}  # the declaration of a channel nobody declared (read, never changed)
 _NOTHING = object()  # a channel not written yet
+_SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # the integers a capture holds as numbers (runtime.jsonable's, orjson's)
 MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 LEGACY_PREFIXES = (
     ("_approvalVotes:", "votes"),
@@ -61,7 +62,7 @@ def unwrapped(value: Any) -> Any:
 def reduce_once(name: str, current: Any, value: Any, reducer: str, *, ts: int,
                 declaration: dict[str, Any]) -> Any:
     """The channel's value after one write onto `current` (plain JSON, None for nothing written yet)."""
-    store = ChannelStore()
+    store = ChannelStore(recorded=True)
     if current is not None:
         store.load(name, current, reducer)
     store.write(name, value, reducer, ts=ts, declaration=declaration)
@@ -86,11 +87,16 @@ def legacy_node(variable: str) -> str | None:
 
 
 class ChannelStore:
-    """Channels (or variables) and their reduced values; see the module docstring."""
+    """Channels (or variables) and their reduced values; see the module docstring.
 
-    def __init__(self) -> None:
+    recorded: the writes are a capture's JSON (the fold's), where an integer beyond 64 bits is {"$bigint": digits}
+    (runtime.jsonable): a counter reads such a number and keeps a total beyond 64 bits in that form; the program's own
+    store (recorded False) adds its ints as they are."""
+
+    def __init__(self, recorded: bool = False) -> None:
         self._values: dict[str, Any] = {}
         self._message_ids: dict[str, set[str]] = {}
+        self.recorded = recorded
 
     def __contains__(self, name: str) -> bool:
         return name in self._values
@@ -114,8 +120,13 @@ class ChannelStore:
             _check_size(name, merged, declaration)
             self._values[name] = merged
         elif reducer == "counter":
-            base = current if isinstance(current, (int, float)) and not isinstance(current, bool) else 0
-            self._values[name] = base + value
+            base = _number(current)
+            total = (0 if base is None else base) + _number(value)
+            if self.recorded and type(total) is int and not _SMALLEST <= total <= _LARGEST:
+                from openwop_cli.runtime.jsonable import tag_big_int
+
+                total = tag_big_int(total)
+            self._values[name] = total
         else:
             _check_size(name, value, declaration)
             self._values[name] = value
@@ -123,7 +134,7 @@ class ChannelStore:
     def copy(self) -> "ChannelStore":
         """An independent copy: list reducers' entries and seen message ids copied (other values are never changed in
         place, only replaced)."""
-        twin = ChannelStore()
+        twin = ChannelStore(self.recorded)
         twin._values = {name: deque(value) if isinstance(value, deque) else value for name, value in self._values.items()}
         twin._message_ids = {name: set(ids) for name, ids in self._message_ids.items()}
         return twin
@@ -200,12 +211,22 @@ def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _number(value: Any) -> int | float | None:
+    """A counter's number: an int or float, or the int a capture recorded beyond 64 bits ({"$bigint": digits});
+    None for anything else."""
+    if type(value) is dict and len(value) == 1 and "$bigint" in value:
+        from openwop_cli.runtime.jsonable import revive_big_ints
+
+        value = revive_big_ints(value)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def validate(reducer: str, value: Any) -> None:
     """Raise ReducerError when value is not an input the reducer takes (the spec's types; replace and append take
     anything)."""
     if reducer == "merge" and not isinstance(value, dict):
         raise ReducerError(f"merge takes an object, got {type(value).__name__}")
-    if reducer == "counter" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    if reducer == "counter" and _number(value) is None:
         raise ReducerError(f"counter takes a number to add, got {type(value).__name__}")
     if reducer == "votes":
         if not isinstance(value, dict) or not isinstance(value.get("userId"), str) or not isinstance(value.get("action"), str):

@@ -249,3 +249,40 @@ def test_integers_beyond_64_bits_are_recorded_exactly_and_a_strict_replay_hands_
         assert run_wop(*command).returncode == 0, command
     state = orjson.loads(run_wop("state", str(tmp_path / "c"), "--json").stdout)
     assert state["channels"]["log"] == [{"$bigint": str(2**66)}]
+
+
+BIG_COUNTERS = """
+import openwop_cli as wop
+
+wop.state.write("c", 2**70, reducer="counter")
+wop.state.write("c", 5, reducer="counter")
+wop.state.write("halves", 2**63, reducer="counter")
+wop.state.write("halves", 2**63, reducer="counter")
+wop.state.write("back", 2**70, reducer="counter")
+wop.state.write("back", -(2**70) + 7, reducer="counter")
+print(wop.state.get("c"), wop.state.get("halves"), wop.state.get("back"))
+"""
+
+
+def test_a_counter_folds_integers_beyond_64_bits(tmp_path):
+    """A counter channel written 2**70 (recorded as {"$bigint": digits}), and one whose total goes beyond 64 bits from
+    writes within them. Before, the capture and its replay were fine but `wop state` failed the first write with
+    validation_error "counter takes a number to add, got dict"."""
+    from tests.conftest import run_wop
+
+    program = tmp_path / "agent.py"
+    program.write_text(BIG_COUNTERS)
+    captured = run_wop("capture", "--out", str(tmp_path / "c"), "--", sys.executable, str(program), cwd=tmp_path)
+    assert captured.returncode == 0, captured.stderr
+    assert captured.stdout.split() == [str(2**70 + 5), str(2**64), "7"]
+    done = run_wop("state", str(tmp_path / "c"), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = orjson.loads(done.stdout)
+    assert state["channels"]["c"] == {"$bigint": str(2**70 + 5)}, state
+    assert state["channels"]["halves"] == {"$bigint": str(2**64)} and state["channels"]["back"] == 7, state
+    assert "validation_error" not in done.stdout
+    at_first = orjson.loads(run_wop("state", str(tmp_path / "c"), "--json", "--at", "1").stdout)
+    assert at_first["channels"]["c"] == {"$bigint": str(2**70)}, at_first
+    replayed = run_wop("replay", str(tmp_path / "c"), "--strict", "--json", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert captured.stdout in replayed.stderr
