@@ -30,7 +30,7 @@ from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE,
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
 from openwop_cli.runtime.jsonable import revive, revive_big_ints, to_json, type_name
-from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.replaying import ReplayDivergenceError, ServedAnswer
 from openwop_cli.runtime.session import Session, current_pool_task, describe_exception
 from openwop_cli.state.reducers import is_entry
 
@@ -222,6 +222,10 @@ class Replayer:
             self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
         if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
             return Served(recorded, error=rebuild_exception(recorded["error"])[0])
+        if recorded.get("streamComplete") is False and "streamError" not in recorded:
+            recorded = ServedAnswer(recorded)  # a stream the program stopped reading: for how long it read it
+            recorded.lasted = max(0, self.source.event(match.result_seq).get("ts", 0)
+                                  - self.source.event(match.request_seq).get("ts", 0)) / 1000
         return Served(recorded)
 
     def _record_live_exchange(self, result_type: str, result: dict[str, Any], request: dict[str, Any],

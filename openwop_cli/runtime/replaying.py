@@ -33,6 +33,14 @@ def _rebuilt(message: str) -> ReplayDivergenceError:
     return error
 
 
+class ServedAnswer(dict):
+    """A recorded answer's event data as a replay serves an HTTP exchange, with how long the recorded call lasted
+    (`lasted`, seconds from its request to its answer) where an adapter needs it: a stream the program stopped reading
+    (adapters.exchange.stream_wait)."""
+
+    lasted = 0.0
+
+
 class ReplayedToolError(Exception):
     """A tool failed in the capture with an exception type this program cannot rebuild; its message is kept."""
 

@@ -5,6 +5,7 @@ program printed both times (for a client that does not decode, what was recorded
 import gzip
 import json
 import threading
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -59,11 +60,17 @@ class _Answers(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for word in ("order ", "A-1 ", "shipped "):
+        slow = self.path.startswith("/slow")  # ten chunks 0.1 s apart, then the stream ends as it should
+        for word in [f"w{n} " for n in range(10)] if slow else ("order ", "A-1 ", "shipped "):
             chunk = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
                      "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
             data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            if slow:
+                self.wfile.flush()
+                time.sleep(0.1)
+        if slow:
+            self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         self.close_connection = True
 
@@ -375,6 +382,78 @@ def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urlli
     assert [event["data"].get("streamError", event["data"].get("error", {})).get("type") for event in recorded] == [
         "IncompleteRead", None, "ClientPayloadError", "ChunkedEncodingError"]
     assert all(len(event["data"]["stream"]) == 3 for event in recorded[:3])
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+
+
+TIMED_OUT_STREAMS = """
+import asyncio, json, os
+import aiohttp, openai
+
+base = os.environ["BASE"] + "/slow"
+messages = [{"role": "user", "content": "Where is order A-1?"}]
+client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+
+async def read_words(stream, words):
+    async for chunk in stream:
+        words.append(chunk.choices[0].delta.content)
+
+async def read_lines(response, lines):
+    async for line in response.content:
+        if line.strip():
+            lines.append(line[50:60])
+
+async def main():
+    got = []
+    stream = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+    try:
+        await asyncio.wait_for(read_words(stream, got), timeout=0.35)
+        print("> openai read it all", len(got))
+    except asyncio.TimeoutError:
+        print("> openai timed out")
+    await stream.close()
+    body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "stream": True})
+    async with aiohttp.ClientSession() as session:
+        async with session.post(base + "/v1/chat/completions", data=body,
+                                headers={"Content-Type": "application/json"}) as response:
+            try:
+                await asyncio.wait_for(read_lines(response, got), timeout=0.35)
+                print("> aiohttp read it all", len(got))
+            except asyncio.TimeoutError:
+                print("> aiohttp timed out")
+    got = []
+    stream = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+    task = asyncio.ensure_future(read_words(stream, got))
+    while not got:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    task.cancel()
+    try:
+        await task
+        print("> openai task ended", len(got))
+    except asyncio.CancelledError:
+        print("> openai task cancelled")
+    await stream.close()
+
+asyncio.run(main())
+"""
+
+
+def test_an_async_stream_the_program_stopped_reading_at_its_timeout_replays_to_the_same_timeout(tmp_path, answers):
+    """The server sends ten chunks 0.1 s apart; the program reads the stream (openai AsyncOpenAI over httpx, aiohttp)
+    under asyncio.wait_for(..., 0.35), and cancels a third read after 0.25 s: each time it stopped reading (the stream
+    recorded incomplete, without an error). Before, the replay served the recorded chunks at once and ended the
+    stream: the program read it all and printed "read it all" where it had timed out, and the cancelled task ended."""
+    captured, source = capture(tmp_path, TIMED_OUT_STREAMS, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert printed == ["> openai timed out", "> aiohttp timed out", "> openai task cancelled"], printed
+    recorded = events(source, "llm_response")
+    assert len(recorded) == 3 and all(event["data"]["streamComplete"] is False for event in recorded)
+    assert not any("streamError" in event["data"] for event in recorded)
     answers.shutdown()
     replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
     assert replayed.returncode == 0, replayed.stderr

@@ -21,6 +21,7 @@ from openwop_cli.runtime.adapters.exchange import (
     plain_headers,
     recording_session,
     stream_error,
+    stream_wait,
     to_wop_proxy,
     undo_content_encoding,
 )
@@ -162,19 +163,23 @@ class _BodyRecording:
 
 
 def _stream_reader(module: Any, chunks: list[bytes]) -> Any:
-    """An aiohttp StreamReader holding the given bytes (what `resp.content` reads from): at its end, or, for a
+    """An aiohttp StreamReader holding the given bytes (what `resp.content` reads from): at its end; or, for a
     recorded stream that ended with an exception, raising it once they are read (as aiohttp's reader raises what the
-    connection ended with)."""
+    connection ended with); or, for one the program stopped reading (its timeout), ending only stream_wait after the
+    answer, a read past them waiting till then."""
     size = sum(len(chunk) for chunk in chunks)
-    error = stream_error(chunks)
-    kind = module.StreamReader if error is None else _ending_reader(module)
-    reader = kind(_NoConnection(), max(size, 2**16), loop=asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    ending: Any = stream_error(chunks)
+    if ending is None and stream_wait(chunks) > 0:
+        ending = loop.time() + stream_wait(chunks)
+    kind = module.StreamReader if ending is None else _ending_reader(module)
+    reader = kind(_NoConnection(), max(size, 2**16), loop=loop)
     for chunk in chunks:
         reader.feed_data(chunk)
-    if error is None:
+    if ending is None:
         reader.feed_eof()
     else:
-        reader.ending = error
+        reader.ending = ending
     return reader
 
 
@@ -182,14 +187,17 @@ _ENDING_READERS: dict[type, type] = {}
 
 
 def _ending_reader(module: Any) -> type:
-    """module.StreamReader whose read, once the bytes fed are read, ends the stream with `ending` (an exception) where
-    aiohttp's would wait for more from the connection."""
+    """module.StreamReader whose read, once the bytes fed are read, ends the stream where aiohttp's would wait for
+    more from the connection: with `ending` when it is an exception, else at the loop time `ending`."""
     base = module.StreamReader
     kind = _ENDING_READERS.get(base)
     if kind is None:
         async def _wait(self: Any, func_name: str) -> None:
-            self.set_exception(self.ending)
-            raise self.ending
+            if isinstance(self.ending, BaseException):
+                self.set_exception(self.ending)
+                raise self.ending
+            await asyncio.sleep(max(0.0, self.ending - self._loop.time()))
+            self.feed_eof()
 
         kind = _ENDING_READERS[base] = type("ReplayedStreamReader", (base,), {"_wait": _wait})
     return kind

@@ -340,17 +340,22 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
         else:
             chunks = [sse.event_bytes(event, stream_format == "ndjson") for event in stream]
         if isinstance(recorded.get("streamError"), dict):
-            chunks = _EndedByError(chunks)
+            chunks = _RecordedChunks(chunks)
             chunks.error = recorded["streamError"]
+        elif recorded.get("streamComplete") is False:
+            chunks = _RecordedChunks(chunks)
+            chunks.lasted = float(getattr(recorded, "lasted", 0.0))
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"))
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
 
 
-class _EndedByError(list):
-    """A recorded stream's chunks, whose recorded stream ended with an exception (`error`: describe_exception's)."""
+class _RecordedChunks(list):
+    """A recorded stream's chunks, whose recorded stream did not end: `error` (describe_exception's) when an exception
+    ended it, else `lasted`, how long the recorded call lasted (seconds) before the program stopped reading."""
 
-    error: dict[str, Any]
+    error: dict[str, Any] | None = None
+    lasted = 0.0
 
 
 def stream_error(chunks: list[bytes]) -> BaseException | None:
@@ -362,6 +367,19 @@ def stream_error(chunks: list[bytes]) -> BaseException | None:
     from openwop_cli.runtime.exceptions import rebuild_exception
 
     return rebuild_exception(error)[0]
+
+
+_LONGEST_WAIT = 600.0  # seconds: however long a recorded call lasted, a replayed stream ends by then
+
+
+def stream_wait(chunks: list[bytes]) -> float:
+    """How long (seconds from the replayed answer) an async read past a replayed stream's chunks waits before the
+    stream ends, for a recorded stream the program stopped reading without an error (its own timeout, a cancel): about
+    as long as the recorded call lasted, so what stopped it then stops it again; 0 for any other stream. A little more
+    than the call lasted (a tenth, and 0.1 s): its request was recorded after the program's timer started, in whole
+    milliseconds. A sync program stops reading only by its own choice: it never waits."""
+    lasted = getattr(chunks, "lasted", 0.0)
+    return min(lasted * 1.1 + 0.1, _LONGEST_WAIT) if lasted > 0 else 0.0
 
 
 def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

@@ -6,6 +6,7 @@ client as raw bytes exactly as they came, so decoding, errors and retries behave
 stream is passed through chunk by chunk while it is recorded.
 """
 
+import time
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
@@ -14,6 +15,7 @@ from openwop_cli.runtime.adapters.exchange import (
     header_snapshot,
     recording_session,
     stream_error,
+    stream_wait,
     to_wop_proxy,
 )
 from openwop_cli.runtime.session import describe_exception, note_open_stream
@@ -209,6 +211,7 @@ class _StreamClasses:
         class Replayed(sync_base, async_base):  # type: ignore[misc, valid-type]
             def __init__(self, chunks: list[bytes]) -> None:
                 self.chunks = chunks
+                self.ends_at = time.monotonic() + stream_wait(chunks)
 
             def __iter__(self) -> Any:
                 yield from self.chunks
@@ -218,5 +221,10 @@ class _StreamClasses:
                 for chunk in self.chunks:
                     yield chunk
                 _raise_stream_error(self.chunks)
+                delay = self.ends_at - time.monotonic()
+                if delay > 0:  # the program stopped reading the recorded stream (its timeout): it waits as then
+                    import anyio
+
+                    await anyio.sleep(delay)
 
         self.sync_recording, self.async_recording, self.replayed = SyncRecording, AsyncRecording, Replayed
