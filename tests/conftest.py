@@ -6,7 +6,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
@@ -131,6 +134,18 @@ def run_wop(*args: str, input: str | None = None, env: dict | None = None, cwd: 
     if args and args[0] == "diff" and "--json" in args and "--detail" not in args and done.returncode in (0, 1):
         assert_run_diff_schema(orjson.loads(done.stdout))
     return done
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A ThreadingHTTPServer of handler on 127.0.0.1, serving from a thread while the block runs: its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def start_capture(program: Path, out: Path, *args: str) -> subprocess.Popen:

@@ -2,10 +2,11 @@
 
 import sys
 import textwrap
+from http.server import BaseHTTPRequestHandler
 
 import orjson
 
-from tests.conftest import run_wop, write_capture
+from tests.conftest import http_server, run_wop, write_capture
 
 NESTED = """
     import openwop_cli as wop
@@ -180,50 +181,36 @@ ERROR_ANSWERS = """
 """
 
 
-class ErrorServer:
-    """A server on 127.0.0.1 that answers every request with an error: 404 JSON for /orders/…, 429 JSON (OpenAI's
-    shape) for chat completions, 503 text otherwise."""
+class ErrorAnswers(BaseHTTPRequestHandler):
+    """Answers every request with an error: 404 JSON for /orders/…, 429 JSON (OpenAI's shape) for chat completions,
+    503 text otherwise."""
 
-    def __enter__(self) -> "ErrorServer":
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.startswith("/orders/"):
+            status, kind, body = 404, "application/json", b'{"detail": "order A-9 not found"}'
+        elif self.path.endswith("/chat/completions"):
+            status, kind, body = 429, "application/json", b'{"error": {"message": "Rate limit reached"}}'
+        else:
+            status, kind, body = 503, "text/plain", b"upstream exploded"
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path.startswith("/orders/"):
-                    status, kind, body = 404, "application/json", b'{"detail": "order A-9 not found"}'
-                elif self.path.endswith("/chat/completions"):
-                    status, kind, body = 429, "application/json", b'{"error": {"message": "Rate limit reached"}}'
-                else:
-                    status, kind, body = 503, "text/plain", b"upstream exploded"
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    do_GET = do_POST = _answer
 
-            do_GET = do_POST = _answer
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def log_message(self, *args: object) -> None:
+        pass
 
 
 def test_an_http_error_answer_shows_its_status_and_body_not_an_unknown_error(tmp_path):
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent(ERROR_ANSWERS))
-    with ErrorServer() as server:
+    with http_server(ErrorAnswers) as url:
         done = run_wop("capture", "--out", str(tmp_path / "capture"), "--", sys.executable, str(program),
-                       env={"BASE": server.url}, cwd=tmp_path)
+                       env={"BASE": url}, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     shown = run_wop("show", str(tmp_path / "capture"))
     assert shown.returncode == 0 and "error ?" not in shown.stdout

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_wop, write_capture
+from tests.conftest import http_server, run_wop, write_capture
 from tests.fake_provider import FakeProvider
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
@@ -238,8 +238,7 @@ class FakeCollector:
     """An OTLP/HTTP traces endpoint on 127.0.0.1 keeping the spans it is sent (decoded with opentelemetry-proto)."""
 
     def __enter__(self) -> "FakeCollector":
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -261,14 +260,12 @@ class FakeCollector:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._serving = http_server(Handler)
+        self.url = self._serving.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serving.__exit__(*exc)
 
 
 def test_an_http_error_answer_is_a_span_status_with_its_http_status_and_body_not_null(tmp_path):

@@ -7,15 +7,14 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import http_server, run_wop
 
 pytest.importorskip("vcr")
 pytest.importorskip("requests")
@@ -56,11 +55,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(Handler) as url:
+        yield url
 
 
 PROGRAMS = {

@@ -6,12 +6,11 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from tests.conftest import run_wop
+from tests.conftest import http_server, run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import OFFLINE_SDKS, events
 
@@ -109,20 +108,14 @@ def _exchanges(capture_dir) -> list[tuple]:
 
 def test_every_adapters_exchanges_are_recorded_alike_by_wop_capture_and_by_the_program_itself(tmp_path):
     (tmp_path / "agent.py").write_text(textwrap.dedent(EXCHANGES))
-    echo = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=echo.serve_forever, daemon=True).start()
-    try:
-        with FakeProvider() as provider:
-            env = {**OFFLINE_SDKS, "BASE": provider.url, "ECHO": f"http://127.0.0.1:{echo.server_address[1]}"}
-            built_by_wop = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py",
-                                   env=env, cwd=tmp_path)
-            assert built_by_wop.returncode == 0, built_by_wop.stderr
-            in_process = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True,
-                                        text=True, timeout=120, env={**os.environ, **env})
-            assert in_process.returncode == 0, in_process.stderr
-    finally:
-        echo.shutdown()
-        echo.server_close()
+    with http_server(_Echo) as echo, FakeProvider() as provider:
+        env = {**OFFLINE_SDKS, "BASE": provider.url, "ECHO": echo}
+        built_by_wop = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py",
+                               env=env, cwd=tmp_path)
+        assert built_by_wop.returncode == 0, built_by_wop.stderr
+        in_process = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True,
+                                    text=True, timeout=120, env={**os.environ, **env})
+        assert in_process.returncode == 0, in_process.stderr
     recorded = _exchanges(tmp_path / "wop")
     assert len(recorded) == 2 * 15
     assert recorded == _exchanges(tmp_path / "own")
@@ -334,19 +327,13 @@ def test_each_exchange_sent_raw_has_the_origin_of_its_thread_task_and_site_and_i
     renamed thread, a second site, pool tasks and asyncio tasks are each recorded as the program itself records them,
     and an answer has its request's origin without the site."""
     (tmp_path / "agent.py").write_text(textwrap.dedent(ORIGINS))
-    echo = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=echo.serve_forever, daemon=True).start()
-    try:
-        env = {"ECHO": f"http://127.0.0.1:{echo.server_address[1]}"}
-        done = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py", env=env,
-                       cwd=tmp_path)
+    with http_server(_Echo) as echo:
+        done = run_wop("capture", "--out", str(tmp_path / "wop"), "--", sys.executable, "agent.py",
+                       env={"ECHO": echo}, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         in_process = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True, text=True,
-                                    timeout=120, env={**os.environ, **env})
+                                    timeout=120, env={**os.environ, "ECHO": echo})
         assert in_process.returncode == 0, in_process.stderr
-    finally:
-        echo.shutdown()
-        echo.server_close()
 
     def origins(capture_dir):
         """{(body's path, its n-th call): [request's origin, answer's origin]}, without pids."""
