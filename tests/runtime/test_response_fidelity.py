@@ -31,6 +31,7 @@ ROUTES: dict[str, tuple[list[tuple[str, str]], bytes]] = {
     "/string": ([("Content-Type", "application/json")], b'"just text"'),
     "/exponent": ([("Content-Type", "application/json")], b"1E2"),
     "/big-integer": ([("Content-Type", "application/json")], b'{"id": 123456789012345678901234567890, "ok": true}'),
+    "/float-exact-integer": ([("Content-Type", "application/json")], b'{"id": 1180591620717411303424}'),  # 2**70
     "/digits-in-a-string": ([("Content-Type", "application/json")], b'{"hash":"a1234567890123456789012b"}'),
 }
 
@@ -206,7 +207,7 @@ import os
 import httpx, requests
 
 base = os.environ["BASE"]
-for path in ["/null", "/string", "/exponent", "/big-integer", "/digits-in-a-string"]:
+for path in ["/null", "/string", "/exponent", "/big-integer", "/float-exact-integer", "/digits-in-a-string"]:
     for client in (httpx, requests):
         response = client.get(base + path)
         try:
@@ -218,13 +219,13 @@ for path in ["/null", "/string", "/exponent", "/big-integer", "/digits-in-a-stri
 
 
 def test_a_json_body_whose_value_would_replay_as_other_bytes_is_recorded_as_its_text(tmp_path, answers):
-    """A JSON null, string or number, and an object with an integer beyond 64 bits, replay as the bytes the server
-    sent (they came back as no body, a string without its quotes, 100.0, and a float); an object that orjson reads
-    exactly is still recorded as its value."""
+    """A JSON null, string or number, and an object with an integer beyond 64 bits (one a float holds exactly, 2**70,
+    too), replay as the bytes the server sent (they came back as no body, a string without its quotes, 100.0, and a
+    float); an object that orjson reads exactly is still recorded as its value."""
     source = _replays_as_captured(tmp_path, JSON_BODIES, answers)
     bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")][::2]
     assert bodies == ["null", '"just text"', "1E2", '{"id": 123456789012345678901234567890, "ok": true}',
-                      {"hash": "a1234567890123456789012b"}]
+                      '{"id": 1180591620717411303424}', {"hash": "a1234567890123456789012b"}]
 
 
 CUT_STREAMS = """

@@ -563,11 +563,12 @@ def _json_value(body: bytes, content_type: str | None) -> Any:
 
 
 def _reads_alike(body: bytes, value: Any) -> bool:
-    """True when Python's json, which reads every integer exactly, reads body as value (orjson read it)."""
+    """True when Python's json, which reads every integer exactly, reads body as value (orjson read it): compared as
+    JSON, so an integer and the float orjson made of it differ even where they are equal (2**70 == 2.0**70)."""
     import json
 
     try:
-        return json.loads(body) == value
+        return json.dumps(json.loads(body)) == json.dumps(value)
     except (ValueError, RecursionError):
         return False
 
