@@ -390,6 +390,63 @@ def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urlli
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
+CUT_HTTP_STREAMS = """
+import asyncio, os
+import httpx, urllib3
+
+url = os.environ["BASE"] + "/events"  # no LLM: an http tool's stream
+lines = []
+try:
+    with httpx.stream("POST", url, json={"follow": "A-1"}) as response:
+        for line in response.iter_lines():
+            lines.append(line[:12])
+    print(">", "httpx ended", lines)
+except httpx.HTTPError as exc:
+    print(">", "httpx", type(exc).__name__, lines)
+
+async def main():
+    lines = []
+    try:
+        async with httpx.AsyncClient() as client:
+            async with client.stream("POST", url, json={"follow": "A-2"}) as response:
+                async for line in response.aiter_lines():
+                    lines.append(line[:12])
+        print(">", "httpx async ended", lines)
+    except httpx.HTTPError as exc:
+        print(">", "httpx async", type(exc).__name__, lines)
+
+asyncio.run(main())
+chunks = []
+try:
+    response = urllib3.PoolManager().request("POST", url, body=b'{"follow": "A-3"}', preload_content=False,
+                                             headers={"Content-Type": "application/json"})
+    for chunk in response.stream(32):
+        chunks.append(chunk[:12])
+    print(">", "urllib3 ended", chunks)
+except urllib3.exceptions.HTTPError as exc:
+    print(">", "urllib3", type(exc).__name__, chunks)
+"""
+
+
+def test_an_http_tools_stream_whose_connection_broke_replays_the_same_error(tmp_path, answers):
+    """Not an LLM call: an http tool's stream (httpx sync and async, urllib3 unpreloaded) that the server drops after
+    three chunks. Before, httpx's replay ended it cleanly (its tool_result had no streamError) and urllib3's capture
+    recorded no answer at all (the strict replay stopped there): now each replays the chunks, then the error."""
+    captured, source = capture(tmp_path, CUT_HTTP_STREAMS, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert [line.split(" [")[0] for line in printed] == ["> httpx RemoteProtocolError",
+                                                         "> httpx async RemoteProtocolError", "> urllib3 ProtocolError"]
+    results = events(source, "tool_result")
+    assert [result["data"].get("streamError", {}).get("type") for result in results] == [
+        "RemoteProtocolError", "RemoteProtocolError", "IncompleteRead"]
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+
+
 TIMED_OUT_STREAMS = """
 import asyncio, json, os
 import aiohttp, openai

@@ -7,6 +7,7 @@ status, headers and body). Credentials never enter the events: authorization and
 not recorded and secret query parameters are masked (the sink's redaction runs on top).
 """
 
+import io
 import os
 from typing import Any, NamedTuple
 
@@ -257,8 +258,9 @@ class RecordedRequest(NamedTuple):
         llm = self.llm
         if llm is None:
             value = _answer_value(body, headers.get("content-type"))
-            return {"callId": self.call_id, "ok": status < 400,
-                    "result": {"status": status, "headers": kept, "body": value}}
+            answer = {"callId": self.call_id, "ok": status < 400,
+                      "result": {"status": status, "headers": kept, "body": value}}
+            return answer if complete is True or not streamed else _ended_early(answer, complete)
         data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
         if streamed:
             if (headers.get("content-type") or "").startswith(eventstream.CONTENT_TYPE):
@@ -271,9 +273,7 @@ class RecordedRequest(NamedTuple):
             data.update(stopReason=message["stopReason"], usage=message["usage"], response=message, stream=events,
                         streamFormat=stream_format)
             if complete is not True:
-                data["streamComplete"] = False
-                if isinstance(complete, dict):  # describe_exception's: what ended the stream (a broken connection)
-                    data["streamError"] = complete
+                _ended_early(data, complete)
         else:
             value = _answer_value(body, headers.get("content-type"))
             data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
@@ -282,6 +282,16 @@ class RecordedRequest(NamedTuple):
     def failure_data(self, error: dict[str, Any]) -> dict[str, Any]:
         """The answer's event data when the request never got one (error: describe_exception's)."""
         return {**self.context, "ok": False, "error": error}
+
+
+def _ended_early(data: dict[str, Any], complete: Any) -> dict[str, Any]:
+    """A streamed answer's event data marked as one that did not end: the program stopped reading it (complete
+    False), or an exception ended it (describe_exception's data: its connection broke), which a replay raises again
+    after the chunks."""
+    data["streamComplete"] = False
+    if isinstance(complete, dict):
+        data["streamError"] = complete
+    return data
 
 
 RAW_REQUEST, RAW_RESPONSE, RAW_FAILURE = "raw_request", "raw_response", "raw_failure"
@@ -331,6 +341,9 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
     if "result" in recorded and "status" not in recorded:
         result = recorded.get("result") or {}
         body = _body_bytes(result.get("body"))
+        if recorded.get("streamComplete") is False:  # an http tool's stream that did not end: served as one
+            return result.get("status", 200), _headers_for(result.get("headers"), None), _recorded_chunks(
+                [body], recorded), True
         return result.get("status", 200), _headers_for(result.get("headers"), len(body)), [body], False
     stream = recorded.get("stream")
     if stream is not None:
@@ -339,15 +352,22 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
             chunks = [eventstream.frame_bytes(event) for event in stream]
         else:
             chunks = [sse.event_bytes(event, stream_format == "ndjson") for event in stream]
-        if isinstance(recorded.get("streamError"), dict):
-            chunks = _RecordedChunks(chunks)
-            chunks.error = recorded["streamError"]
-        elif recorded.get("streamComplete") is False:
-            chunks = _RecordedChunks(chunks)
-            chunks.lasted = float(getattr(recorded, "lasted", 0.0))
+        if recorded.get("streamComplete") is False:
+            chunks = _recorded_chunks(chunks, recorded)
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"))
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
+
+
+def _recorded_chunks(chunks: list[bytes], recorded: dict[str, Any]) -> "_RecordedChunks":
+    """The chunks of a recorded stream that did not end (streamComplete false), with what ended it: the exception
+    (streamError), else how long the recorded call lasted (a replay's ServedAnswer says)."""
+    chunks = _RecordedChunks(chunks)
+    if isinstance(recorded.get("streamError"), dict):
+        chunks.error = recorded["streamError"]
+    else:
+        chunks.lasted = float(getattr(recorded, "lasted", 0.0))
+    return chunks
 
 
 class _RecordedChunks(list):
@@ -367,6 +387,25 @@ def stream_error(chunks: list[bytes]) -> BaseException | None:
     from openwop_cli.runtime.exceptions import rebuild_exception
 
     return rebuild_exception(error)[0]
+
+
+class BytesThenError(io.RawIOBase):
+    """Bytes read as from a socket whose next read, once they are read, raises an exception: a replayed stream whose
+    recorded connection broke."""
+
+    def __init__(self, data: bytes, error: BaseException) -> None:
+        self._data, self._error = memoryview(data), error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._data:
+            raise self._error
+        count = min(len(buffer), len(self._data))
+        buffer[:count] = self._data[:count]
+        self._data = self._data[count:]
+        return count
 
 
 _LONGEST_WAIT = 600.0  # seconds: however long a recorded call lasted, a replayed stream ends by then

@@ -13,6 +13,7 @@ import io
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
+    BytesThenError,
     Exchange,
     absolute_url,
     body_bytes,
@@ -122,26 +123,8 @@ class _BytesSocket:
         self._data, self._error = data, error
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else _EndsWithError(self._data,
+        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
                                                                                                   self._error))
-
-
-class _EndsWithError(io.RawIOBase):
-    """Bytes read as from a socket whose next read, once they are read, raises an exception."""
-
-    def __init__(self, data: bytes, error: BaseException) -> None:
-        self._data, self._error = memoryview(data), error
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._data:
-            raise self._error
-        count = min(len(buffer), len(self._data))
-        buffer[:count] = self._data[:count]
-        self._data = self._data[count:]
-        return count
 
 
 def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> Any:

@@ -12,15 +12,18 @@ import io
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
+    BytesThenError,
     Exchange,
     absolute_url,
     body_bytes,
     plain_headers,
     recording_session,
     sendable_body,
+    stream_error,
     to_wop_proxy,
     undo_content_encoding,
 )
+from openwop_cli.runtime.session import describe_exception
 
 _MARK = "__wop_patched__"
 _PRELOAD, _DECODE = 8, 9  # positions of preload_content and decode_content after `headers` in urlopen
@@ -88,10 +91,20 @@ class _RecordingFile:
         self._inner, self._done, self._chunks, self._finished = inner, done, [], False
 
     def read(self, amt: int | None = None) -> bytes:
-        return self._kept(self._inner.read() if amt is None else self._inner.read(amt))
+        try:
+            data = self._inner.read() if amt is None else self._inner.read(amt)
+        except Exception as exc:  # the connection broke (IncompleteRead), a read timed out: the stream ended with it
+            self._finish(describe_exception(exc))
+            raise
+        return self._kept(data)
 
     def read1(self, amt: int = -1) -> bytes:
-        return self._kept(self._inner.read1(amt))
+        try:
+            data = self._inner.read1(amt)
+        except Exception as exc:
+            self._finish(describe_exception(exc))
+            raise
+        return self._kept(data)
 
     def close(self) -> None:
         self._inner.close()
@@ -109,15 +122,19 @@ class _RecordingFile:
             self._finish(True)
         return data
 
-    def _finish(self, complete: bool) -> None:
+    def _finish(self, complete: Any) -> None:
+        """Record what was read: complete True, False (closed first), or describe_exception's data of what ended it."""
         if not self._finished:
             self._finished = True
             self._done(b"".join(self._chunks), complete)
 
 
 def _replayed_response(module: Any, parts: tuple, method: str, url: str, preload: bool, decode: bool) -> Any:
+    """An HTTPResponse over the recorded bytes; one whose recorded stream broke raises its exception after them."""
     status, headers, chunks, _streamed = parts
-    return module.HTTPResponse(body=io.BytesIO(b"".join(chunks)), headers=module._collections.HTTPHeaderDict(headers),
+    error = stream_error(chunks)
+    body = io.BytesIO(b"".join(chunks)) if error is None else io.BufferedReader(BytesThenError(b"".join(chunks), error))
+    return module.HTTPResponse(body=body, headers=module._collections.HTTPHeaderDict(headers),
                                status=status, reason="OK" if status < 400 else "wop replay",
                                preload_content=preload, decode_content=decode, request_method=method,
                                request_url=url)
