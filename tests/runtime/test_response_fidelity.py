@@ -4,6 +4,8 @@ program printed both times (for a client that does not decode, what was recorded
 
 import gzip
 import json
+import sys
+import textwrap
 import threading
 import time
 import zlib
@@ -11,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.conftest import run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
@@ -338,7 +341,8 @@ body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "conten
 for how in ("read", "readline"):
     lines = []
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}))
+        response = urllib.request.urlopen(urllib.request.Request(url, data=body,
+                                                                 headers={"Content-Type": "application/json"}))
         if how == "read":
             lines.append(response.read())
         else:
@@ -370,7 +374,8 @@ except requests.RequestException as exc:
 def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urllib_and_requests(tmp_path, answers):
     """The server sends three chunks of a streamed chat completion and drops the connection: aiohttp raised
     ClientPayloadError after the three lines, urllib's read() (http.client) IncompleteRead holding them (its line
-    iterator takes the early close as the end), requests ChunkedEncodingError. Before, aiohttp's replay ended the stream cleanly, and urllib's capture recorded no answer
+    iterator takes the early close as the end), requests ChunkedEncodingError. Before, aiohttp's replay ended the
+    stream cleanly, and urllib's capture recorded no answer
     (the replay answered wop's HTTP 400, an HTTPError): both strict replays said they replayed exactly."""
     captured, source = capture(tmp_path, CUT_STREAMS_OTHER_CLIENTS, {"BASE": answers.url})
     assert captured.returncode == 0, captured.stderr
@@ -420,31 +425,65 @@ chunks = []
 try:
     response = urllib3.PoolManager().request("POST", url, body=b'{"follow": "A-3"}', preload_content=False,
                                              headers={"Content-Type": "application/json"})
-    for chunk in response.stream(32):
-        chunks.append(chunk[:12])
-    print(">", "urllib3 ended", chunks)
+    for chunk in response.stream(1024):  # each chunk as it arrives (a replay serves what was read as one)
+        chunks.append(chunk)
+    print(">", "urllib3 ended", b"".join(chunks).count(b"data: "))
 except urllib3.exceptions.HTTPError as exc:
-    print(">", "urllib3", type(exc).__name__, chunks)
+    print(">", "urllib3", type(exc).__name__, b"".join(chunks).count(b"data: "))
 """
 
 
 def test_an_http_tools_stream_whose_connection_broke_replays_the_same_error(tmp_path, answers):
     """Not an LLM call: an http tool's stream (httpx sync and async, urllib3 unpreloaded) that the server drops after
     three chunks. Before, httpx's replay ended it cleanly (its tool_result had no streamError) and urllib3's capture
-    recorded no answer at all (the strict replay stopped there): now each replays the chunks, then the error."""
+    recorded no answer at all (the strict replay stopped there), and under wop urllib3 handed the program none of
+    the three chunks (it read through http.client, which waits for as many bytes as asked): now urllib3 yields each
+    chunk as it arrives, as without wop, and each client replays the chunks, then the error."""
     captured, source = capture(tmp_path, CUT_HTTP_STREAMS, {"BASE": answers.url})
     assert captured.returncode == 0, captured.stderr
     printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
-    assert [line.split(" [")[0] for line in printed] == ["> httpx RemoteProtocolError",
-                                                         "> httpx async RemoteProtocolError", "> urllib3 ProtocolError"]
+    assert [line.split(" [")[0] for line in printed] == [
+        "> httpx RemoteProtocolError", "> httpx async RemoteProtocolError", "> urllib3 ProtocolError 3"]
     results = events(source, "tool_result")
     assert [result["data"].get("streamError", {}).get("type") for result in results] == [
-        "RemoteProtocolError", "RemoteProtocolError", "IncompleteRead"]
+        "RemoteProtocolError", "RemoteProtocolError", "ProtocolError"]
     answers.shutdown()
     replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
     assert replayed.returncode == 0, replayed.stderr
     assert report["score"]["score"] == 1.0
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+
+
+DIES_READING_STDLIB_STREAMS = """
+import os, sys, urllib.request
+import urllib3
+
+url = os.environ["BASE"] + "/slow/events"  # ten chunks 0.1 s apart
+if sys.argv[1] == "urllib":
+    response = urllib.request.urlopen(urllib.request.Request(url, data=b"{}"))
+else:
+    response = urllib3.PoolManager().request("POST", url, body=b"{}", preload_content=False)
+print(">", [response.readline() for _ in range(2)], flush=True)
+raise SystemExit(3)  # the program ends holding the stream
+"""
+
+
+@pytest.mark.parametrize("client", ["urllib", "urllib3"])
+def test_a_program_that_ends_holding_a_urllib_or_urllib3_stream_has_what_it_read_recorded(tmp_path, answers, client):
+    """Before, the stream's answer was never recorded (only httpx's and aiohttp's open streams were finished as the
+    process ended): the strict replay stopped at a call that 'never returned'."""
+    (tmp_path / "agent.py").write_text(textwrap.dedent(DIES_READING_STDLIB_STREAMS))
+    source = tmp_path / "source"
+    captured = run_wop("capture", "--out", str(source), "--", sys.executable, "agent.py", client,
+                       env={"BASE": answers.url}, cwd=tmp_path)
+    assert captured.returncode == 3, captured.stderr
+    (result,) = events(source, "tool_result")
+    assert result["data"]["streamComplete"] is False and result["data"]["result"]["body"].count("data: ") >= 1
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert report["score"]["score"] == 1.0, replayed.stderr
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == [
+        line for line in captured.stdout.splitlines() if line.startswith("> ")]
 
 
 TIMED_OUT_STREAMS = """

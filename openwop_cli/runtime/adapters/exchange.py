@@ -389,6 +389,58 @@ def stream_error(chunks: list[bytes]) -> BaseException | None:
     return rebuild_exception(error)[0]
 
 
+FRAMING_HEADERS = frozenset({"transfer-encoding", "content-length"})
+
+
+def made_http_response(response_class: Any, method: str, status: int, reason: str, headers: list[tuple[str, str]],
+                       chunks: list[bytes], chunked: bool) -> Any:
+    """A real http.client response (of response_class) parsed from bytes: status, headers, body. A recorded
+    stream that ended with an exception has no last chunk: http.client raises IncompleteRead after the bytes as it did
+    when the connection closed early, and any other exception (a read timed out) is raised by the socket there."""
+    head = [f"HTTP/1.1 {status} {reason}", *(f"{name}: {value}" for name, value in headers
+                                            if name.lower() not in FRAMING_HEADERS)]
+    error = stream_error(chunks) if chunked else None
+    if chunked:
+        head.append("Transfer-Encoding: chunked")
+        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks if chunk)
+        body += b"" if error is not None else b"0\r\n\r\n"
+    else:
+        body = b"".join(chunks)
+        head.append(f"Content-Length: {len(body)}")
+    import http.client
+
+    if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
+        error = None
+    response = response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body,
+                                                      error), method=method)
+    response.begin()
+    return response
+
+
+class _BytesSocket:
+    """What an HTTPResponse reads a made-up answer from: makefile() over bytes, which raises `error` (when given)
+    where the bytes end."""
+
+    def __init__(self, data: bytes, error: BaseException | None = None) -> None:
+        self._data, self._error = data, error
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
+        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
+                                                                                                  self._error))
+
+
+class _BytesSocket:
+    """What an HTTPResponse reads a made-up answer from: makefile() over bytes, which raises `error` (when given)
+    where the bytes end."""
+
+    def __init__(self, data: bytes, error: BaseException | None = None) -> None:
+        self._data, self._error = data, error
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
+        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
+                                                                                                  self._error))
+
+
 class BytesThenError(io.RawIOBase):
     """Bytes read as from a socket whose next read, once they are read, raises an exception: a replayed stream whose
     recorded connection broke."""

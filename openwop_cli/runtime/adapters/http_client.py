@@ -9,26 +9,24 @@ as it is and recorded as the program reads it.
 """
 
 import http.client
-import io
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
-    BytesThenError,
+    FRAMING_HEADERS,
     Exchange,
+    made_http_response,
     absolute_url,
     body_bytes,
     plain_headers,
     recording_session,
     sendable_body,
-    stream_error,
     to_wop_proxy,
     undo_content_encoding,
 )
-from openwop_cli.runtime.session import describe_exception
+from openwop_cli.runtime.session import describe_exception, note_open_stream
 
 _MARK = "__wop_patched__"
 _PENDING = "_wop_pending"
-_FRAMING = frozenset({"transfer-encoding", "content-length"})
 
 
 def patch(module: Any) -> None:
@@ -73,7 +71,7 @@ def _getresponse_handler(original: Callable[..., Any]) -> Callable[..., Any]:
         exchange, answer = pending
         if answer is not None:
             status, headers, chunks, streamed = answer
-            return _made_response(self, exchange.method, status, "OK" if status < 400 else "wop replay", headers,
+            return made_http_response(self.response_class, exchange.method, status, "OK" if status < 400 else "wop replay", headers,
                                   chunks, streamed)
         with exchange.sending():
             return _recorded(self, exchange, original(self))
@@ -88,43 +86,8 @@ def _recorded(connection: Any, exchange: Exchange, response: Any) -> Any:
         return _recording(exchange, response, headers)
     raw = response.read()
     exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False, in_call=True)
-    kept = [(name, value) for name, value in response.msg.items() if name.lower() not in _FRAMING]
-    return _made_response(connection, exchange.method, response.status, response.reason, kept, [raw], False)
-
-
-def _made_response(connection: Any, method: str, status: int, reason: str, headers: list[tuple[str, str]],
-                   chunks: list[bytes], chunked: bool) -> Any:
-    """A real HTTPResponse (the connection's response_class) parsed from bytes: status, headers, body. A recorded
-    stream that ended with an exception has no last chunk: http.client raises IncompleteRead after the bytes as it did
-    when the connection closed early, and any other exception (a read timed out) is raised by the socket there."""
-    head = [f"HTTP/1.1 {status} {reason}", *(f"{name}: {value}" for name, value in headers
-                                            if name.lower() not in _FRAMING)]
-    error = stream_error(chunks) if chunked else None
-    if chunked:
-        head.append("Transfer-Encoding: chunked")
-        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks if chunk)
-        body += b"" if error is not None else b"0\r\n\r\n"
-    else:
-        body = b"".join(chunks)
-        head.append(f"Content-Length: {len(body)}")
-    if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
-        error = None
-    response = connection.response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body,
-                                                      error), method=method)
-    response.begin()
-    return response
-
-
-class _BytesSocket:
-    """What an HTTPResponse reads a made-up answer from: makefile() over bytes, which raises `error` (when given)
-    where the bytes end."""
-
-    def __init__(self, data: bytes, error: BaseException | None = None) -> None:
-        self._data, self._error = data, error
-
-    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
-                                                                                                  self._error))
+    kept = [(name, value) for name, value in response.msg.items() if name.lower() not in FRAMING_HEADERS]
+    return made_http_response(connection.response_class, exchange.method, response.status, response.reason, kept, [raw], False)
 
 
 def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> Any:
@@ -135,6 +98,7 @@ def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> An
         recording = _RECORDING_CLASSES[kind] = type(f"Recording{kind.__name__}", (_Recording, kind), {})
     response.__class__ = recording
     response._wop_record = (exchange, headers, [], [0, False])
+    note_open_stream(response)  # recorded as read so far if the program still holds it as it ends
     return response
 
 
@@ -199,6 +163,10 @@ class _Recording:
     def _wop_check_end(self) -> None:
         if self.fp is None and self._wop_record[3][0] == 0:  # type: ignore[attr-defined]
             self._wop_finish(True)
+
+    def finish(self, complete: Any) -> None:
+        """(session.finish_open_streams' call, as the process ends.) Record what was read so far."""
+        self._wop_finish(complete)
 
     def _wop_finish(self, complete: Any) -> None:
         exchange, headers, chunks, state = self._wop_record

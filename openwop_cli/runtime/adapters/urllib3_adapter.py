@@ -12,10 +12,10 @@ import io
 from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
-    BytesThenError,
     Exchange,
     absolute_url,
     body_bytes,
+    made_http_response,
     plain_headers,
     recording_session,
     sendable_body,
@@ -23,7 +23,7 @@ from openwop_cli.runtime.adapters.exchange import (
     to_wop_proxy,
     undo_content_encoding,
 )
-from openwop_cli.runtime.session import describe_exception
+from openwop_cli.runtime.session import describe_exception, note_open_stream
 
 _MARK = "__wop_patched__"
 _PRELOAD, _DECODE = 8, 9  # positions of preload_content and decode_content after `headers` in urlopen
@@ -70,8 +70,12 @@ def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, dec
                                  streamed, in_call=True)
         return response
     if streamed:
-        response._fp = _RecordingFile(response._fp, lambda raw, complete: exchange.record_response(
-            response.status, headers, undo_content_encoding(raw, headers), True, complete))
+        recording = _RecordingFile(response._fp, lambda raw, complete: exchange.record_response(
+            response.status, headers, raw if recording.decoded else undo_content_encoding(raw, headers), True,
+            complete))
+        response._fp = recording
+        response.read_chunked = recording.reading_chunked(response.read_chunked, response.decode_content)
+        note_open_stream(recording)  # recorded as read so far if the program still holds it as it ends
         return response
     raw = response.read(decode_content=False)
     response.release_conn()
@@ -84,17 +88,39 @@ def _recorded(module: Any, exchange: Exchange, response: Any, preload: bool, dec
 
 
 class _RecordingFile:
-    """The http.client response a streamed urllib3 response reads from, keeping what is read. It has no
-    `fp`, so urllib3 reads through `read()` (http.client undoes the chunked framing) rather than the socket."""
+    """The http.client response a streamed urllib3 response reads from, keeping what is read: through `read()`, or,
+    for a chunked body, as urllib3's `read_chunked` yields each chunk the moment it arrives (reading_chunked), as it
+    does without wop (it reads the chunks from the socket file, `fp`, itself)."""
 
-    def __init__(self, inner: Any, done: Callable[[bytes, bool], None]) -> None:
+    def __init__(self, inner: Any, done: Callable[[bytes, Any], None]) -> None:
         self._inner, self._done, self._chunks, self._finished = inner, done, [], False
+        self.decoded = False  # the chunks kept are the body decoded (read_chunked's, decode_content on)
+        self._in_chunks = False
+
+    def reading_chunked(self, read_chunked: Callable[..., Any], decode_default: bool) -> Callable[..., Any]:
+        """The response's read_chunked, keeping the chunks it yields and what ended them."""
+        def kept_chunks(amt: int | None = None, decode_content: bool | None = None) -> Any:
+            self.decoded = decode_default if decode_content is None else decode_content
+            self._in_chunks = True  # urllib3 closes the file as an error ends the chunks: that error is what ended them
+            try:
+                for chunk in read_chunked(amt, decode_content=decode_content):
+                    if chunk:
+                        self._chunks.append(chunk)
+                    yield chunk
+            except Exception as exc:  # the connection broke, a read timed out: the stream ended with it
+                self.finish(describe_exception(exc))
+                raise
+            finally:
+                self._in_chunks = False
+            self.finish(True)
+
+        return kept_chunks
 
     def read(self, amt: int | None = None) -> bytes:
         try:
             data = self._inner.read() if amt is None else self._inner.read(amt)
         except Exception as exc:  # the connection broke (IncompleteRead), a read timed out: the stream ended with it
-            self._finish(describe_exception(exc))
+            self.finish(describe_exception(exc))
             raise
         return self._kept(data)
 
@@ -102,39 +128,45 @@ class _RecordingFile:
         try:
             data = self._inner.read1(amt)
         except Exception as exc:
-            self._finish(describe_exception(exc))
+            self.finish(describe_exception(exc))
             raise
         return self._kept(data)
 
     def close(self) -> None:
         self._inner.close()
-        self._finish(False)
+        if not self._in_chunks:
+            self.finish(False)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "fp":
-            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def _kept(self, data: bytes) -> bytes:
         if data:
             self._chunks.append(data)
         if not data or self._inner.isclosed():
-            self._finish(True)
+            self.finish(True)
         return data
 
-    def _finish(self, complete: Any) -> None:
-        """Record what was read: complete True, False (closed first), or describe_exception's data of what ended it."""
+    def finish(self, complete: Any) -> None:
+        """Record what was read: complete True, False (closed first, or still open as the process ends:
+        session.finish_open_streams), or describe_exception's data of what ended it."""
         if not self._finished:
             self._finished = True
             self._done(b"".join(self._chunks), complete)
 
 
 def _replayed_response(module: Any, parts: tuple, method: str, url: str, preload: bool, decode: bool) -> Any:
-    """An HTTPResponse over the recorded bytes; one whose recorded stream broke raises its exception after them."""
+    """An HTTPResponse over the recorded bytes; for a recorded stream that broke, a chunked one whose last chunk is
+    missing, so urllib3 yields the chunks and then raises what it raised (ProtocolError) as it did."""
     status, headers, chunks, _streamed = parts
-    error = stream_error(chunks)
-    body = io.BytesIO(b"".join(chunks)) if error is None else io.BufferedReader(BytesThenError(b"".join(chunks), error))
-    return module.HTTPResponse(body=body, headers=module._collections.HTTPHeaderDict(headers),
-                               status=status, reason="OK" if status < 400 else "wop replay",
-                               preload_content=preload, decode_content=decode, request_method=method,
-                               request_url=url)
+    reason = "OK" if status < 400 else "wop replay"
+    if stream_error(chunks) is None:
+        body, original = io.BytesIO(b"".join(chunks)), None
+    else:
+        import http.client
+
+        body = original = made_http_response(http.client.HTTPResponse, method, status, reason, headers, chunks, True)
+        headers = [*headers, ("Transfer-Encoding", "chunked")]
+    return module.HTTPResponse(body=body, headers=module._collections.HTTPHeaderDict(headers), status=status,
+                               reason=reason, preload_content=preload, decode_content=decode, request_method=method,
+                               request_url=url, original_response=original)
