@@ -221,12 +221,19 @@ class Replayer:
             recorded = self._recorded_result(match, result_type)
             self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
         if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
-            return Served(recorded, error=rebuild_exception(recorded["error"])[0])
+            error = rebuild_exception(recorded["error"])[0]
+            if recorded["error"].get("type") == "CancelledError":  # the program cancelled it (its own timeout)
+                error.wop_lasted = self._lasted(match)  # type: ignore[attr-defined]  # exchange.cancelled_wait
+            return Served(recorded, error=error)
         if recorded.get("streamComplete") is False and "streamError" not in recorded:
             recorded = ServedAnswer(recorded)  # a stream the program stopped reading: for how long it read it
-            recorded.lasted = max(0, self.source.event(match.result_seq).get("ts", 0)
-                                  - self.source.event(match.request_seq).get("ts", 0)) / 1000
+            recorded.lasted = self._lasted(match)
         return Served(recorded)
+
+    def _lasted(self, match: Match) -> float:
+        """How long (seconds) the recorded call lasted, from its request to its answer."""
+        return max(0, self.source.event(match.result_seq).get("ts", 0)
+                   - self.source.event(match.request_seq).get("ts", 0)) / 1000
 
     def _record_live_exchange(self, result_type: str, result: dict[str, Any], request: dict[str, Any],
                               is_llm: bool) -> None:

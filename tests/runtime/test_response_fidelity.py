@@ -58,8 +58,12 @@ class _Answers(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         """A chat completion streamed in three chunks, then the connection drops (no last chunk): a model server that
-        crashed, a proxy that timed out."""
+        crashed, a proxy that timed out. /hang answers only after 3 s (a model too slow for the program's timeout)."""
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if "/hang" in self.path:
+            time.sleep(3)
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -484,6 +488,59 @@ def test_a_program_that_ends_holding_a_urllib_or_urllib3_stream_has_what_it_read
     assert report["score"]["score"] == 1.0, replayed.stderr
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == [
         line for line in captured.stdout.splitlines() if line.startswith("> ")]
+
+
+CANCELLED_CALLS = """
+import asyncio, os
+import aiohttp, httpx, openai
+
+base = os.environ["BASE"] + "/hang"
+
+async def main():
+    client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+    try:
+        await asyncio.wait_for(client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]), 0.3)
+        print(">", "openai answered")
+    except asyncio.TimeoutError:
+        print(">", "openai too slow: fallback")
+    async with httpx.AsyncClient() as http:
+        try:
+            await asyncio.wait_for(http.post(base + "/orders", json={"id": "A-1"}), 0.3)
+            print(">", "httpx answered")
+        except asyncio.TimeoutError:
+            print(">", "httpx too slow")
+    async with aiohttp.ClientSession() as session:
+        task = asyncio.create_task(session.post(base + "/orders", json={"id": "A-2"}))
+        await asyncio.sleep(0.2)
+        print(">", "aiohttp done before the cancel:", task.done())
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            print(">", "aiohttp cancelled")
+
+asyncio.run(main())
+"""
+
+
+def test_an_async_call_the_program_cancelled_replays_to_the_same_cancellation(tmp_path, answers):
+    """A call the program cancels (asyncio.wait_for's timeout, task.cancel) before its answer comes is recorded with
+    CancelledError. Before, the replay raised that CancelledError at once, out of the call: openai's wait_for let it
+    through and the program died (exit 1), a task was done before the program cancelled it. Now the replayed call
+    waits about as long as the recorded one lasted, so the program's own timeout or cancel ends it again."""
+    captured, source = capture(tmp_path, CANCELLED_CALLS, {"BASE": answers.url})
+    assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    assert printed == ["> openai too slow: fallback", "> httpx too slow", "> aiohttp done before the cancel: False",
+                       "> aiohttp cancelled"]
+    answers_ = events(source, "llm_response") + events(source, "tool_result")
+    assert [answer["data"]["error"]["type"] for answer in answers_] == ["CancelledError"] * 3
+    answers.shutdown()
+    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
+    assert replayed.returncode == 0, replayed.stderr
+    assert report["score"]["score"] == 1.0
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
 TIMED_OUT_STREAMS = """

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,
+    begun_waiting,
     plain_headers,
     recording_session,
     stream_error,
@@ -59,7 +60,7 @@ def _request_handler(module: Any, original: Callable[..., Any], response_argumen
         exchange = Exchange(session, method, target, headers, b"" if json is not None else _body(kwargs.get("data")),
                             json=json)
         raise_for_status = kwargs.pop("raise_for_status", None)
-        answer = exchange.begin()
+        answer = await begun_waiting(exchange, asyncio.sleep)
         if answer is not None:
             response = _replayed_response(module, self, method.upper(), url, headers, answer, response_arguments)
         else:

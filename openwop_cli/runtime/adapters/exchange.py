@@ -463,6 +463,26 @@ class BytesThenError(io.RawIOBase):
 _LONGEST_WAIT = 600.0  # seconds: however long a recorded call lasted, a replayed stream ends by then
 
 
+async def begun_waiting(exchange: "Exchange", sleep: Any) -> tuple | None:
+    """Exchange.begin for an async adapter (sleep: its event loop's, awaited): in a replay, a call the program
+    cancelled in the recorded run (its own timeout, a task.cancel) waits about as long as it lasted before its
+    CancelledError is raised again, so what cancelled it then cancels it again (a replayed answer comes at once)."""
+    try:
+        return exchange.begin()
+    except BaseException as exc:
+        lasted = getattr(exc, "wop_lasted", 0.0)
+        if lasted > 0:
+            await sleep(_wait_for(lasted))
+        raise
+
+
+def _wait_for(lasted: float) -> float:
+    """How long a replay waits for what stopped a recorded call that lasted `lasted` seconds: a little more (a tenth,
+    and 0.1 s: its request was recorded after the program's timer started, in whole milliseconds), at most
+    _LONGEST_WAIT."""
+    return min(lasted * 1.1 + 0.1, _LONGEST_WAIT)
+
+
 def stream_wait(chunks: list[bytes]) -> float:
     """How long (seconds from the replayed answer) an async read past a replayed stream's chunks waits before the
     stream ends, for a recorded stream the program stopped reading without an error (its own timeout, a cancel): about
@@ -470,7 +490,7 @@ def stream_wait(chunks: list[bytes]) -> float:
     than the call lasted (a tenth, and 0.1 s): its request was recorded after the program's timer started, in whole
     milliseconds. A sync program stops reading only by its own choice: it never waits."""
     lasted = getattr(chunks, "lasted", 0.0)
-    return min(lasted * 1.1 + 0.1, _LONGEST_WAIT) if lasted > 0 else 0.0
+    return _wait_for(lasted) if lasted > 0 else 0.0
 
 
 def divergence_parts(exc: Exception) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from openwop_cli.runtime.adapters.exchange import (
     STREAM_TYPES,
     Exchange,
+    begun_waiting,
     header_snapshot,
     recording_session,
     stream_error,
@@ -71,7 +72,7 @@ def _async_handler(module: Any, original: Callable[..., Any], streams: Any) -> C
             return await original(self, request)
         exchange = Exchange(session, request.method, url, _snapshot(request.headers), await request.aread(),
                             snapshot=True)
-        answer = exchange.begin()
+        answer = await begun_waiting(exchange, _sleep)
         if answer is not None:
             return _response(module, streams, answer, request)
         with exchange.sending():
@@ -144,6 +145,13 @@ def _response(module: Any, streams: Any, parts: tuple, request: Any) -> Any:
     status, headers, chunks, streamed = parts
     stream = streams.replayed(chunks) if streamed else module.ByteStream(b"".join(chunks))
     return module.Response(status, headers=headers, stream=stream, request=request)
+
+
+async def _sleep(seconds: float) -> None:
+    """httpx's event loop's sleep (anyio's: asyncio or trio)."""
+    import anyio
+
+    await anyio.sleep(seconds)
 
 
 def _raise_stream_error(chunks: list[bytes]) -> None:
