@@ -71,8 +71,8 @@ def _getresponse_handler(original: Callable[..., Any]) -> Callable[..., Any]:
         exchange, answer = pending
         if answer is not None:
             status, headers, chunks, streamed = answer
-            return made_http_response(self.response_class, exchange.method, status, "OK" if status < 400 else "wop replay", headers,
-                                  chunks, streamed)
+            return made_http_response(self.response_class, exchange.method, status,
+                                      "OK" if status < 400 else "wop replay", headers, chunks, streamed)
         with exchange.sending():
             return _recorded(self, exchange, original(self))
 
@@ -87,7 +87,8 @@ def _recorded(connection: Any, exchange: Exchange, response: Any) -> Any:
     raw = response.read()
     exchange.record_response(response.status, headers, undo_content_encoding(raw, headers), False, in_call=True)
     kept = [(name, value) for name, value in response.msg.items() if name.lower() not in FRAMING_HEADERS]
-    return made_http_response(connection.response_class, exchange.method, response.status, response.reason, kept, [raw], False)
+    return made_http_response(connection.response_class, exchange.method, response.status, response.reason, kept,
+                              [raw], False)
 
 
 def _recording(exchange: Exchange, response: Any, headers: dict[str, str]) -> Any:
