@@ -411,8 +411,8 @@ def made_http_response(response_class: Any, method: str, status: int, reason: st
 
     if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
         error = None
-    response = response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body,
-                                                      error), method=method)
+    response = response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body, error),
+                              method=method)
     response.begin()
     return response
 
@@ -425,20 +425,8 @@ class _BytesSocket:
         self._data, self._error = data, error
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
-                                                                                                  self._error))
-
-
-class _BytesSocket:
-    """What an HTTPResponse reads a made-up answer from: makefile() over bytes, which raises `error` (when given)
-    where the bytes end."""
-
-    def __init__(self, data: bytes, error: BaseException | None = None) -> None:
-        self._data, self._error = data, error
-
-    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(io.BytesIO(self._data) if self._error is None else BytesThenError(self._data,
-                                                                                                  self._error))
+        data = self._data
+        return io.BufferedReader(io.BytesIO(data) if self._error is None else BytesThenError(data, self._error))
 
 
 class BytesThenError(io.RawIOBase):
