@@ -97,18 +97,18 @@ def answers():
     server.server_close()
 
 
-def _replays_as_captured(tmp_path, script: str, server: ThreadingHTTPServer):
+def _replays_as_captured(tmp_path, script: str, server: ThreadingHTTPServer) -> tuple:
     """Capture script against server, replay it strictly with the server gone; assert the program printed the same
-    lines (those starting with '> ') both times. Returns the capture's directory."""
+    lines (those starting with '> ') both times. Returns the capture's directory and those lines."""
     captured, source = capture(tmp_path, script, {"BASE": server.url})
     assert captured.returncode == 0, captured.stderr
+    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
     server.shutdown()
     replayed, report = replay(tmp_path, source, "--strict", env={"BASE": server.url})
     assert replayed.returncode == 0, replayed.stderr
     assert report["score"]["score"] == 1.0
-    printed = [line for line in replayed.stderr.splitlines() if line.startswith("> ")]
-    assert printed == [line for line in captured.stdout.splitlines() if line.startswith("> ")]
-    return source
+    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
+    return source, printed
 
 
 DECODED = """
@@ -141,7 +141,7 @@ def test_a_body_under_repeated_content_encodings_replays_as_the_client_decoded_i
     """httpx decodes every coding of every Content-Encoding line (an empty or identity one is none); urllib3 a chain
     of them; aiohttp one line's: the replay reads the same bytes (httpx's was recorded still gzipped when the last line
     was empty, urllib3's read and stream undecoded or half decoded)."""
-    source = _replays_as_captured(tmp_path, DECODED, answers)
+    source, _ = _replays_as_captured(tmp_path, DECODED, answers)
     bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")]
     assert bodies[:14] == [TEXT.decode()] * 14
 
@@ -201,7 +201,7 @@ def test_repeated_response_headers_are_recorded_and_replayed_joined_as_the_clien
     """Two Link and two Vary lines are recorded as one value each, joined by ', ' in order (RFC 9110 5.3, what
     httpx's, requests' and urllib3's headers[name] give), and replayed so: the last line alone was kept. Set-Cookie is
     a credential, never recorded."""
-    source = _replays_as_captured(tmp_path, REPEATED, answers)
+    source, _ = _replays_as_captured(tmp_path, REPEATED, answers)
     for event in events(source, "tool_result"):
         headers = event["data"]["result"]["headers"]
         assert headers["link"] == "</a>; rel=first, </b>; rel=next" and headers["vary"] == "Accept, Origin"
@@ -229,7 +229,7 @@ def test_a_json_body_whose_value_would_replay_as_other_bytes_is_recorded_as_its_
     """A JSON null, string or number, and an object with an integer beyond 64 bits (one a float holds exactly, 2**70,
     too), replay as the bytes the server sent (they came back as no body, a string without its quotes, 100.0, and a
     float); an object that orjson reads exactly is still recorded as its value."""
-    source = _replays_as_captured(tmp_path, JSON_BODIES, answers)
+    source, _ = _replays_as_captured(tmp_path, JSON_BODIES, answers)
     bodies = [event["data"]["result"]["body"] for event in events(source, "tool_result")][::2]
     assert bodies == ["null", '"just text"', "1E2", '{"id": 123456789012345678901234567890, "ok": true}',
                       '{"id": 1180591620717411303424}', {"hash": "a1234567890123456789012b"}]
@@ -277,9 +277,7 @@ def test_a_stream_whose_connection_broke_replays_its_chunks_then_the_same_error(
     SDK, sync and async, and httpx itself) got the chunks, then httpx's RemoteProtocolError (the SDK's
     APIConnectionError). Before, the replay served the chunks and a clean end of the stream: the SDK returned the three
     words as the whole answer, and the strict replay said it replayed exactly."""
-    captured, source = capture(tmp_path, CUT_STREAMS, {"BASE": answers.url})
-    assert captured.returncode == 0, captured.stderr
-    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    source, printed = _replays_as_captured(tmp_path, CUT_STREAMS, answers)
     assert printed[0] == "> openai APIConnectionError RemoteProtocolError ['order ', 'A-1 ', 'shipped ']", printed
     assert printed[1] == "> async " + printed[0][2:] and printed[-1].startswith("> httpx RemoteProtocolError")
     answers_recorded = events(source, "llm_response")
@@ -287,11 +285,6 @@ def test_a_stream_whose_connection_broke_replays_its_chunks_then_the_same_error(
     for event in answers_recorded:
         assert event["data"]["streamComplete"] is False and len(event["data"]["stream"]) == 3
         assert event["data"]["streamError"]["type"] == "RemoteProtocolError"
-    answers.shutdown()
-    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
-    assert replayed.returncode == 0, replayed.stderr
-    assert report["score"]["score"] == 1.0
-    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
 CRASH_MID_STREAM = """
@@ -381,9 +374,7 @@ def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urlli
     iterator takes the early close as the end), requests ChunkedEncodingError. Before, aiohttp's replay ended the
     stream cleanly, and urllib's capture recorded no answer
     (the replay answered wop's HTTP 400, an HTTPError): both strict replays said they replayed exactly."""
-    captured, source = capture(tmp_path, CUT_STREAMS_OTHER_CLIENTS, {"BASE": answers.url})
-    assert captured.returncode == 0, captured.stderr
-    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    source, printed = _replays_as_captured(tmp_path, CUT_STREAMS_OTHER_CLIENTS, answers)
     assert printed[0].startswith("> urllib read IncompleteRead IncompleteRead(") and printed[0].endswith("[]"), printed
     assert printed[1].startswith("> urllib readline ended") and printed[1].count("b'data: {") == 3, printed  # its way
     assert printed[2].startswith("> aiohttp ClientPayloadError") and printed[2].count("b'data: {") == 3, printed
@@ -392,11 +383,6 @@ def test_a_stream_whose_connection_broke_replays_the_same_error_in_aiohttp_urlli
     assert [event["data"].get("streamError", event["data"].get("error", {})).get("type") for event in recorded] == [
         "IncompleteRead", None, "ClientPayloadError", "ChunkedEncodingError"]
     assert all(len(event["data"]["stream"]) == 3 for event in recorded[:3])
-    answers.shutdown()
-    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
-    assert replayed.returncode == 0, replayed.stderr
-    assert report["score"]["score"] == 1.0
-    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
 CUT_HTTP_STREAMS = """
@@ -443,19 +429,12 @@ def test_an_http_tools_stream_whose_connection_broke_replays_the_same_error(tmp_
     recorded no answer at all (the strict replay stopped there), and under wop urllib3 handed the program none of
     the three chunks (it read through http.client, which waits for as many bytes as asked): now urllib3 yields each
     chunk as it arrives, as without wop, and each client replays the chunks, then the error."""
-    captured, source = capture(tmp_path, CUT_HTTP_STREAMS, {"BASE": answers.url})
-    assert captured.returncode == 0, captured.stderr
-    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    source, printed = _replays_as_captured(tmp_path, CUT_HTTP_STREAMS, answers)
     assert [line.split(" [")[0] for line in printed] == [
         "> httpx RemoteProtocolError", "> httpx async RemoteProtocolError", "> urllib3 ProtocolError 3"]
     results = events(source, "tool_result")
     assert [result["data"].get("streamError", {}).get("type") for result in results] == [
         "RemoteProtocolError", "RemoteProtocolError", "ProtocolError"]
-    answers.shutdown()
-    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
-    assert replayed.returncode == 0, replayed.stderr
-    assert report["score"]["score"] == 1.0
-    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
 DIES_READING_STDLIB_STREAMS = """
@@ -529,18 +508,11 @@ def test_an_async_call_the_program_cancelled_replays_to_the_same_cancellation(tm
     CancelledError. Before, the replay raised that CancelledError at once, out of the call: openai's wait_for let it
     through and the program died (exit 1), a task was done before the program cancelled it. Now the replayed call
     waits about as long as the recorded one lasted, so the program's own timeout or cancel ends it again."""
-    captured, source = capture(tmp_path, CANCELLED_CALLS, {"BASE": answers.url})
-    assert captured.returncode == 0, captured.stderr
-    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    source, printed = _replays_as_captured(tmp_path, CANCELLED_CALLS, answers)
     assert printed == ["> openai too slow: fallback", "> httpx too slow", "> aiohttp done before the cancel: False",
                        "> aiohttp cancelled"]
     answers_ = events(source, "llm_response") + events(source, "tool_result")
     assert [answer["data"]["error"]["type"] for answer in answers_] == ["CancelledError"] * 3
-    answers.shutdown()
-    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
-    assert replayed.returncode == 0, replayed.stderr
-    assert report["score"]["score"] == 1.0
-    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
 
 
 TIMED_OUT_STREAMS = """
@@ -601,15 +573,8 @@ def test_an_async_stream_the_program_stopped_reading_at_its_timeout_replays_to_t
     under asyncio.wait_for(..., 0.35), and cancels a third read after 0.25 s: each time it stopped reading (the stream
     recorded incomplete, without an error). Before, the replay served the recorded chunks at once and ended the
     stream: the program read it all and printed "read it all" where it had timed out, and the cancelled task ended."""
-    captured, source = capture(tmp_path, TIMED_OUT_STREAMS, {"BASE": answers.url})
-    assert captured.returncode == 0, captured.stderr
-    printed = [line for line in captured.stdout.splitlines() if line.startswith("> ")]
+    source, printed = _replays_as_captured(tmp_path, TIMED_OUT_STREAMS, answers)
     assert printed == ["> openai timed out", "> aiohttp timed out", "> openai task cancelled"], printed
     recorded = events(source, "llm_response")
     assert len(recorded) == 3 and all(event["data"]["streamComplete"] is False for event in recorded)
     assert not any("streamError" in event["data"] for event in recorded)
-    answers.shutdown()
-    replayed, report = replay(tmp_path, source, "--strict", env={"BASE": answers.url})
-    assert replayed.returncode == 0, replayed.stderr
-    assert report["score"]["score"] == 1.0
-    assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
