@@ -75,7 +75,7 @@ def _llm_response(data: dict[str, Any]) -> str:
         text = response_text(data.get("response"))
     if text is not None:
         parts.append(text if isinstance(text, str) and len(text) <= 50 else short_json(text, 50))
-    return " · ".join(parts)
+    return " · ".join([*parts, *_stream_end(data)])
 
 
 def response_text(response: Any) -> Any:
@@ -102,8 +102,19 @@ def _tool_call(data: dict[str, Any]) -> str:
 
 def _tool_result(data: dict[str, Any]) -> str:
     if data.get("ok", True):
-        return "ok " + short_json(data.get("result"), 70)
+        return " · ".join(["ok " + short_json(data.get("result"), 70), *_stream_end(data)])
     return "error " + failure_text(data)
+
+
+def _stream_end(data: dict[str, Any]) -> list[str]:
+    """How a streamed answer that did not end stopped: `stream broke: <exception>` (its connection broke), or
+    `stream not read to its end`; nothing for one that ended."""
+    if data.get("streamComplete") is not False:
+        return []
+    error = data.get("streamError")
+    if isinstance(error, dict):
+        return [f"stream broke: {error.get('type', '?')}: {short_json(error.get('message', ''), 40)}"]
+    return ["stream not read to its end"]
 
 
 def failure_text(data: dict[str, Any], limit: int = 60) -> str:

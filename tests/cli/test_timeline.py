@@ -217,3 +217,24 @@ def test_an_http_error_answer_shows_its_status_and_body_not_an_unknown_error(tmp
     assert '→  error HTTP 404 {"detail":"order A-9 not found"}' in shown.stdout
     assert "→  error HTTP 503 upstream exploded" in shown.stdout
     assert '→  error HTTP 429 {"error":{"message":"Rate limit reached"}}' in shown.stdout
+
+
+def test_a_stream_that_did_not_end_says_how_it_stopped(tmp_path):
+    """A streamed answer recorded incomplete shows why: the exception that broke its connection, or that the program
+    stopped reading it (before, the row read as an answer that ended)."""
+    broke = {"type": "RemoteProtocolError", "module": "httpcore", "message": "peer closed connection"}
+    capture = write_capture(tmp_path / "capture", [
+        ("run_start", {"argv": ["agent.py"]}),
+        ("tool_call", {"name": "http", "args": {"method": "GET", "url": "http://api/events"}, "callId": "h1"}),
+        ("tool_result", {"callId": "h1", "ok": True, "result": {"status": 200, "body": "data: 1\n\n"},
+                         "streamComplete": False, "streamError": broke}),
+        ("llm_request", {"provider": "openai", "model": "m", "callId": "l1", "request": {"messages": []}}),
+        ("llm_response", {"provider": "openai", "model": "m", "callId": "l1", "ok": True, "text": "hel",
+                          "streamComplete": False}),
+        ("run_end", {"exitCode": 0, "status": "ok"}),
+    ])
+    done = run_wop("show", str(capture))
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[2:]
+    assert rows[1].endswith("· stream broke: RemoteProtocolError: peer closed connection"), rows[1]
+    assert rows[2].endswith("hel · stream not read to its end"), rows[2]
