@@ -5,6 +5,7 @@ Events are plain dicts straight from orjson; this module names their parts (form
 """
 
 import os
+from typing import Any
 
 EVENT_VERSION = 1
 
@@ -19,6 +20,10 @@ NONDETERMINISTIC = "nondeterministic"
 REPLAY_DIVERGED = "replay_diverged"
 REPLAY_NOTE = "replay_note"  # something a replay did that is worth saying but is not a divergence
 PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}  # the origin of the calls `--proxy` records
+# An integer a capture cannot hold as a JSON number (orjson's range: SMALLEST_INT..LARGEST_INT) is recorded exactly as
+# {BIG_INT_TAG: its digits} (runtime.jsonable.tag_big_int; hex past Python's decimal-digit limit)
+BIG_INT_TAG = "$bigint"
+SMALLEST_INT, LARGEST_INT = -(2**63), 2**64 - 1
 
 EVENT_TYPES = frozenset(
     {
@@ -39,3 +44,12 @@ EVENT_TYPES = frozenset(
 def new_id() -> str:
     """A random 16-hex-digit id (a captureId, a runId): short to type, unique enough to address by prefix."""
     return os.urandom(8).hex()
+
+
+def big_int_digits(value: Any) -> str | None:
+    """The digits a recorded big integer ({BIG_INT_TAG: digits}) holds, or None for any other value."""
+    if type(value) is dict and len(value) == 1:
+        digits = value.get(BIG_INT_TAG)
+        if type(digits) is str:
+            return digits
+    return None

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from openwop_cli.errors import UsageError
+from openwop_cli.format.events import big_int_digits
 from openwop_cli.replay.keys import KIND_VALUE, KIND_VERSION
-from openwop_cli.runtime.jsonable import BIG_INT_TAG
 
 MAX_KEYS_NAMED = 20
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -98,7 +98,7 @@ def _kind(value: Any) -> str:
     kind = type(value)
     if kind is bool:
         return "a boolean"
-    if kind is int or (kind is dict and len(value) == 1 and type(value.get(BIG_INT_TAG)) is str):
+    if kind is int or big_int_digits(value) is not None:
         return "an integer"
     if kind is float:
         return "a number"
@@ -111,9 +111,8 @@ def _kind(value: Any) -> str:
 
 def _shown(value: Any, limit: int = 40) -> str:
     """A recorded value as --set would take it: JSON (an integer beyond 64 bits as its digits), cut to limit."""
-    if type(value) is dict and type(value.get(BIG_INT_TAG)) is str and len(value) == 1:
-        text = value[BIG_INT_TAG]
-    else:
+    text = big_int_digits(value)
+    if text is None:
         text = orjson.dumps(value, default=repr).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.format.events import BIG_INT_TAG, LARGEST_INT, SMALLEST_INT, big_int_digits
+
 BYTES_TAG = "$bytes"
-BIG_INT_TAG = "$bigint"
-_BIG_INT_MARKER = b'"$bigint"'
-_SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # the integers orjson writes
+_BIG_INT_MARKER = b'"%s"' % BIG_INT_TAG.encode()
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
@@ -57,7 +57,7 @@ def _writable(value: Any, levels: int) -> Any:
     from openwop_cli.format.schema import TOO_DEEP
 
     if isinstance(value, int):
-        return value if _SMALLEST <= value <= _LARGEST else tag_big_int(value)
+        return recorded_int(value)
     is_list = isinstance(value, list) or type(value) is tuple  # what orjson writes as an array (not a namedtuple)
     if is_list or isinstance(value, dict) or hasattr(type(value), "__dataclass_fields__"):
         if levels <= 0:
@@ -78,7 +78,12 @@ def _writable(value: Any, levels: int) -> Any:
 
 
 def _writable_key(key: Any) -> Any:
-    return str(key) if isinstance(key, int) and not _SMALLEST <= key <= _LARGEST else key
+    return str(key) if isinstance(key, int) and not SMALLEST_INT <= key <= LARGEST_INT else key
+
+
+def recorded_int(number: int) -> int | dict[str, str]:
+    """An integer as a capture holds it: itself within orjson's range, else tagged (tag_big_int)."""
+    return number if SMALLEST_INT <= number <= LARGEST_INT else tag_big_int(number)
 
 
 def tag_big_int(value: int) -> dict[str, str]:
@@ -104,13 +109,13 @@ def revive_big_ints(value: Any) -> Any:
 def _revived_ints(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        text = value.get(BIG_INT_TAG) if len(value) == 1 else None
-        if type(text) is str:
+        text = big_int_digits(value)
+        if text is not None:
             try:
                 number = int(text, 0)
             except ValueError:
                 return value
-            if not _SMALLEST <= number <= _LARGEST:  # only what dumps tags: a program's own {"$bigint": "5"} stays
+            if not SMALLEST_INT <= number <= LARGEST_INT:  # only what dumps tags: a program's {"$bigint": "5"} stays
                 return number
             return value
         return {key: _revived_ints(child) for key, child in value.items()}

@@ -15,13 +15,14 @@ fold will compute.
 from collections import deque
 from typing import Any
 
+from openwop_cli.format.events import LARGEST_INT, SMALLEST_INT, big_int_digits
+
 CANONICAL = ("replace", "append", "merge", "counter", "votes", "feedback", "message")
 LIST_REDUCERS = frozenset({"append", "votes", "feedback", "message"})
 TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
 CHECKED_INPUT = frozenset({"merge", "counter", "votes", "feedback", "message"})  # the reducers `validate` checks
 UNDECLARED: dict[str, Any] = {}  # the declaration of a channel nobody declared (read, never changed)
 _NOTHING = object()  # a channel not written yet
-_SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # the integers a capture holds as numbers (runtime.jsonable's, orjson's)
 MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 LEGACY_PREFIXES = (
     ("_approvalVotes:", "votes"),
@@ -122,7 +123,7 @@ class ChannelStore:
         elif reducer == "counter":
             base = _number(current)
             total = (0 if base is None else base) + _number(value)
-            if self.recorded and type(total) is int and not _SMALLEST <= total <= _LARGEST:
+            if self.recorded and type(total) is int and not SMALLEST_INT <= total <= LARGEST_INT:
                 from openwop_cli.runtime.jsonable import tag_big_int
 
                 total = tag_big_int(total)
@@ -214,7 +215,7 @@ def _unwrap(entry: Any, wrapped: bool) -> dict[str, Any]:
 def _number(value: Any) -> int | float | None:
     """A counter's number: an int or float, or the int a capture recorded beyond 64 bits ({"$bigint": digits});
     None for anything else."""
-    if type(value) is dict and len(value) == 1 and "$bigint" in value:
+    if big_int_digits(value) is not None:
         from openwop_cli.runtime.jsonable import revive_big_ints
 
         value = revive_big_ints(value)
