@@ -231,8 +231,6 @@ class _StreamClasses:
                 _raise_stream_error(self.chunks)
                 delay = self.ends_at - time.monotonic()
                 if delay > 0:  # the program stopped reading the recorded stream (its timeout): it waits as then
-                    import anyio
-
-                    await anyio.sleep(delay)
+                    await _sleep(delay)
 
         self.sync_recording, self.async_recording, self.replayed = SyncRecording, AsyncRecording, Replayed

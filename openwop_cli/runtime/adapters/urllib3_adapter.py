@@ -117,17 +117,15 @@ class _RecordingFile:
         return kept_chunks
 
     def read(self, amt: int | None = None) -> bytes:
-        try:
-            data = self._inner.read() if amt is None else self._inner.read(amt)
-        except Exception as exc:  # the connection broke (IncompleteRead), a read timed out: the stream ended with it
-            self.finish(describe_exception(exc))
-            raise
-        return self._kept(data)
+        return self._kept_read(self._inner.read, () if amt is None else (amt,))
 
     def read1(self, amt: int = -1) -> bytes:
+        return self._kept_read(self._inner.read1, (amt,))
+
+    def _kept_read(self, read: Callable[..., bytes], args: tuple) -> bytes:
         try:
-            data = self._inner.read1(amt)
-        except Exception as exc:
+            data = read(*args)
+        except Exception as exc:  # the connection broke (IncompleteRead), a read timed out: the stream ended with it
             self.finish(describe_exception(exc))
             raise
         return self._kept(data)
