@@ -790,13 +790,21 @@ def hold(event, barrier):
     first_taken, both_taken = event, barrier
     if not multiprocessing.current_process().name.endswith(os.environ["FIRST"]):
         first_taken.wait()  # the worker FIRST names takes task 0, the other task 1
+
+def in_thread(owner, results):
+    results.append(work(f"thread of {owner}"))
 """  # what the programs below share: a tool call, and a pool of two whose workers run one task each
+
+IN_A_POOL_OF_TWO = """
+if __name__ == "__main__":
+    context = multiprocessing.get_context(os.environ["START_METHOD"])
+    first_taken, both_taken = context.Event(), context.Barrier(2)
+    with context.Pool(2, initializer=hold, initargs=(first_taken, both_taken)) as pool:
+        print(*pool.map(task, range(2), chunksize=1), sep="\\n")
+"""  # the programs' main: their tasks mapped by a multiprocessing.Pool of two
 
 
 FORK_IN_A_TASK = ONE_TASK_PER_WORKER + """
-def in_thread(owner, results):
-    results.append(work(f"thread of {owner}"))
-
 def task(number):
     one_task_each(number)
     read, write = os.pipe()
@@ -810,13 +818,7 @@ def task(number):
         os._exit(0)
     os.waitpid(child, 0)
     return number, work(f"task {number}"), os.read(read, 1 << 16).decode()
-
-if __name__ == "__main__":
-    context = multiprocessing.get_context(os.environ["START_METHOD"])
-    first_taken, both_taken = context.Event(), context.Barrier(2)
-    with context.Pool(2, initializer=hold, initargs=(first_taken, both_taken)) as pool:
-        print(*pool.map(task, range(2), chunksize=1), sep="\\n")
-"""
+""" + IN_A_POOL_OF_TWO
 
 
 def replays_whichever_worker_runs_each_task(tmp_path, program: str, start_method: str) -> None:
@@ -844,9 +846,6 @@ def test_a_child_forked_in_a_pool_task_is_served_its_own_calls_whichever_worker_
 
 
 THREAD_IN_A_TASK = ONE_TASK_PER_WORKER + """
-def in_thread(owner, results):
-    results.append(work(f"thread of {owner}"))
-
 def task(number):
     one_task_each(number)
     results = []
@@ -854,13 +853,7 @@ def task(number):
     helper.start()
     helper.join()
     return number, work(f"task {number}"), results[0]
-
-if __name__ == "__main__":
-    context = multiprocessing.get_context(os.environ["START_METHOD"])
-    first_taken, both_taken = context.Event(), context.Barrier(2)
-    with context.Pool(2, initializer=hold, initargs=(first_taken, both_taken)) as pool:
-        print(*pool.map(task, range(2), chunksize=1), sep="\\n")
-"""
+""" + IN_A_POOL_OF_TWO
 
 
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
