@@ -171,8 +171,9 @@ def _stream_reader(module: Any, chunks: list[bytes]) -> Any:
     size = sum(len(chunk) for chunk in chunks)
     loop = asyncio.get_running_loop()
     ending: Any = stream_error(chunks)
-    if ending is None and stream_wait(chunks) > 0:
-        ending = loop.time() + stream_wait(chunks)
+    wait = stream_wait(chunks) if ending is None else 0.0
+    if wait > 0:
+        ending = loop.time() + wait
     kind = module.StreamReader if ending is None else _ending_reader(module)
     reader = kind(_NoConnection(), max(size, 2**16), loop=loop)
     for chunk in chunks:
