@@ -223,7 +223,7 @@ class Replayer:
         if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
             error = rebuild_exception(recorded["error"])[0]
             if recorded["error"].get("type") == "CancelledError":  # the program cancelled it (its own timeout)
-                error.wop_lasted = self._lasted(match)  # type: ignore[attr-defined]  # exchange.cancelled_wait
+                error.wop_lasted = self._lasted(match)  # type: ignore[attr-defined]  # exchange.begun_waiting
             return Served(recorded, error=error)
         if recorded.get("streamComplete") is False and "streamError" not in recorded:
             recorded = ServedAnswer(recorded)  # a stream the program stopped reading: for how long it read it
