@@ -20,6 +20,10 @@ NONDETERMINISTIC = "nondeterministic"
 REPLAY_DIVERGED = "replay_diverged"
 REPLAY_NOTE = "replay_note"  # something a replay did that is worth saying but is not a divergence
 PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}  # the origin of the calls `--proxy` records
+# How origins and sites are named (manifest.originScheme): 2, threads and asyncio tasks by lineage and sites by the
+# line's text (runtime.lineage, runtime.callsite); a capture without it named them by Python's counters and line
+# numbers, which a replay cannot match thread by thread.
+ORIGIN_SCHEME = 2
 # An integer a capture cannot hold as a JSON number (orjson's range: SMALLEST_INT..LARGEST_INT) is recorded exactly as
 # {BIG_INT_TAG: its digits} (runtime.jsonable.tag_big_int; hex past Python's decimal-digit limit)
 BIG_INT_TAG = "$bigint"

@@ -30,7 +30,7 @@ from openwop_cli._version import __version__
 from openwop_cli.errors import UsageError
 from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore, write_private
 from openwop_cli.format.digest import BackgroundHash
-from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST, new_id
+from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST, ORIGIN_SCHEME, new_id
 from openwop_cli.format.manifest import (
     EVENTS_NAME,
     FORMAT_VERSION,
@@ -119,6 +119,7 @@ class CaptureSink:
             "eventCount": 0,
             "eventLogPath": EVENTS_NAME,
             "redaction": {"enabled": self.redactor.active, "profile": self.redactor.profile},
+            "originScheme": fields.pop("originScheme", ORIGIN_SCHEME),
             "tool": {"name": "wop", "version": __version__},
             **self.redactor.redact_flagged(fields),
         }

@@ -18,13 +18,27 @@ from openwop_cli.runtime.pooltasks import moves_between_processes
 KIND_AMBIENT = 6
 
 
-def ambient_key(data: dict[str, Any], origin: dict[str, Any]) -> tuple:
+def ambient_key(data: dict[str, Any], origin: dict[str, Any], by_origin: bool = True) -> tuple:
     """Where an ambient value belongs: its source and key, the call site, and the thread/task that read it — or,
-    instead of the thread, the multiprocessing pool task it ran (runtime.pooltasks)."""
+    instead of the thread, the multiprocessing pool task it ran (runtime.pooltasks).
+
+    A site is its file, its function and its line's text and occurrence in the function (runtime.callsite), so
+    lines added or removed elsewhere leave it the same; a site recorded without its text (an older capture, source
+    that could not be read) is its line. by_origin=False (a capture whose origins are not stable from run to run:
+    manifest.originScheme below 2) leaves the thread and task out."""
     site = origin.get("site") or {}
+    text = site.get("text")
+    where = (site.get("function"), text, site.get("occurrence") if text is not None else site.get("line"))
+    if not by_origin:
+        return (data.get("source"), data.get("key"), site.get("file"), *where)
     pool_task = origin.get("poolTask")
-    return (data.get("source"), data.get("key"), site.get("file"), site.get("line"), site.get("function"),
+    return (data.get("source"), data.get("key"), site.get("file"), *where,
             origin.get("thread") if pool_task is None else None, origin.get("task"), pool_task)
+
+
+def moved(key: tuple) -> tuple:
+    """An ambient_key without its file: a value read at the same site of a file renamed since."""
+    return (*key[:2], None, *key[3:])
 
 
 def served_to_any_process(origin: dict[str, Any]) -> bool:
@@ -37,15 +51,20 @@ def served_to_any_process(origin: dict[str, Any]) -> bool:
 class AmbientValues:
     """The recorded values per ambient_key, each handed out once, in recorded order (callers hold a lock)."""
 
-    def __init__(self, index: dict[tuple, list[int]], before_seq: int | None = None) -> None:
-        """index: ambient_key → recorded seqs; before_seq: serve only values recorded before it (a fork)."""
+    def __init__(self, index: dict[tuple, list[int]], before_seq: int | None = None, by_origin: bool = True) -> None:
+        """index: ambient_key → recorded seqs; before_seq: serve only values recorded before it (a fork);
+        by_origin: as ambient_key's."""
         self._index = index
         self._next: dict[tuple, int] = {}
         self._before_seq = before_seq
+        self._by_origin = by_origin
+        self._moved: dict[tuple, list[tuple]] | None = None
 
     def take(self, data: dict[str, Any], origin: dict[str, Any]) -> int | None:
         """The seq of the next value recorded for this read, or None when none is left."""
-        key = ambient_key(data, origin)
+        key = ambient_key(data, origin, self._by_origin)
+        if key not in self._index:
+            key = self._renamed(key)
         seqs = self._index.get(key)
         if seqs is None:
             return None
@@ -54,3 +73,12 @@ class AmbientValues:
             return None
         self._next[key] = position + 1
         return seqs[position]
+
+    def _renamed(self, key: tuple) -> tuple:
+        """The recorded key of the same site in another file (the program's file renamed), if there is one."""
+        if self._moved is None:
+            self._moved = {}
+            for recorded in self._index:
+                self._moved.setdefault(moved(recorded), []).append(recorded)
+        candidates = self._moved.get(moved(key), ())
+        return candidates[0] if len(candidates) == 1 else key

@@ -44,8 +44,7 @@ def install() -> None:
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
     adapters.install()
-    if ambient.enabled(default=False):
-        ambient.install()
+    ambient.install(values=ambient.enabled(default=False))
     if mode == "replay" or controls.offline:
         from openwop_cli.runtime.connections import proxy_address
         from openwop_cli.runtime.netguard import block_network

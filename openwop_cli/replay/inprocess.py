@@ -54,8 +54,7 @@ class InProcessReplay:
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
         adapters.install()
-        if self.ambient:
-            ambient.install()
+        ambient.install(values=self.ambient)
         if not self.extend:
             from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
@@ -67,8 +66,7 @@ class InProcessReplay:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         deactivate(self.session)
-        if self.ambient:
-            ambient.uninstall()
+        ambient.uninstall()
         if self._undo_network is not None:
             self._undo_network()
         for name, value in self._placeholders.items():

@@ -52,22 +52,25 @@ def enabled(default: bool = True) -> bool:
     return default if value is None else value.lower() not in ("0", "off", "false", "no")
 
 
-def install() -> None:
-    """Patch the ambient sources for the active session (counted: as many `uninstall`s undo it)."""
+def install(values: bool = True) -> None:
+    """Patch the ambient sources (values: the clock, uuid and random ones; else only what names the pool tasks,
+    threads and asyncio tasks values and calls belong to) for the active session (counted: as many `uninstall`s
+    undo it)."""
     with _lock:
         _installs[0] += 1
-        if _installs[0] > 1:
-            return
     from openwop_cli.runtime import draws, pooltasks
 
-    for name, patch in (("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime),
-                        ("uuid", _patch_uuid), ("random", draws.patch_random), ("secrets", draws.patch_secrets),
-                        ("multiprocessing.pool", pooltasks.patch_pool),
-                        ("concurrent.futures.process", pooltasks.patch_executor),
-                        ("concurrent.futures.thread", pooltasks.patch_thread_executor),
-                        ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop),
-                        ("threading", pooltasks.patch_threads)):
-        when_imported(name, _once(name, patch))
+    patches = [("multiprocessing.pool", pooltasks.patch_pool),
+               ("concurrent.futures.process", pooltasks.patch_executor),
+               ("concurrent.futures.thread", pooltasks.patch_thread_executor),
+               ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop),
+               ("threading", pooltasks.patch_threads)]
+    if values:
+        patches += [("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime), ("uuid", _patch_uuid),
+                    ("random", draws.patch_random), ("secrets", draws.patch_secrets)]
+    for name, patch in patches:
+        if name not in _patched:
+            when_imported(name, _once(name, patch))
 
 
 def uninstall() -> None:

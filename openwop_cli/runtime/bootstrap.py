@@ -24,6 +24,6 @@ def install() -> None:
         return
     channel = tcp_address(os.environ.get(ENV_ADDRESS, ""))
     connections.watch((channel,) if channel else ())
-    if ambient.enabled() and not ambient.installed():
-        ambient.install()
+    if not ambient.installed():
+        ambient.install(values=ambient.enabled())
 

@@ -17,9 +17,11 @@ directory the run started in) for program files, and relative to its site-packag
 installed packages, so a site is the same on every machine that runs the program.
 """
 
+import linecache
 import os
 import sys
 import sysconfig
+import zlib
 from typing import Any
 
 WOP = 0
@@ -120,8 +122,31 @@ def site_of(frame: Any, file: str) -> dict[str, Any]:
     sites, instruction = known[1], frame.f_lasti
     site = sites.get(instruction)
     if site is None:
-        site = sites[instruction] = {"file": file, "line": frame.f_lineno, "function": code.co_name}
+        site = sites[instruction] = _site(code, frame.f_lineno, file)
     return site
+
+
+def _site(code: Any, line: int, file: str) -> dict[str, Any]:
+    """A site that survives edits elsewhere: besides its file and line, the enclosing function's qualified name, a
+    hash of the line's text and which line of that text it is in the function (`text`, `occurrence`; absent when
+    the source cannot be read)."""
+    site: dict[str, Any] = {"file": file, "line": line, "function": _qualified_name(code)}
+    lines = linecache.getlines(code.co_filename)
+    if line and 0 < line <= len(lines):
+        text = _line_text(lines[line - 1])
+        first = max(code.co_firstlineno, 1)
+        site["text"] = f"{zlib.crc32(text.encode()):08x}"
+        site["occurrence"] = sum(1 for number in range(first, line + 1) if _line_text(lines[number - 1]) == text)
+    return site
+
+
+def _qualified_name(code: Any) -> str:
+    return code.co_qualname.replace("<locals>.", "")
+
+
+def _line_text(line: str) -> str:
+    """A line's code as a site knows it: without its indentation and trailing whitespace."""
+    return line.strip()
 
 
 def program_site(depth: int = 1) -> dict[str, Any] | None:

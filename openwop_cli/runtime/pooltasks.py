@@ -44,7 +44,8 @@ from typing import Any, Callable, Iterator
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
 from openwop_cli.runtime.processname import identity, name_places_by
-from openwop_cli.runtime.session import current_pool_task, inside_boundary, name_pool_asyncio_task, set_pool_task
+from openwop_cli.runtime.lineage import name_new_task, name_new_thread
+from openwop_cli.runtime.session import current_pool_task, inside_boundary, set_pool_task
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
@@ -53,8 +54,7 @@ _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
-_asyncio_tasks: dict[str, Iterator[int]] = {}  # a pool task → the count of the asyncio tasks made while it ran
-_thread_asyncio_tasks = threading.local()  # a thread other than the main one, outside pool tasks: `count` of its tasks
+_asyncio_tasks: dict[str, dict[str, int]] = {}  # a pool task → its top-level asyncio tasks, counted by coroutine
 # a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
 
@@ -102,7 +102,7 @@ def patch_executor(module: Any) -> None:
 
 def patch_thread_executor(module: Any) -> None:
     """concurrent.futures.thread.ThreadPoolExecutor (asyncio's run_in_executor and to_thread included): each call
-    submitted is a task, `threads N.K from FILE:LINE` (see _numbered), while it runs."""
+    submitted is a task, `threads N.K from FILE:FUNCTION` (see _numbered), while it runs."""
     submit = module.ThreadPoolExecutor.submit
 
     @functools.wraps(submit)
@@ -116,7 +116,7 @@ def patch_thread_executor(module: Any) -> None:
 
 def patch_queue(module: Any) -> None:
     """queue.Queue and every kind made from it (LifoQueue, PriorityQueue, a program's subclass with its own _put and
-    _get): an item the program's own code puts is a task, `queue N.K from FILE:LINE` (see _numbered), which the thread
+    _get): an item the program's own code puts is a task, `queue N.K from FILE:FUNCTION` (see _numbered), which the thread
     other than the main one that gets it, in its own code, runs until its next get. Hand-rolled workers pulling from
     a shared queue take the items in an order a race decides; named so, each item's clock, uuid and random values
     and its calls are served to whichever worker takes it."""
@@ -172,44 +172,41 @@ def _outside(frame: Any, filename: str) -> Any:
 
 def patch_threads(module: Any) -> None:
     """threading.Thread: a thread the program's own code starts while a pool task runs runs the task's next thread,
-    `TASK/thread K`, from its start (see the module's docstring). A thread started in a recorded call (a tool's body)
-    is part of that call: a replay, serving the call, does not start it."""
+    `TASK/thread K`, from its start (see the module's docstring); any other is named by its lineage
+    (runtime.lineage). A thread started in a recorded call (a tool's body) is part of that call: a replay, serving
+    the call, does not start it."""
     start = module.Thread.start
 
     @functools.wraps(start)
     def naming_start(self: Any) -> None:
         task = current_pool_task()
-        if task is not None and _placed(sys._getframe(1)) == PROGRAM and not inside_boundary():
+        in_call = inside_boundary()
+        if task is not None and _placed(sys._getframe(1)) == PROGRAM and not in_call:
             self.run = _as_task(self.run, _next_child(task, "thread"))
+        else:
+            name_new_thread(self, counted=not in_call)
         start(self)
 
     ambient.replace(module.Thread, "start", naming_start)
 
 
 def patch_event_loop(module: Any) -> None:
-    """asyncio.base_events.BaseEventLoop.create_task: an asyncio task made unnamed while a pool task runs is recorded
-    as `asyncio task K`, the K-th the pool task made (origin.task), and one made in a thread other than the main one
-    outside a pool task as the K-th that thread made — not by its name, Task-N: N counts the process's tasks, and
-    threads running event loops side by side (asyncio.run in a worker thread, or in each of a few threads the program
-    starts) make them in any order. The main thread's tasks keep their names (numbered before any other thread
-    makes one, they are the same from run to run)."""
+    """asyncio.base_events.BaseEventLoop.create_task: every task is named by its lineage (runtime.lineage), not by
+    its name, Task-N, which counts the process's tasks: a replay, which does no real I/O, makes fewer of them, and
+    threads running event loops side by side make them in any order. A task made at the top while a pool task runs
+    is numbered among that pool task's."""
     create_task = module.BaseEventLoop.create_task
-    main_thread = threading.main_thread
+    current_task = sys.modules["asyncio.tasks"].current_task
 
     @functools.wraps(create_task)
     def numbering_create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
         task = create_task(self, coro, *args, **kwargs)
-        if kwargs.get("name") is None:
-            within = current_pool_task()
-            if within is not None:
-                with _numbering:
-                    count = _asyncio_tasks.setdefault(within, itertools.count(1))
-                name_pool_asyncio_task(task, f"asyncio task {next(count)}")
-            elif threading.current_thread() is not main_thread():
-                count = getattr(_thread_asyncio_tasks, "count", None)
-                if count is None:
-                    count = _thread_asyncio_tasks.count = itertools.count(1)
-                name_pool_asyncio_task(task, f"asyncio task {next(count)}")
+        within = current_pool_task()
+        scope = None
+        if within is not None:
+            with _numbering:
+                scope = _asyncio_tasks.setdefault(within, {})
+        name_new_task(task, current_task(self), coro, not inside_boundary(), scope)
         return task
 
     ambient.replace(module.BaseEventLoop, "create_task", numbering_create_task)
@@ -257,12 +254,12 @@ def _next_child(task: str, kind: str) -> str:
 def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
     """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
     pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
-    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:LINE`, nothing when there is none):
+    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:FUNCTION`, nothing when there is none):
     a library's own calls (openai's platform lookup, made by as many requests as race to make it first) leave the
     program's numbered as they were. depth: as opening_site's, from the caller's frame."""
     within = current_pool_task()
     site = opening_site(depth)
-    submitter = None if site is None else f"{site['file']}:{site['line']}"
+    submitter = None if site is None else f"{site['file']}:{site['function']}"
     with _numbering:
         calls = pool.__dict__.setdefault("_wop_calls", {}).get((within, submitter))
         if calls is None:

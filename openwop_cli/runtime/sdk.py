@@ -650,10 +650,9 @@ class capture:
         self._started = _time.monotonic()
         if make_active:
             activate(self._session)
-        if self.ambient:
-            from openwop_cli.runtime import ambient
+        from openwop_cli.runtime import ambient
 
-            ambient.install()
+        ambient.install(values=self.ambient)
         return self._session
 
     def close(self, error: BaseException | None = None, exit_code: int | None = None) -> dict[str, Any]:
@@ -663,10 +662,9 @@ class capture:
         session = self._session
         assert session is not None and self._sink is not None and self.path is not None, "capture was not opened"
         deactivate(session)
-        if self.ambient:
-            from openwop_cli.runtime import ambient
+        from openwop_cli.runtime import ambient
 
-            ambient.uninstall()
+        ambient.uninstall()
         end = run_end_data(exit_code, error, _time.monotonic() - self._started)
         session.record("run_end", end)
         cwd = os.getcwd()

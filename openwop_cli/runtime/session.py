@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.runtime.lineage import task_name
 
 MODES = ("off", "capture", "replay", "fork")
 SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})
@@ -118,19 +119,20 @@ class Session:
         return self._origin_of(self._where())
 
     def _where(self) -> tuple[str, str | None, str | None]:
-        """The current call's thread, pool task and asyncio task (None outside one) names, as origin() has them."""
+        """The current call's thread, pool task and asyncio task (None outside one) names, as origin() has them: the
+        stable names of runtime.lineage."""
         thread = _running_threads.get(_thread_ident())  # threading.current_thread() and its name, without two calls
         if thread is None:
             thread = threading.current_thread()
+        name = thread.__dict__.get("_wop_lineage") or thread._name
         pool_task = _pool_task.name
         asyncio = sys.modules.get("asyncio")
         if asyncio is None or asyncio._get_running_loop() is None:
-            return thread._name, pool_task, None
+            return name, pool_task, None
         task = asyncio.current_task()
         if task is None:
-            return thread._name, pool_task, None
-        named = pool_task is not None or thread is not threading.main_thread()
-        return thread._name, pool_task, (named and _pool_asyncio_tasks.get(task)) or task.get_name()
+            return name, pool_task, None
+        return name, pool_task, task_name(task)
 
     def _origin_of(self, where: tuple[str, str | None, str | None]) -> dict[str, Any]:
         thread, pool_task, task = where
@@ -206,17 +208,6 @@ def set_pool_task(name: str | None) -> None:
 def current_pool_task() -> str | None:
     """The pool task this thread runs (None outside one)."""
     return _pool_task.name
-
-
-# an asyncio task made (unnamed) while a pool task ran, or in a thread other than the main one → `asyncio task K`, its
-# place among that pool task's or thread's; its own name, Task-N, counts the process's tasks, which threads running
-# event loops side by side make in any order
-_pool_asyncio_tasks: Any = weakref.WeakKeyDictionary()
-
-
-def name_pool_asyncio_task(task: Any, name: str) -> None:
-    """Record task under name in origin.task (runtime.pooltasks.patch_event_loop)."""
-    _pool_asyncio_tasks[task] = name
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)

@@ -507,7 +507,7 @@ def test_workers_running_event_loops_side_by_side_are_served_their_items_values(
     assert len(captured) == 15
     origins = {(event["origin"]["poolTask"].split(" from")[0], event["origin"]["task"])
                for event in CaptureReader(source) if event["type"] == "tool_call"}
-    assert len(origins) == 15 and {task for _, task in origins} == {"asyncio task 1"}, origins
+    assert len(origins) == 15 and {task for _, task in origins} == {"handle#1"}, origins
     assert_replays_exactly(tmp_path, source, captured)
 
 
@@ -547,7 +547,7 @@ def test_threads_running_event_loops_side_by_side_are_served_their_own_values_an
         source = capture(tmp_path, THREADS_EVENT_LOOPS, env={"BASE": provider.url, "FIRST": "0"})
     origins = {(event["origin"]["thread"], event["origin"]["task"])
                for event in CaptureReader(source) if event["type"] == "llm_request"}
-    assert {task for _, task in origins} == {"asyncio task 2", "asyncio task 3"}, origins
+    assert origins == {(f"MainThread/worker#{thread}", f"work#1/ask#{task}") for thread in (1, 2) for task in (1, 2)}
     captured = sorted((tmp_path / "source.stdout").read_text().splitlines())
     assert len(captured) == 2
     for number in range(2):  # offline, the other thread first

@@ -42,7 +42,7 @@ def test_a_raw_socket_client_is_named_on_the_last_line_and_is_the_first_divergen
     assert f"2 connections to {destination} (opened by agent.py:8) were not recorded" in last and "--proxy" in last
     recorded = [event["data"] for event in unrecorded_connections(source)]
     assert len(recorded) == 1 and recorded[0]["unrecorded"] is True and recorded[0]["key"] == destination
-    assert recorded[0]["value"]["site"] == {"file": "agent.py", "line": 8, "function": "ask"}
+    assert recorded[0]["value"]["site"].items() >= {"file": "agent.py", "line": 8, "function": "ask"}.items()
     assert summarize(unrecorded_connections(source)[0]) == (f"connection to {destination} not recorded "
                                                                 "(opened by agent.py:8)")
     assert not events(source, "llm_request")
@@ -133,7 +133,7 @@ def test_a_connection_from_a_thread_and_a_library_names_the_first_frame_outside_
         server.close()
     assert done.returncode == 0, done.stderr
     (event,) = unrecorded_connections(source)
-    assert event["data"]["value"]["site"] == {"file": "agent.py", "line": 7, "function": "probe"}
+    assert event["data"]["value"]["site"].items() >= {"file": "agent.py", "line": 7, "function": "probe"}.items()
     assert event["origin"]["thread"] != "MainThread"
 
 
