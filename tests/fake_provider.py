@@ -2,6 +2,7 @@
 
 - POST …/chat/completions: OpenAI chat completions, JSON or SSE (`stream: true`); with `tools` and
   no tool result yet, it answers with a call of the first tool.
+- POST …/responses: the OpenAI Responses API, JSON.
 - POST …/v1/messages: Anthropic messages, JSON or SSE.
 - POST …/models/M:generateContent and :streamGenerateContent (SSE): Gemini.
 - POST /model/M/converse, /converse-stream, /invoke, /invoke-with-response-stream: Amazon Bedrock
@@ -49,6 +50,8 @@ class FakeProvider:
                 path = urlsplit(self.path).path
                 if path.endswith("/chat/completions"):
                     self._answer(body, provider.openai_events(body) if body.get("stream") else provider.openai(body))
+                elif path.endswith("/responses"):
+                    self._answer(body, provider.responses(body))
                 elif path.endswith("/v1/messages"):
                     self._answer(body, provider.anthropic_events(body) if body.get("stream") else provider.anthropic(body))
                 elif path.endswith(":generateContent"):
@@ -156,6 +159,19 @@ class FakeProvider:
             chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]})
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         return [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+
+    def responses(self, body: dict) -> dict:
+        """An OpenAI Responses API answer (non-streamed) to `input` (a string or a list of messages)."""
+        given = body.get("input")
+        text = self.answer_text({"messages": [{"role": "user", "content": given}] if isinstance(given, str) else given})
+        return {"id": "resp_test", "object": "response", "created_at": 1763875573, "status": "completed",
+                "model": body.get("model"), "output": [
+                    {"type": "message", "id": "msg_test", "status": "completed", "role": "assistant",
+                     "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+                "parallel_tool_calls": True, "tool_choice": body.get("tool_choice", "auto"), "tools": [],
+                "usage": {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}}}
 
     # ---- Anthropic ------------------------------------------------------------------------------
 

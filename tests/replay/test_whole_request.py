@@ -1,0 +1,92 @@
+"""A strict replay compares the whole request, not only the cache key's fields: a changed option diverges at its path.
+
+Real SDKs (anthropic, openai) against the fake provider; the program reads what to send from the environment, so
+the "changed" replay is today's code with one option changed.
+"""
+
+from tests.fake_provider import FakeProvider
+from tests.programs import capture, events, replay
+
+ANTHROPIC = """
+import asyncio, json, os
+import anthropic
+
+async def main():
+    client = anthropic.AsyncAnthropic(base_url=os.environ["BASE"], api_key="sk-ant-test")
+    reply = await client.messages.create(model="claude-3-5-haiku-latest", max_tokens=int(os.environ.get("MAX", "300")),
+                                         messages=[{"role": "user", "content": "hello"}])
+    print(reply.content[0].text)
+
+asyncio.run(main())
+"""
+
+RESPONSES = """
+import json, os
+import openai
+
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test")
+extra = json.loads(os.environ.get("EXTRA", "{}"))
+reply = client.responses.create(model="gpt-4.1-mini", input="what is two and two", **extra)
+print(reply.output_text)
+"""
+
+STREAM_FLIP = """
+import os
+import openai
+
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test")
+streamed = os.environ.get("STREAM", "1") == "1"
+reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                       stream=streamed)
+if streamed:
+    print("".join(chunk.choices[0].delta.content or "" for chunk in reply if chunk.choices))
+else:
+    print(reply.choices[0].message.content)
+"""
+
+
+def _captured(tmp_path, script):
+    with FakeProvider() as provider:
+        done, source = capture(tmp_path, script, {"BASE": provider.url})
+        assert done.returncode == 0, done.stderr
+        return source, provider.url
+
+
+def test_an_unchanged_request_replays_exactly(tmp_path):
+    source, url = _captured(tmp_path, ANTHROPIC)
+    done, report = replay(tmp_path, source, env={"BASE": url})
+    assert done.returncode == 0, done.stderr
+    assert report["divergences"] == []
+
+
+def test_a_changed_max_tokens_diverges_at_its_path(tmp_path):
+    source, url = _captured(tmp_path, ANTHROPIC)
+    done, report = replay(tmp_path, source, env={"BASE": url, "MAX": "5"})
+    assert done.returncode == 1, done.stderr
+    first = report["divergences"][0]
+    assert (first["code"], first["jsonPath"], first["expectedValue"], first["observedValue"]) == \
+        ("event_payload_mismatch", "$.max_tokens", 300, 5)
+    assert "Traceback" not in done.stderr
+
+
+def test_added_responses_options_diverge_at_their_paths(tmp_path):
+    source, url = _captured(tmp_path, RESPONSES)
+    for extra, path in (('{"max_output_tokens": 50}', "$.max_output_tokens"),
+                        ('{"tool_choice": "none"}', "$.tool_choice"),
+                        ('{"reasoning": {"effort": "low"}}', "$.reasoning")):
+        done, report = replay(tmp_path, source, env={"BASE": url, "EXTRA": extra}, name=path[2:])
+        assert done.returncode == 1, done.stderr
+        first = report["divergences"][0]
+        assert (first["code"], first["jsonPath"], first["expectedValue"]) == ("event_payload_mismatch", path, None)
+
+
+def test_a_flipped_stream_flag_diverges_at_the_call_and_never_gets_an_answer_of_the_wrong_shape(tmp_path):
+    source, url = _captured(tmp_path, STREAM_FLIP)
+    [request] = events(source, "llm_request")
+    for policy in ("--strict", "--lenient"):
+        done, report = replay(tmp_path, source, policy, env={"BASE": url, "STREAM": "0"}, name=policy[2:])
+        assert done.returncode == 1, done.stderr
+        first = report["divergences"][0]
+        assert (first["code"], first["eventSeq"], first["jsonPath"], first["expectedValue"], first["observedValue"]) \
+            == ("event_payload_mismatch", request["seq"], "$.stream", True, False)
+        assert "AttributeError" not in done.stderr  # the SDK got wop's error, not an SSE body as a str
