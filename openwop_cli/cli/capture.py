@@ -31,6 +31,9 @@ def command(
                                              "program's code reads: on or off (default: [tool.wop] ambient, else on)."),
     strict_transports: bool = typer.Option(False, "--strict-transports", help="Exit 1 when the program opened "
                                            "connections no adapter recorded (a replay could not serve them)."),
+    record_output: bool = typer.Option(True, "--output/--no-output", help="Keep the program's stdout and stderr in "
+                                       "the capture (redacted; a replay compares them). --no-output leaves them "
+                                       "alone: passed through, not kept."),
     json_output: bool = typer.Option(False, "--json", help="Print the closing summary as JSON (on stderr)."),
 ) -> None:
     """Run CMD and record every LLM call, tool call, clock/random read and state write it makes.
@@ -39,7 +42,8 @@ def command(
     Python process CMD starts): their LLM and HTTP calls, and the time, datetime, uuid, random,
     secrets and os.urandom values their own code and its libraries read (not the standard library's
     own reads; --ambient off records none). `import openwop_cli as wop` marks tools and values
-    explicitly. The command's output passes through unchanged, and wop exits with its exit code (3,
+    explicitly. The command's output passes through unchanged and is kept in the capture (--no-output
+    keeps nothing), and wop exits with its exit code (3,
     the program not run, when its Python cannot run the runtime: older than 3.11, or without orjson).
     The last line on stderr names the capture, and the connections the program opened that no adapter
     recorded (a raw-socket client, an unsupported library): record those with --proxy.
@@ -57,4 +61,5 @@ def command(
 
     raise typer.Exit(capture(argv=list(argv or []), name=name, out=out, redact=redact.value if redact is not None else None,
                              workflow=workflow, proxy=proxy, ambient=ambient == Switch.on if ambient is not None else None,
-                             strict_transports=strict_transports, json_output=json_output))
+                             strict_transports=strict_transports, json_output=json_output,
+                             record_output=record_output))

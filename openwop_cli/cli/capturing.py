@@ -9,7 +9,8 @@ from typing import Any
 
 
 def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str | None, workflow: Path | None,
-            proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool) -> int:
+            proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool,
+            record_output: bool = True) -> int:
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
     from openwop_cli.config import load_settings
     from openwop_cli.report.plain import print_warning
@@ -27,6 +28,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
         store_root=captures_root(),
         proxy=proxy,
         ambient=ambient if ambient is not None else settings.ambient,
+        record_output=record_output,
     )
     _print_summary(outcome, json_output)
     if strict_transports and outcome.unrecorded and outcome.exit_code == 0:

@@ -25,6 +25,7 @@ _CAPTURE_OPTIONS: dict[str, tuple[str, Any]] = {
     "--proxy": ("proxy", "flag"),
     "--ambient": ("ambient", ("on", "off")),
     "--strict-transports": ("strict_transports", "flag"),
+    "--output": ("record_output", "flag"), "--no-output": ("record_output", "unflag"),
     "--json": ("json_output", "flag"),
 }
 _REPLAY_OPTIONS: dict[str, tuple[str, Any]] = {
@@ -39,6 +40,8 @@ _REPLAY_OPTIONS: dict[str, tuple[str, Any]] = {
     "--shard": ("shard", "text"),
     "--json": ("json_output", "flag"),
     "--verbose": ("verbose", "flag"), "-v": ("verbose", "flag"),
+    "--output": ("compare_output", "flag"), "--no-output": ("compare_output", "unflag"),
+    "--exact-output": ("exact_output", "flag"),
 }
 _DIFF_OPTIONS: dict[str, tuple[str, Any]] = {
     "--ignore": ("ignore", "many"),
@@ -173,7 +176,7 @@ def _capture_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
         "workflow": options.get("workflow"), "proxy": options.get("proxy", False),
         "ambient": None if ambient is None else ambient == "on",
         "strict_transports": options.get("strict_transports", False),
-        "json_output": options.get("json_output", False),
+        "json_output": options.get("json_output", False), "record_output": options.get("record_output", True),
     }
 
 
@@ -192,7 +195,8 @@ def _replay_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
         "name": options.get("name"), "proxy": options.get("proxy", False), "junit": options.get("junit"),
         "repeat": None, "jobs": options.get("jobs"), "shard": options.get("shard"),
         "json_output": options.get("json_output", False), "verbose": options.get("verbose", False),
-        "pdb": False, "break_at": None,
+        "pdb": False, "break_at": None, "compare_output": options.get("compare_output", True),
+        "exact_output": options.get("exact_output", False),
     }
 
 

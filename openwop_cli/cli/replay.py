@@ -36,11 +36,18 @@ def command(
                              "that made the call (needs a terminal); `c` lets the replay go on."),
     break_at: Optional[int] = typer.Option(None, "--break-at", metavar="SEQ", help="Stop the program in pdb just "
                                            "before the recorded call at SEQ is answered (needs a terminal)."),
+    compare_output: bool = typer.Option(True, "--output/--no-output", help="Compare the program's stdout and stderr "
+                                        "with the recorded ones (the first differing line is an output_mismatch)."),
+    exact_output: bool = typer.Option(False, "--exact-output", help="Compare the output as it is: without "
+                                      "normalizing times, durations, addresses, ids, pids and temporary paths."),
 ) -> None:
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
     Prints a report: the determinism score, each divergence (seq, code, JSON path, expected vs
-    observed) and the program files changed since the capture. Several captures (or a directory of
+    observed), the program files changed since the capture, and what the verdict compared: every
+    recorded call's whole request (body, method, URL path), each value, state write and the
+    program's stdout and stderr (after normalizing times, durations, addresses, pids and temporary
+    paths; --exact-output compares them as they are). Several captures (or a directory of
     them) replay side by side (--jobs) with a progress bar, the report of each one that diverged and
     a summary table; --json lists every capture run with its name, id, path and verdict. Each replay
     is saved as a new capture linked to its source. Under GitHub Actions divergences are also printed
@@ -63,4 +70,4 @@ def command(
 
     replay_captures(captures, strict=strict, from_seq=from_seq, allow_tool=allow_tool, out=out, name=name, proxy=proxy,
                     junit=junit, repeat=repeat, jobs=jobs, shard=shard, json_output=json_output, verbose=verbose,
-                    pdb=pdb, break_at=break_at)
+                    pdb=pdb, break_at=break_at, compare_output=compare_output, exact_output=exact_output)

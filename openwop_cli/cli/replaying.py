@@ -109,7 +109,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
 def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int | None, allow_tool: list[str] | None,
                     out: Path | None, name: str | None, proxy: bool, junit: Path | None, repeat: int | None,
                     jobs: int | None, shard: str | None, json_output: bool, verbose: bool, pdb: bool,
-                    break_at: int | None) -> None:
+                    break_at: int | None, compare_output: bool = True, exact_output: bool = False) -> None:
     """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits."""
     from openwop_cli.config import load_settings
     from openwop_cli.errors import UsageError
@@ -123,7 +123,8 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
     policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
              name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
-             controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at))
+             controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at, compare_output=compare_output,
+                                     exact_output=exact_output))
 
 
 def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: list[str] | None,

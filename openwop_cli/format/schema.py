@@ -80,7 +80,7 @@ OPENWOP_DATA: dict[str, Fields] = {"channel.written": EVENT_DATA[STATE_MUTATION]
 ORIGIN_TAIL = b',"origin":{'  # how an event line the sink wrote ends: its origin, then the closing brace
 MAX_ORIGIN_TAILS = 4096  # distinct origins whose bytes a checker remembers as checked
 ORIGIN: Fields = (("pid", OPT_INT), ("thread", KEY), ("task", KEY), ("poolTask", KEY), ("site", OPT_DICT))
-SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR))
+SITE: Fields = (("file", OPT_STR), ("line", OPT_INT), ("function", OPT_STR), ("text", OPT_STR), ("occurrence", OPT_INT))
 ENVELOPE_FIELDS = frozenset({"version", "captureId", "runId", "seq", "ts", "type", "data", "origin", "sourceSeq"})
 ORIGIN_FIELDS, SITE_FIELDS = frozenset(name for name, _ in ORIGIN), frozenset(name for name, _ in SITE)
 
@@ -454,7 +454,8 @@ MANIFEST = (
     ("captureId", STR), ("runId", STR), ("status", STR), ("name", OPT_STR), ("createdAt", OPT_INT),
     ("completedAt", OPT_INT), ("mode", OPT_STR), ("eventCount", OPT_INT), ("eventLogPath", OPT_STR),
     ("redaction", OPT_DICT), ("tool", OPT_DICT), ("program", OPT_DICT), ("integrity", OPT_DICT), ("lost", OPT_DICT),
-    ("error", OPT_STR), ("source", OPT_DICT), ("score", OPT_DICT), ("model", OPT_DICT),
+    ("error", OPT_STR), ("source", OPT_DICT), ("score", OPT_DICT), ("model", OPT_DICT), ("originScheme", OPT_INT),
+    ("output", OPT_DICT), ("compared", OPT_DICT),
 )
 PROGRAM = (("argv", OPT_LIST), ("cwd", OPT_STR), ("python", OPT_STR), ("script", OPT_LIST), ("modules", OPT_LIST),
            ("processes", OPT_LIST), ("workflow", OPT_DICT), ("pytest", OPT_STR))

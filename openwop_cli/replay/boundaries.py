@@ -24,7 +24,15 @@ from typing import Any, Callable
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.ambient import AmbientValues
-from openwop_cli.replay.divergence import EVENT_MISSING, Divergence, network_blocked
+from openwop_cli.replay.divergence import (
+    EVENT_MISSING,
+    NONDETERMINISTIC_UNDERFLOW,
+    Divergence,
+    describe_reader,
+    network_blocked,
+    observed_event,
+    reader_of,
+)
 from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.runtime.callsite import program_site
@@ -100,7 +108,10 @@ class Replayer:
         self._pending: list[Divergence] = []
         self._source_run = self.source.manifest.get("runId")
         self._fold: Any = None
-        self._ambient = AmbientValues(self.source.ambient, engine.from_seq if engine.branch else None)
+        self._ambient = AmbientValues(self.source.ambient, engine.from_seq if engine.branch else None,
+                                      self.source.stable_origins)
+        self._live_diverges = (not engine.branch and self.source.stable_origins
+                               and not self.source.manifest.get("imported"))
         self._workflow_channels: dict[str, Any] | None = None
         self._blocked: set[str] = set()
         engine.on_divergence = self._pending.append
@@ -275,11 +286,24 @@ class Replayer:
         return data["value"]
 
     def ambient_live(self, source: str, key: str, site: dict[str, Any], value: Any) -> None:
-        """A read served live: on record, and noted for the report unless a fork is past its branch point."""
+        """A read served live: on record, and, unless a fork is past its branch point, a divergence (the capture
+        has no value for this site and thread/task: the code or what runs it changed) — or only a note for the
+        report where the capture cannot say (origins not stable in an older capture, an imported trace)."""
         data = {"source": source, "key": key, "value": value, "ambient": True}
         if not self.engine.branch:
             data["live"] = True
         self.session.record("nondeterministic", data, site=site)
+        if self._live_diverges:
+            origin = self.session.origin()
+            where = f"{site.get('file')}:{site.get('line')} in {site.get('function')}()"
+            with self._lock:
+                self.engine.report(Divergence(
+                    NONDETERMINISTIC_UNDERFLOW, None, "$.value", None, value,
+                    f"{source} read {key} at {where} ({describe_reader(reader_of(origin))}) has no recorded value left there: it was read "
+                    "live (new or changed code, or another thread or task reads it today)", "nondeterministic",
+                    observed=observed_event("nondeterministic", data), point=self.engine.next_unserved_seq(),
+                    site=site))
+                self._emit_divergences()
 
     @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:
@@ -414,6 +438,8 @@ class Replayer:
     def _recorded_result(self, match: Match, result_type: str) -> dict[str, Any]:
         """The recorded result event's data to serve; ReplayDivergenceError (a reported divergence: the program gets
         wop's error where the recorded run got an answer, or never returned) when there is none."""
+        if match.unservable:  # reported: the recorded answer would reach the program in the wrong shape
+            raise ReplayDivergenceError(match.divergence)
         if match.unit is None:
             if not self.engine.divergences:  # matching reported why (an unexpected call); else it is reported here
                 self.report(Divergence(EVENT_MISSING, None, None, None, None,

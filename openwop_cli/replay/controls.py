@@ -22,7 +22,9 @@ class ReplayControls(NamedTuple):
     """edits: served results with values changed (a fork then runs live from the first call that no longer
     matches, or with offline stops there); verbose: keep the whole traceback after a strict stop; pdb: stop
     in the debugger at the first divergence; break_at: stop in the debugger just before seq is served; quiet:
-    the program's output is not passed on (one of several replays running side by side).
+    the program's output is not passed on (one of several replays running side by side); compare_output: the
+    program's stdout and stderr are part of the verdict (replay.output), exact_output: compared without
+    normalization. The last two concern the parent only.
 
     A named tuple, and edits loaded only when there are some: a replayed process reads its controls before its
     program's first line."""
@@ -33,6 +35,8 @@ class ReplayControls(NamedTuple):
     pdb: bool = False
     break_at: int | None = None
     quiet: bool = False
+    compare_output: bool = True
+    exact_output: bool = False
 
     @property
     def debugging(self) -> bool:

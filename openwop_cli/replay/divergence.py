@@ -14,9 +14,10 @@ EVENT_UNEXPECTED = "event_unexpected"
 NONDETERMINISTIC_UNDERFLOW = "nondeterministic_underflow"
 REFUSAL_DIVERGENCE = "replay_diverged_at_refusal"
 NETWORK_BLOCKED = "replay_network_blocked"
+OUTPUT_MISMATCH = "output_mismatch"  # the program printed another line than the recorded run (replay.output)
 CODES = (EVENT_TYPE_MISMATCH, EVENT_PAYLOAD_MISMATCH, EVENT_MISSING, EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW,
-         REFUSAL_DIVERGENCE, NETWORK_BLOCKED)
-EXTRA_CODES = frozenset({EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW, NETWORK_BLOCKED})  # beyond the capture
+         REFUSAL_DIVERGENCE, NETWORK_BLOCKED, OUTPUT_MISMATCH)
+EXTRA_CODES = frozenset({EVENT_UNEXPECTED, NONDETERMINISTIC_UNDERFLOW, NETWORK_BLOCKED, OUTPUT_MISMATCH})
 
 
 @dataclass(slots=True)
@@ -160,6 +161,19 @@ def refusal_nature(response: Any) -> str:
                 if isinstance(part, dict) and part.get("type") == "refusal":
                     return "refusal"
     return "valid"
+
+
+def reader_of(origin: dict[str, Any]) -> dict[str, Any]:
+    """Who made a call or read a value, as a divergence shows it: its thread, asyncio task and pool task."""
+    return {key: origin[key] for key in ("thread", "task", "poolTask") if origin.get(key) is not None}
+
+
+def describe_reader(reader: dict[str, Any]) -> str:
+    """reader_of's, in words: `thread MainThread/worker#2, asyncio task main#1/fetch#3`."""
+    parts = [f"pool task {reader['poolTask']}" if "poolTask" in reader else f"thread {reader.get('thread')}"]
+    if "task" in reader:
+        parts.append(f"asyncio task {reader['task']}")
+    return ", ".join(parts)
 
 
 _SHOWN_FIELDS = {"tool_call": ("name", "args"), "llm_request": ("provider", "model", "request"),

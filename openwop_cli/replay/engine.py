@@ -23,11 +23,14 @@ from openwop_cli.replay.divergence import (
     NONDETERMINISTIC_UNDERFLOW,
     REFUSAL_DIVERGENCE,
     Divergence,
+    describe_reader,
     event_summary,
     first_difference,
     observed_event,
+    reader_of,
     refusal_nature,
 )
+from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.runtime.pooltasks import moves_between_processes
@@ -50,6 +53,7 @@ class Match:
     live: bool = False
     override: Any = None
     has_override: bool = False
+    unservable: bool = False  # the recorded answer has another shape than today's call expects (replay.compare)
 
 
 class ReplayEngine:
@@ -118,11 +122,11 @@ class ReplayEngine:
         override = self._override(kind, data)
         if self.went_live:
             return Match(None, live=True, **override)
-        keys = self._keys(unit_key(kind, data, self.source.redactor))
+        keys = self._keys(self._content_key(kind, data))
         for key in keys:
             unit = self._available(key)
             if unit is not None:
-                return self._serve(unit, self._state_difference(kind, data, unit), override)
+                return self._serve(unit, self._difference(kind, data, unit), override)
         for key in keys:
             waiting = self._first_unconsumed(self._by_key, self._key_start, key)
             if waiting is not None and self._servable(waiting):
@@ -132,6 +136,13 @@ class ReplayEngine:
         if self.branch:
             return Match(None, live=True, **override)
         return self._unmatched(kind, data, override, live_if_unrecorded)
+
+    def _content_key(self, kind: int, data: dict[str, Any]) -> int:
+        """The key today's call is looked up by: as ReplaySource.unit_key makes the recorded ones, a keyed value's
+        by the origin asking for it."""
+        if kind == KIND_VALUE and self.caller_origin is not None:
+            return self.source.unit_key(kind, data, self.caller_origin())
+        return unit_key(kind, data, self.source.redactor)
 
     def _keys(self, key: Any) -> tuple[Any, ...]:
         """Where to look for a call's recorded unit (by content, or by kind for the closest): a pool task's own calls
@@ -173,8 +184,10 @@ class ReplayEngine:
         if divergence is not None:
             self._diverge(divergence)
         result_seq = self.source.result_seqs[unit]
+        unservable = divergence is not None and divergence.code == EVENT_PAYLOAD_MISMATCH and \
+            changes_shape(divergence.json_path)
         return Match(unit, self.source.request_seqs[unit], result_seq if result_seq >= 0 else None, divergence,
-                     **override)
+                     unservable=unservable, **override)
 
     def _go_live(self, kind: int, data: dict[str, Any], override: dict[str, Any]) -> Match:
         """The first call of an edited fork that the capture cannot answer: say how it differs, then run live."""
@@ -192,7 +205,7 @@ class ReplayEngine:
         else:
             divergence = Divergence(EVENT_UNEXPECTED, None, None, None, None,
                                     f"the recorded run made no such {event_type}: from here the run goes its own way",
-                                    event_type, observed=observed, point=self._next_unserved_seq())
+                                    event_type, observed=observed, point=self.next_unserved_seq())
         self._diverge(divergence)
         return Match(None, live=True, **override)
 
@@ -203,16 +216,20 @@ class ReplayEngine:
         if kind == KIND_VERSION:
             return Match(None, **override)
         if kind == KIND_VALUE:
+            elsewhere = self._value_of_another_origin(data)
+            if elsewhere is not None:
+                return self._serve(elsewhere, self._other_origin(data, elsewhere), override)
             detail = (f"the program asked for more {data.get('source')} values with key {data.get('key')!r} "
                       "than the capture holds")
             self._diverge(Divergence(NONDETERMINISTIC_UNDERFLOW, None, "$.key", None, data.get("key"), detail,
-                                     event_type, observed=observed, point=self._next_unserved_seq()))
+                                     event_type, observed=observed, point=self.next_unserved_seq()))
             return Match(None, live=True, **override)
         expected = self._closest(kind, _name_of(kind, data))
         if expected is not None and self._checked(expected):
             seq = self.source.request_seqs[expected]
             recorded = self.source.event(seq)
-            path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
+            path, was, now = (kind == KIND_LLM and shape_difference(recorded["data"], data)) or \
+                first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
             divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                                     f"this {event_type} differs from the one recorded at seq {seq}", event_type,
                                     recorded, observed)
@@ -231,8 +248,28 @@ class ReplayEngine:
         else:
             self._diverge(Divergence(EVENT_UNEXPECTED, None, None, None, None,
                                      _unexpected_detail(kind, data, self.policy == LENIENT), event_type,
-                                     observed=observed, point=self._next_unserved_seq()))
+                                     observed=observed, point=self.next_unserved_seq()))
         return Match(None, **override)
+
+    def _value_of_another_origin(self, data: dict[str, Any]) -> int | None:
+        """A keyed value still unserved that another thread or task read in the capture (it found none of its own)."""
+        if self.caller_origin is None or not self.source.stable_origins:
+            return None
+        unit = self._first_unconsumed(self._by_kind, self._kind_start, _kind_and_name(KIND_VALUE, data.get("key")))
+        if unit is None or not self._checked(unit):
+            return None
+        return unit if self.source.event(self.source.request_seqs[unit])["data"].get("source") == data.get("source") \
+            else None
+
+    def _other_origin(self, data: dict[str, Any], unit: int) -> Divergence:
+        """A keyed value served to another thread or task than the one that read it in the capture."""
+        seq = self.source.request_seqs[unit]
+        recorded = self.source.event(seq)
+        was, now = reader_of(recorded.get("origin") or {}), reader_of(self.caller_origin() if self.caller_origin else {})
+        return Divergence(EVENT_PAYLOAD_MISMATCH, seq, "$.origin", was, now,
+                          f"the {data.get('source')} value {data.get('key')!r} recorded at seq {seq} was read by "
+                          f"{describe_reader(was)}; today {describe_reader(now)} asks for it (it has none of its "
+                          "own left)", "nondeterministic", recorded, observed_event("nondeterministic", data))
 
     def state_difference(self, seq: int, data: dict[str, Any], expected: Any, observed: Any) -> None:
         """Observable state determinism: the channel's value after a matched write, as today's reducer and
@@ -250,13 +287,36 @@ class ReplayEngine:
                                  "(same input, different reducer or declaration)", "state_mutation",
                                  self.source.event(seq), observed_event("state_mutation", data)))
 
-    def _state_difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
+    def _difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
+        """What differs between a call and the recorded one its content key found: an LLM request beyond the key's
+        fields (replay.compare), a state write's reducer."""
+        if kind == KIND_LLM:
+            return self._request_difference(data, unit)
+        if kind == KIND_STATE:
+            return self._state_difference(data, unit)
+        return None
+
+    def _request_difference(self, data: dict[str, Any], unit: int) -> Divergence | None:
+        if not self._checked(unit):
+            return None
+        seq = self.source.request_seqs[unit]
+        found = request_difference(self.source.line(seq), lambda: self.source.event(seq)["data"], data,
+                                   self.source.redactor)
+        if found is None:
+            return None
+        path, was, now = found
+        shape = " (the recorded answer has another shape: it is not served)" if changes_shape(path) else ""
+        return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
+                          f"the llm_request recorded at seq {seq} has the same cache key, but today's request differs "
+                          f"at {path}{shape}", "llm_request", self.source.event(seq), observed_event("llm_request", data))
+
+    def _state_difference(self, data: dict[str, Any], unit: int) -> Divergence | None:
         """A state write matches its recorded write by channel and value; its reducer must match too."""
-        if kind != KIND_STATE or not self._checked(unit):
+        if not self._checked(unit):
             return None
         seq = self.source.request_seqs[unit]
         recorded = self.source.event(seq)
-        path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
+        path, was, now = first_difference(_comparable(KIND_STATE, recorded["data"]), _comparable(KIND_STATE, data))
         if path is None:
             return None
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
@@ -348,7 +408,7 @@ class ReplayEngine:
                 return head
         return first
 
-    def _next_unserved_seq(self) -> int:
+    def next_unserved_seq(self) -> int:
         """The recorded seq today's run has not reached yet: the first checked unit not served, else the run's end."""
         start, count = self._unserved_start, len(self._consumed)
         while start < count and (self._consumed[start] or not self._checked(start)):

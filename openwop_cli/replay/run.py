@@ -65,6 +65,7 @@ class ReplayOutcome:
     diff: dict[str, Any] | None = None  # an edited fork against its source (RFC 0054)
     source_change: dict[str, Any] | None = None  # the pinned file that changed where the first divergence was made
     live_values: list[dict[str, Any]] = field(default_factory=list)  # ambient reads served live, per call site
+    compared: dict[str, Any] = field(default_factory=dict)  # what the verdict rests on (ReplayAccount.evidence)
 
     @property
     def failed(self) -> bool:
@@ -198,6 +199,9 @@ class ReplayAccount:
         self._program: Any = None
         self._ender: threading.Timer | None = None
         self._ended_program = False
+        self.compare_output = True
+        self.exact_output = False
+        self.compared: dict[str, Any] = {}
 
     def program_started(self, child: Any) -> None:
         self._program = child
@@ -280,7 +284,8 @@ class ReplayAccount:
 
         return watched_raw
 
-    def before_finish(self, sink: "CaptureSink", exit_code: int | None) -> dict[str, Any]:
+    def before_finish(self, sink: "CaptureSink", exit_code: int | None,
+                      output: dict[str, Any] | None = None) -> dict[str, Any]:
         stopped = self.stops_program()
         if self._ender is not None:
             self._ender.cancel()
@@ -302,13 +307,61 @@ class ReplayAccount:
                                        f"the program exited with {exit_code}; the recorded run exited with {recorded_exit}",
                                        "run_end", self.source.event(end_seq),
                                        observed_event("run_end", {"exitCode": exit_code})))
+        streams: list[str] = []
+        if not stopped and output is not None and self.compare_output:
+            found, streams = self._output_divergence(output, sink)
+            late.extend([found] if found is not None else [])
         for divergence in late:
             data = divergence.to_json()
             data.update(replayEventId=None, originalEventId=f"{self.source.manifest.get('runId')}:{divergence.event_seq}")
             sink.append(REPLAY_DIVERGED, data)
             self.divergences.append(divergence)
         self.score = self._score(sink.manifest)
-        return {"score": self.score}
+        self.compared = self.evidence(streams)
+        return {"score": self.score, "compared": self.compared}
+
+    def _output_divergence(self, output: dict[str, Any], sink: "CaptureSink") -> tuple[Divergence | None, list[str]]:
+        """The first line today's program printed otherwise than the recorded one (replay.output), and the streams
+        compared."""
+        from openwop_cli.format.output import STREAMS, recorded_text
+        from openwop_cli.replay.output import compared_streams, output_divergence
+
+        recorded = {stream: recorded_text(self.source.manifest, self.source.blobs, stream) for stream in STREAMS}
+        today = {stream: recorded_text({"output": output}, sink.blobs, stream) for stream in STREAMS}
+        pids = tuple(str(pid) for pid in (*self._recorded_pids(), *self.today_pids()) if isinstance(pid, int))
+        found = output_divergence(recorded, today, normalize=not self.exact_output, pids=pids,
+                                  point=max(self.source.event_count - 1, 0))
+        return found, compared_streams(recorded, today)
+
+    def _recorded_pids(self) -> list[Any]:
+        processes = (self.source.manifest.get("program") or {}).get("processes") or []
+        return [process.get("pid") for process in processes if isinstance(process, dict)]
+
+    def today_pids(self) -> list[Any]:
+        """The process ids of today's run (those that said hello)."""
+        return []
+
+    def evidence(self, streams: list[str]) -> dict[str, Any]:
+        """What the verdict compared: the recorded calls, values and state writes served and checked (each call's
+        whole request), the output streams, and how many values today's run read live."""
+        from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL
+
+        source = self.source
+        counts = {KIND_LLM: 0, KIND_TOOL: 0, KIND_STATE: 0}
+        values, unit_seqs = 0, set()
+        for unit in range(source.unit_count()):
+            seq = source.request_seqs[unit]
+            unit_seqs.add(seq)
+            if seq in self._served and self._checked(seq):
+                kind = source.kinds[unit]
+                if kind in counts:
+                    counts[kind] += 1
+                else:
+                    values += 1
+        ambient = sum(1 for seq in self._served if seq not in unit_seqs and self._checked(seq))
+        return {"llmCalls": counts[KIND_LLM], "toolCalls": counts[KIND_TOOL], "values": values + ambient,
+                "stateWrites": counts[KIND_STATE], "output": streams,
+                "liveValues": sum(note["count"] for note in self._live.values())}
 
     def outcome(self, capture: CaptureOutcome) -> ReplayOutcome:
         """The finished replay (or fork) as the report shows it."""
@@ -316,7 +369,7 @@ class ReplayAccount:
         return ReplayOutcome(capture, self.source_dir, self.source.manifest, self.policy, self.from_seq, self.branch,
                              self.divergences, self.score, changed, self.notes, self.early_exit, self._edit_report(),
                              self.offline, source_change=self._source_change() if changed else None,
-                             live_values=self.live_values())
+                             live_values=self.live_values(), compared=self.compared)
 
     def _source_change(self) -> dict[str, Any] | None:
         """The code change beside the first divergence made in a pinned file that changed since the capture."""
@@ -404,6 +457,11 @@ class ReplayHooks(ReplayAccount, RunHooks):
         self._assigned: set[Any] = set()  # recorded pids taken
         self._today: dict[Any, dict[str, Any]] = {}  # today's processes that asked: pid → who they are
         self._paired: dict[Any, Any] = {}  # today's pid → the recorded pid it stands for
+        self.compare_output = controls.compare_output
+        self.exact_output = controls.exact_output
+
+    def today_pids(self) -> list[Any]:
+        return list(self._today)
 
     def environment(self) -> dict[str, str]:
         return replay_environment(self.source_dir, self.policy, self.from_seq, self.branch, self.overrides,

@@ -30,6 +30,7 @@ from openwop_cli.format.events import (
     LLM_REQUEST,
     LLM_RESPONSE,
     NONDETERMINISTIC,
+    ORIGIN_SCHEME,
     RUN_END,
     STATE_MUTATION,
     TOOL_CALL,
@@ -80,6 +81,7 @@ class ReplaySource:
         self.ambient: dict[tuple, list[int]] = {}
         self.declarations: list[tuple[int, str, Any]] = []  # (seq, channel, declaration) of wop.state.declare
         self.unrecorded_connections: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.stable_origins = (self.manifest.get("originScheme") or 1) >= ORIGIN_SCHEME  # see format.events
         self._offsets = array("q")
         self._map = self._open_events()
         self._index()
@@ -108,6 +110,12 @@ class ReplaySource:
 
             event["data"] = apply_edits(event["data"], self.edits[seq])
         return event
+
+    def line(self, seq: int) -> bytes:
+        """The bytes of the recorded event at seq, as the capture holds them (its line without the newline)."""
+        start = self._offsets[seq]
+        end = self._offsets[seq + 1] - 1 if seq + 1 < len(self._offsets) else len(self._map) - 1
+        return bytes(self._map[start:end])
 
     def set_edits(self, edits: list[Any]) -> None:
         """Serve the events these edits name with their values changed (`wop fork --edit`)."""
@@ -202,7 +210,7 @@ class ReplaySource:
                 continue
             if kind == KIND_AMBIENT:
                 if self.keyed:
-                    self.ambient.setdefault(ambient_key(data, origin), []).append(event["seq"])
+                    self.ambient.setdefault(ambient_key(data, origin, self.stable_origins), []).append(event["seq"])
                 continue
             if open_calls == 0:
                 group += 1
@@ -210,7 +218,7 @@ class ReplaySource:
                 data = self.blobs.resolve(data)
             unit = len(self.kinds)
             self.kinds.append(kind)
-            self.keys.append(unit_key(kind, data, self.redactor) if self.keyed else 0)
+            self.keys.append(self.unit_key(kind, data, origin) if self.keyed else 0)
             self.names.append(_unit_name(kind, data))
             self.request_seqs.append(event["seq"])
             self.result_seqs.append(-1)
@@ -220,6 +228,12 @@ class ReplaySource:
                 pending[data.get("callId")] = unit
                 open_calls += 1
         self.event_count = seq
+
+    def unit_key(self, kind: int, data: dict[str, Any], origin: dict[str, Any]) -> int:
+        """A unit's content key (replay.keys), made by origin for a keyed value: `wop.randint(key="k")` read by
+        two threads is two values, each its thread's, in a capture whose origins are stable from run to run."""
+        key = unit_key(kind, data, self.redactor)
+        return by_origin(key, origin) if kind == KIND_VALUE and self.stable_origins else key
 
     def _note_declaration(self, event: dict[str, Any], line: bytes) -> None:
         data = event["data"]
@@ -238,6 +252,12 @@ class ReplaySource:
             if key[3] is not None:
                 self.pool_task_origins[found] = key[3]
         return found
+
+
+def by_origin(key: int, origin: dict[str, Any]) -> int:
+    """A content key made specific to the thread, task or pool task in origin (not to its process: replayed
+    processes have other pids)."""
+    return hash((key, origin_key(origin)[1:]))
 
 
 def origin_key(origin: dict[str, Any]) -> tuple:

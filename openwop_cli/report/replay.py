@@ -101,6 +101,7 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "changedFiles": outcome.changed_files,
         "sourceChange": outcome.source_change,
         "liveValues": outcome.live_values,
+        "compared": outcome.compared,
     }
 
 

@@ -7,7 +7,7 @@ cost more than replaying a small capture. report.replay turns the same segments 
 
 from typing import Any, TextIO
 
-from openwop_cli.replay.divergence import EVENT_MISSING
+from openwop_cli.replay.divergence import EVENT_MISSING, OUTPUT_MISMATCH
 from openwop_cli.report.plain import Segment, clean, print_plain
 from openwop_cli.report.summary import plural
 
@@ -44,7 +44,8 @@ def stopping_divergence(outcome: Any) -> Any:
     """The divergence a strict replay (or an --offline edited fork) stopped the program at (None otherwise)."""
     if (outcome.branch and not outcome.offline) or outcome.policy != "strict" or not outcome.divergences:
         return None
-    return outcome.divergences[0]
+    first = outcome.divergences[0]
+    return None if first.code == OUTPUT_MISMATCH else first  # found once the program had ended
 
 
 def verdict_line(outcome: Any) -> list[Segment]:
@@ -53,7 +54,8 @@ def verdict_line(outcome: Any) -> list[Segment]:
     if outcome.branch:
         return _fork_verdict(outcome, exit_code)
     if not outcome.diverged:
-        return [("no divergence: the run replays exactly", "ok")]
+        compared = evidence_text(outcome.compared)
+        return [("no divergence: the run replays exactly" + (f" ({compared})" if compared else ""), "ok")]
     count = len(outcome.divergences)
     first = outcome.score.get("firstDivergenceSeq")
     where = f", first at seq {first}" if first is not None else ""
@@ -65,6 +67,20 @@ def verdict_line(outcome: Any) -> list[Segment]:
         at = f" at seq {stop.event_seq}" if stop.event_seq is not None else ""
         text += f"; the strict replay stopped the program{at} ({stop.code}); --lenient lets it run to the end"
     return [(text, "error")]
+
+
+def evidence_text(compared: dict[str, Any]) -> str:
+    """What a verdict compared, in words: `2 LLM calls, 1 tool call, 5 values, stdout and stderr compared; 0 values
+    read live` (empty when the replay said nothing of it: an in-process replay)."""
+    if not compared:
+        return ""
+    parts = [plural(compared[key], label) for key, label in (("llmCalls", "LLM call"), ("toolCalls", "tool call"),
+                                                            ("values", "value"), ("stateWrites", "state write"))
+             if compared.get(key)]
+    streams = compared.get("output") or []
+    parts.append(" and ".join(streams) if streams else "no output")
+    live = compared.get("liveValues") or 0
+    return f"{', '.join(parts)} compared; {plural(live, 'value')} read live"
 
 
 def _fork_verdict(outcome: Any, exit_code: int) -> list[Segment]:

@@ -70,8 +70,9 @@ class RunHooks:
     def program_started(self, child: "subprocess.Popen[Any]") -> None:
         """The program's process runs (a strict replay ends one that stays on after it stopped it)."""
 
-    def before_finish(self, sink: "CaptureSink", exit_code: int) -> dict[str, Any]:
-        """Last events before run_end; returns extra final manifest fields."""
+    def before_finish(self, sink: "CaptureSink", exit_code: int, output: dict[str, Any] | None) -> dict[str, Any]:
+        """Last events before run_end (output: the manifest's record of what the program wrote, format.output, or
+        None when it was not kept); returns extra final manifest fields."""
         return {}
 
     def prepare_proxy(self, session: "Session") -> None:
@@ -137,6 +138,7 @@ def run_captured(
     ambient: bool = True,
     quiet: bool = False,
     launch: "ChildLaunch | None" = None,
+    record_output: bool = True,
 ) -> CaptureOutcome:
     """Run argv under capture and return the finalized outcome (see the module docstring).
 
@@ -147,11 +149,12 @@ def run_captured(
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
     for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
-    it reads its source capture); one made for other options than these is cancelled and the command started anew."""
+    it reads its source capture); one made for other options than these is cancelled and the command started anew;
+    record_output: keep the program's stdout and stderr for the manifest (runtime.output)."""
     hooks = hooks or RunHooks()
     options = {"out": out, "store_root": store_root, "mode": hooks.mode, "ambient": ambient,
                "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
-               "output_to_stderr": output_to_stderr, "quiet": quiet}
+               "output_to_stderr": output_to_stderr, "quiet": quiet, "record_output": record_output}
     early = workflow is None and not proxy and starts_own_python(argv)
     if launch is not None and not (early and launch.made_for(argv, options)):
         launch.cancel()  # started for another run than this one turned out to be (a capture recorded via --proxy)
@@ -178,9 +181,10 @@ def run_captured(
     returncode = launch.wait()
     capture.stop_collecting(LATE_PROCESS_GRACE_SECONDS)
     exit_code, reason = _exit_status(returncode)
-    outcome = capture.finish(started, exit_code, reason)
-    if launch.tail is not None:
-        outcome = outcome._replace(stderr_tail=[capture.sink.redactor.scrub_text(line) for line in launch.tail.lines()])
+    outcome = capture.finish(started, exit_code, reason, launch.output)
+    if launch.output is not None and launch.keep_stderr_tail:
+        outcome = outcome._replace(stderr_tail=[capture.sink.redactor.scrub_text(line)
+                                                for line in launch.output.tail_lines()])
     return outcome
 
 
@@ -193,17 +197,23 @@ class ChildLaunch:
     (_SignalsPassedOn)."""
 
     def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
-                 extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool) -> None:
+                 extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool,
+                 record_output: bool = True) -> None:
+        from openwop_cli.runtime.output import ProgramOutput, default_targets
+
         _check_runnable(argv)
         self.argv = argv
         self._options = {"out": out, "store_root": store_root, "mode": mode, "ambient": ambient, "extra_env": extra_env,
-                         "keep_stderr_tail": keep_stderr_tail, "output_to_stderr": output_to_stderr, "quiet": quiet}
+                         "keep_stderr_tail": keep_stderr_tail, "output_to_stderr": output_to_stderr, "quiet": quiet,
+                         "record_output": record_output}
         self.capture_id = new_id()
         self.path = out if out is not None else store_root / self.capture_id
         self.listener = Listener()
         self.env = {**child_environment(self.listener.address, self.path, mode, ambient), **extra_env}
-        self.tail = _StderrTail(echo=not quiet) if keep_stderr_tail or quiet else None
-        self._stdout = subprocess.DEVNULL if quiet else sys.stderr if output_to_stderr else None
+        self.keep_stderr_tail = keep_stderr_tail
+        passed_through = not (record_output or keep_stderr_tail or quiet or output_to_stderr)
+        self.output = None if passed_through else ProgramOutput(*default_targets(quiet, output_to_stderr),
+                                                                 keep=record_output)
         self._stdin = subprocess.DEVNULL if quiet else None
         self.child: Any = None
         self.failed_start: OSError | None = None
@@ -219,7 +229,7 @@ class ChildLaunch:
         forked ends with this process (_ends_with_this_process)."""
         env = {**self.env, **(more_env or {}), **({ENV_GATE: "1"} if gated else {})}
         try:
-            self.child = _start_child(self.argv, env, self._stdout, self.tail, self._stdin)
+            self.child = _start_child(self.argv, env, self.output, self._stdin)
         except OSError as exc:
             self.failed_start = exc
             return
@@ -233,8 +243,8 @@ class ChildLaunch:
         try:
             return self.child.wait()
         finally:
-            if self.tail is not None:
-                self.tail.join()
+            if self.output is not None:
+                self.output.join(LATE_PROCESS_GRACE_SECONDS)
             self._passed_on.restore()
 
     def cancel(self) -> None:
@@ -301,13 +311,16 @@ class _OpenCapture:
             self.llm_proxy.stop()
         _warn_about_collector(self.collector, self.warn)
 
-    def finish(self, started: float, exit_code: int, reason: str | None) -> CaptureOutcome:
-        """run_end and the final manifest."""
+    def finish(self, started: float, exit_code: int, reason: str | None, output: Any = None) -> CaptureOutcome:
+        """run_end and the final manifest (with the program's output, when it was kept: runtime.output)."""
         from openwop_cli.runtime.program import pin_files, run_end_data
 
         sink, processes, program = self.sink, self.processes, self.program
         processes.write_run_start(None)
-        extra_fields = self.hooks.before_finish(sink, exit_code)
+        recorded = _output_records(output, sink)
+        extra_fields = self.hooks.before_finish(sink, exit_code, recorded)
+        if recorded is not None:
+            extra_fields = {"output": recorded, **extra_fields}
         end = run_end_data(exit_code, None, time.monotonic() - started)
         if reason and processes.uncaught and exit_code == 1:
             reason = f"{processes.uncaught.get('type')}: {processes.uncaught.get('message')} (exit code 1)"
@@ -322,6 +335,16 @@ class _OpenCapture:
                               unrecorded=processes.unrecorded_connections())
 
 
+def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
+    """The manifest's output (format.output) of what the program wrote, or None when it was not kept."""
+    if output is None or not output.keep:
+        return None
+    from openwop_cli.format.output import output_record
+
+    return {name: output_record(bytes(output.kept[name]), output.sizes[name], output.truncated[name], sink.blobs,
+                                sink.redactor) for name in output.kept}
+
+
 def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHooks) -> Any:
     from openwop_cli.runtime.proxy import LLMProxy, ProxySession
     from openwop_cli.runtime.session import AppendRecorder
@@ -333,22 +356,25 @@ def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHook
     return llm_proxy
 
 
-def _start_child(argv: list[str], env: dict[str, str], stdout: Any, tail: "_StderrTail | None", stdin: Any) -> Any:
-    """Start the child (it ends when this process dies).
+def _start_child(argv: list[str], env: dict[str, str], output: Any, stdin: Any) -> Any:
+    """Start the child (it ends when this process dies), its stdout and stderr passed through `output`
+    (runtime.output.ProgramOutput) or, without one, left as ours.
 
-    With tail, the child's stderr is followed and its last lines are kept (and echoed to ours unless the tail is
-    quiet); when its stdout goes to our stderr too (stdout is sys.stderr), both travel one pipe so their lines
-    keep their order. Without a controlling terminal, a child started from the main thread (which passes signals on:
+    Without a controlling terminal, a child started from the main thread (which passes signals on:
     _SignalsPassedOn) gets a process group of its own, so a signal sent to ours reaches it once, passed on by us,
     and not a second time directly; with one, it stays in ours for the terminal's job control (Ctrl-Z, fg)."""
-    merged = tail is not None and stdout is sys.stderr
     own_group = (hasattr(os, "killpg") and threading.current_thread() is threading.main_thread()
                  and _terminal_foreground() is None)
-    child = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.PIPE if merged else stdout,
-                             stderr=(subprocess.STDOUT if merged else subprocess.PIPE) if tail is not None else None,
-                             preexec_fn=_ends_with_this_process(), process_group=0 if own_group else None)
-    if tail is not None:
-        tail.follow(child.stdout if merged else child.stderr)
+    stdout, stderr = output.child_streams() if output is not None else (None, None)
+    try:
+        child = subprocess.Popen(argv, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                 preexec_fn=_ends_with_this_process(), process_group=0 if own_group else None)
+    except BaseException:
+        if output is not None:
+            output.abandon()
+        raise
+    if output is not None:
+        output.start()
     return child
 
 
@@ -382,51 +408,6 @@ class _SignalsPassedOn:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous = {}
-
-
-class _StderrTail:
-    """Copies a child's stderr to ours as it comes, keeping the last lines (what a replay report shows of a crash)."""
-
-    MAX_LINES = 12
-
-    def __init__(self, echo: bool = True) -> None:
-        from collections import deque
-
-        self.echo = echo
-        self._last: deque[bytes] = deque(maxlen=self.MAX_LINES + 1)
-        self._thread: threading.Thread | None = None
-
-    def follow(self, stream: Any) -> None:
-        """Start copying stream (a pipe) on a thread."""
-        self._thread = threading.Thread(target=self._copy, args=(stream,), name="wop-stderr", daemon=True)
-        self._thread.start()
-
-    def _copy(self, stream: Any) -> None:
-        out = sys.stderr.buffer
-        pending = b""
-        with stream:
-            while chunk := os.read(stream.fileno(), 65536):
-                try:
-                    if self.echo:
-                        out.write(chunk)
-                        out.flush()
-                except (OSError, ValueError):
-                    pass
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()
-                self._last.extend(lines)
-        if pending:
-            self._last.append(pending)
-
-    def join(self) -> None:
-        """Wait until the child's stderr is closed and copied (a grandchild may keep it open: wait briefly)."""
-        if self._thread is not None:
-            self._thread.join(LATE_PROCESS_GRACE_SECONDS)
-
-    def lines(self) -> list[str]:
-        """The last non-empty lines the child wrote to stderr, decoded."""
-        lines = [line.decode("utf-8", errors="replace").rstrip() for line in self._last]
-        return [line for line in lines if line.strip()][-self.MAX_LINES:]
 
 
 def _ends_with_this_process() -> Callable[[], None] | None:

@@ -53,6 +53,11 @@ def ambient_events(path: Path) -> list[dict]:
     return [event for event in CaptureReader(path) if (event["data"].get("ambient") is True)]
 
 
+def _where(site: dict) -> tuple:
+    """A site's file, line and function (beside them it has its line's text and occurrence)."""
+    return site["file"], site["line"], site["function"]
+
+
 def program_output(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("wop")]
 
@@ -461,7 +466,9 @@ def test_every_source_replays_exactly_and_library_internal_reads_are_not_recorde
         assert [line for line in program_output(done.stderr) if not line[:4].isdigit()] == captured
 
 
-def test_a_new_call_site_gets_a_live_value_and_a_note_and_unread_values_are_no_divergence(tmp_path):
+def test_a_read_with_no_recorded_value_is_a_divergence_at_its_site_and_unread_values_are_none(tmp_path):
+    """A value read live (new code, or a thread reading another's) is never "replays exactly": the replay names its
+    call site; a recorded value today's run does not read is no divergence."""
     source = capture(tmp_path, """
         import os, uuid
         for _ in range(int(os.environ.get("READS", "2"))):
@@ -471,10 +478,12 @@ def test_a_new_call_site_gets_a_live_value_and_a_note_and_unread_values_are_no_d
     done, report = replay(tmp_path, source, env={"READS": "1"}, name="fewer")
     assert done.returncode == 0 and report["divergences"] == [] and report["liveValues"] == []
     done, report = replay(tmp_path, source, env={"READS": "3"}, name="more")
-    assert done.returncode == 0 and report["divergences"] == []
+    assert done.returncode == 1
+    [divergence] = report["divergences"]
+    assert (divergence["code"], divergence["site"]["line"]) == ("nondeterministic_underflow", 4)
     assert [(note["key"], note["site"]["line"], note["count"]) for note in report["liveValues"]] == [("uuid.uuid4", 4, 1)]
     text = run_wop("replay", str(source), "--out", str(tmp_path / "text"), env={"READS": "3"}, cwd=tmp_path)
-    assert "got a live value" in text.stdout and "agent.py:4" in text.stdout
+    assert text.returncode == 1 and "agent.py:4" in text.stdout
 
 
 def test_boundary_requests_name_their_call_site_and_results_do_not(tmp_path):
@@ -493,7 +502,7 @@ def test_boundary_requests_name_their_call_site_and_results_do_not(tmp_path):
         handle()
     """)
     events = {event["type"]: event for event in CaptureReader(source)}
-    assert events["tool_call"]["origin"]["site"] == {"file": "agent.py", "line": 9, "function": "handle"}
+    assert _where(events["tool_call"]["origin"]["site"]) == ("agent.py", 9, "handle")
     assert events["state_mutation"]["origin"]["site"]["line"] == 10
     assert events["nondeterministic"]["origin"]["site"]["line"] == 11
     assert "site" not in events["tool_result"]["origin"]
@@ -536,7 +545,7 @@ def test_repeat_finds_a_pid_in_the_prompt_as_uncaptured_nondeterminism(tmp_path)
     found = report["uncapturedNondeterminism"]
     assert [(item["eventType"], item["jsonPath"], item["kind"]) for item in found] == [
         ("llm_request", "$.messages[0].content", "number")]
-    assert found[0]["site"] == {"file": "agent.py", "line": 5, "function": "<module>"}
+    assert _where(found[0]["site"]) == ("agent.py", 5, "<module>")
     assert len(set(found[0]["values"])) == 3
     text = run_wop("replay", str(source), "--repeat", env=env, cwd=tmp_path)
     assert text.returncode == 1

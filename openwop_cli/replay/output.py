@@ -1,0 +1,94 @@
+"""The program's output as part of the verdict: what today's run printed against what the capture kept.
+
+No call comparison sees a value the program read live and printed, or tasks that ran in another order; the output
+does. The first line that differs, stdout first, is an `output_mismatch` naming the stream, the line and both texts.
+
+Text that varies from run to run without meaning is compared after a documented normalization (NORMALIZATIONS;
+`--exact-output` turns it off): times and dates (a log's `%(asctime)s` reads the stdlib's clock, which stays live),
+durations, object addresses and `id()`s, the run's process ids and temporary paths. Lines wop's own runtime writes to
+stderr (`wop: …`) are not the program's and are left out.
+"""
+
+import re
+from typing import Any, Iterator
+
+from openwop_cli.format.output import STREAMS
+from openwop_cli.replay.divergence import OUTPUT_MISMATCH, Divergence
+
+WOP_LINE = "wop: "
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
+# (what it stands for, pattern): applied in this order to a line that differs
+NORMALIZATIONS: tuple[tuple[str, str], ...] = (
+    ("<time>", rf"\b(?:{_DAY},? )?(?:\d{{1,2}} {_MONTH}|{_MONTH} +\d{{1,2}})(?:,? \d{{4}})?"
+               r"(?: \d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?(?: \d{4})?"),
+    ("<time>", r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
+    ("<time>", r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"),
+    ("<duration>", r"\b\d+(?:\.\d+)?(?:e-?\d+)? ?(?:ns|µs|us|ms|s|sec|secs|seconds?|m|mins?|minutes?|h|hours?)\b"),
+    ("<duration>", r"(?i)\b(?:elapsed|took|duration|latency|runtime)\b[^0-9\n]{0,3}\d+(?:\.\d+)?(?:e-?\d+)?"),
+    ("<address>", r"\b0x[0-9a-fA-F]{6,}\b"),
+    ("<number>", r"\b\d{10,}\b"),
+    ("<temp>", r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders)/[^\s'\",;:)\]}]+"),
+)
+_COMPILED: list[tuple[str, Any]] = []
+
+
+def output_divergence(recorded: dict[str, str | None], today: dict[str, str | None], *, normalize: bool = True,
+                      pids: tuple[str, ...] = (), point: int | None = None) -> Divergence | None:
+    """The first line that differs between the recorded and today's output (each stream's text, None where it was
+    not recorded), or None. pids: the process ids of both runs, compared as `<pid>`."""
+    for stream in STREAMS:
+        was, now = recorded.get(stream), today.get(stream)
+        if was is None or now is None or was == now:
+            continue
+        found = _first_difference(_lines(was, stream), _lines(now, stream), normalize, pids)
+        if found is not None:
+            number, expected, observed = found
+            return Divergence(OUTPUT_MISMATCH, None, f"$.output.{stream}[{number - 1}]", expected, observed,
+                              f"{stream} line {number} differs: the recorded run printed {_shown(expected)}, this "
+                              f"run {_shown(observed)}", "output", point=point)
+    return None
+
+
+def compared_streams(recorded: dict[str, str | None], today: dict[str, str | None]) -> list[str]:
+    """The streams both runs kept the text of (what the verdict can say it compared)."""
+    return [stream for stream in STREAMS if recorded.get(stream) is not None and today.get(stream) is not None]
+
+
+def normalized(line: str, pids: tuple[str, ...] = ()) -> str:
+    """A line with what varies without meaning replaced (see NORMALIZATIONS), the run's pids as `<pid>`."""
+    if not _COMPILED:
+        _COMPILED.extend((name, re.compile(pattern)) for name, pattern in NORMALIZATIONS)
+    for name, pattern in _COMPILED:
+        line = pattern.sub(name, line)
+    for pid in pids:
+        line = re.sub(rf"\b{pid}\b", "<pid>", line)
+    return line
+
+
+def _lines(text: str, stream: str) -> list[str]:
+    lines = text.splitlines()
+    return [line for line in lines if not line.startswith(WOP_LINE)] if stream == "stderr" else lines
+
+
+def _first_difference(was: list[str], now: list[str], normalize: bool,
+                      pids: tuple[str, ...]) -> tuple[int, str | None, str | None] | None:
+    for number, (expected, observed) in enumerate(_pairs(was, now), start=1):
+        if expected == observed:
+            continue
+        if normalize and expected is not None and observed is not None and \
+                normalized(expected, pids) == normalized(observed, pids):
+            continue
+        return number, expected, observed
+    return None
+
+
+def _pairs(was: list[str], now: list[str]) -> Iterator[tuple[str | None, str | None]]:
+    for index in range(max(len(was), len(now))):
+        yield (was[index] if index < len(was) else None), (now[index] if index < len(now) else None)
+
+
+def _shown(line: str | None) -> str:
+    if line is None:
+        return "no line there"
+    return repr(line if len(line) <= 120 else line[:117] + "...")

@@ -1,0 +1,157 @@
+"""The program's stdout and stderr: passed through as they come, and kept for the capture (`wop capture --no-output`
+keeps nothing and leaves them alone).
+
+Each stream the program writes reaches wop through a pipe — or, when wop's own stream is a terminal, a pseudo-terminal
+of the same size, so the program still sees a terminal (colours, line buffering) — and one thread copies both to where
+they would have gone, in the order they come, keeping up to MAX_KEPT_BYTES of each. What is kept goes into the
+manifest's `output` (past the blob threshold, into a blob), redacted as everything else the capture holds; under the
+strict profile only its size is kept. A replay compares the two (replay.output).
+"""
+
+import os
+import selectors
+import sys
+import threading
+from collections import deque
+from typing import Any, BinaryIO
+
+MAX_KEPT_BYTES = 32 * 1024 * 1024  # of each stream; past it the rest is passed through, not kept
+TAIL_LINES = 12  # the last stderr lines a replay report shows of a crash
+STREAMS = ("stdout", "stderr")
+
+
+class ProgramOutput:
+    """Where the program's stdout and stderr go (echo targets: a binary file, or None for nowhere), and what was kept.
+
+    `child_streams()` gives Popen its stdout and stderr; once the child runs, `start()` copies them until both close;
+    `join()` waits for that (briefly: a process the program left running may hold them open)."""
+
+    def __init__(self, stdout_to: BinaryIO | None, stderr_to: BinaryIO | None, *, keep: bool) -> None:
+        self.keep = keep
+        self.kept = {name: bytearray() for name in STREAMS}
+        self.truncated = {name: False for name in STREAMS}
+        self.sizes = {name: 0 for name in STREAMS}
+        self._targets = {"stdout": stdout_to, "stderr": stderr_to}
+        self._tail: deque[bytes] = deque(maxlen=TAIL_LINES + 1)
+        self._pending_tail = b""
+        self._ends: dict[str, tuple[int, int]] = {}  # stream → (our end, the child's end)
+        self._thread: threading.Thread | None = None
+
+    def child_streams(self) -> tuple[int, int]:
+        """The file descriptors the child writes its stdout and stderr to (closed here once it started)."""
+        for name in STREAMS:
+            self._ends[name] = _terminal_like(self._targets[name]) or os.pipe()
+        return self._ends["stdout"][1], self._ends["stderr"][1]
+
+    def start(self) -> None:
+        """Start copying (the child holds its ends now)."""
+        for ours, theirs in self._ends.values():
+            os.close(theirs)
+        self._thread = threading.Thread(target=self._copy, name="wop-output", daemon=True)
+        self._thread.start()
+
+    def abandon(self) -> None:
+        """The child never started: close every end."""
+        for ours, theirs in self._ends.values():
+            for descriptor in (ours, theirs):
+                try:
+                    os.close(descriptor)
+                except OSError:
+                    pass
+
+    def join(self, seconds: float) -> None:
+        """Wait until both streams are closed and copied, or seconds have passed."""
+        if self._thread is not None:
+            self._thread.join(seconds)
+
+    def tail_lines(self) -> list[str]:
+        """The last non-empty lines the program wrote to stderr, decoded."""
+        lines = [line.decode("utf-8", errors="replace").rstrip() for line in (*self._tail, self._pending_tail)]
+        return [line for line in lines if line.strip()][-TAIL_LINES:]
+
+    def _copy(self) -> None:
+        selector = selectors.DefaultSelector()
+        for name, (ours, _) in self._ends.items():
+            selector.register(ours, selectors.EVENT_READ, name)
+        open_streams = len(self._ends)
+        try:
+            while open_streams:
+                for key, _ in selector.select():
+                    chunk = _read(key.fd)
+                    if chunk:
+                        self._take(key.data, chunk)
+                        continue
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                    open_streams -= 1
+        finally:
+            selector.close()
+
+    def _take(self, name: str, chunk: bytes) -> None:
+        target = self._targets[name]
+        if target is not None:
+            try:
+                target.write(chunk)
+                target.flush()
+            except (OSError, ValueError):  # our own stream closed (a pipe nobody reads any more): keep recording
+                pass
+        self.sizes[name] += len(chunk)
+        if self.keep:
+            kept = self.kept[name]
+            room = MAX_KEPT_BYTES - len(kept)
+            if room < len(chunk):
+                self.truncated[name] = True
+            kept += chunk[:room] if room > 0 else b""
+        if name == "stderr":
+            lines = (self._pending_tail + chunk).split(b"\n")
+            self._pending_tail = lines.pop()[-4096:]
+            self._tail.extend(lines[-TAIL_LINES - 1:])
+
+
+def _read(descriptor: int) -> bytes:
+    """Up to 64 KiB from a pipe or terminal end; b"" at its end (a pseudo-terminal's end is EIO)."""
+    try:
+        return os.read(descriptor, 65536)
+    except OSError:
+        return b""
+
+
+def _terminal_like(target: Any) -> tuple[int, int] | None:
+    """A pseudo-terminal (our end, the child's) of the terminal target writes to, when it is one; else None."""
+    try:
+        if target is None or not os.isatty(target.fileno()):
+            return None
+        import pty
+        import termios
+
+        ours, theirs = pty.openpty()
+        attributes = termios.tcgetattr(theirs)
+        attributes[1] &= ~termios.OPOST  # bytes as the program wrote them: no "\n" → "\r\n" on the way
+        termios.tcsetattr(theirs, termios.TCSANOW, attributes)
+        _copy_window_size(target.fileno(), theirs)
+        return ours, theirs
+    except (OSError, ValueError, ImportError, AttributeError):
+        return None
+
+
+def _copy_window_size(source: int, destination: int) -> None:
+    try:
+        import fcntl
+        import termios
+
+        fcntl.ioctl(destination, termios.TIOCSWINSZ, fcntl.ioctl(source, termios.TIOCGWINSZ, b"\0" * 8))
+    except (OSError, ImportError):
+        pass
+
+
+def echo_target(stream: Any) -> BinaryIO | None:
+    """The binary stream under one of ours (sys.stdout, sys.stderr), or None when there is none."""
+    return getattr(stream, "buffer", None) if stream is not None else None
+
+
+def default_targets(quiet: bool, output_to_stderr: bool) -> tuple[BinaryIO | None, BinaryIO | None]:
+    """Where the program's stdout and stderr are echoed: ours, stdout to our stderr (a --json report owns our stdout),
+    or nowhere (quiet: runs made side by side)."""
+    if quiet:
+        return None, None
+    return echo_target(sys.stderr if output_to_stderr else sys.stdout), echo_target(sys.stderr)
