@@ -118,3 +118,24 @@ def test_the_openai_realtime_client_diverges_at_the_changed_events_json_path(tmp
     assert "/v1/realtime?model=gpt-realtime" in calls[0][0]["args"]["url"]
     assert [call["args"]["json"]["type"] for call, _ in calls[1:4]] == [
         "session.update", "conversation.item.create", "response.create"]
+
+
+def test_the_proxy_says_it_cannot_tunnel_a_websocket_instead_of_forwarding_it_stripped():
+    import http.client
+
+    from openwop_cli.runtime.proxy import UPGRADE_REFUSED, LLMProxy
+    from openwop_cli.runtime.session import AppendRecorder, Session
+
+    recorded = []
+    proxy = LLMProxy(Session(AppendRecorder(lambda *args, **kwargs: recorded.append(args))), {})
+    proxy.start()
+    try:
+        connection = http.client.HTTPConnection(proxy.url.removeprefix("http://"))
+        connection.request("GET", "/openai/v1/realtime?model=gpt-realtime", headers={
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        answer = connection.getresponse()
+        assert (answer.status, answer.read().decode()) == (501, UPGRADE_REFUSED)
+    finally:
+        proxy.stop()
+    assert not recorded
