@@ -5,6 +5,7 @@
 - POST …/responses: the OpenAI Responses API, JSON.
 - POST …/v1/messages: Anthropic messages, JSON or SSE.
 - POST …/models/M:generateContent and :streamGenerateContent (SSE): Gemini.
+- POST …/v2/chat: Cohere v2 chat, JSON or SSE (`stream: true`).
 - POST /model/M/converse, /converse-stream, /invoke, /invoke-with-response-stream: Amazon Bedrock
   runtime; the streams are AWS event streams (binary frames with CRCs), InvokeModel speaks Anthropic.
 - anything else: 200 with a small JSON echo (a plain HTTP API).
@@ -58,6 +59,8 @@ class FakeProvider:
                     self._answer(body, provider.gemini(body, path))
                 elif path.endswith(":streamGenerateContent"):
                     self._answer(body, provider.gemini_events(body, path))
+                elif path.endswith("/v2/chat"):
+                    self._answer(body, provider.cohere_events(body) if body.get("stream") else provider.cohere(body))
                 elif path.startswith("/model/"):
                     self._bedrock(body, path.rsplit("/", 1)[-1])
                 else:
@@ -210,6 +213,26 @@ class FakeProvider:
         chunks = [self.gemini(body, path, word + " ", "STOP" if index == len(words) - 1 else None)
                   for index, word in enumerate(words)]
         return [f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks]
+
+    # ---- Cohere ---------------------------------------------------------------------------------
+
+    COHERE_USAGE = {"billed_units": {"input_tokens": 5, "output_tokens": 4},
+                    "tokens": {"input_tokens": 71, "output_tokens": 4}}
+
+    def cohere(self, body: dict) -> dict:
+        return {"id": "co-test", "finish_reason": "COMPLETE", "usage": self.COHERE_USAGE,
+                "message": {"role": "assistant", "content": [{"type": "text", "text": self.answer_text(body)}]}}
+
+    def cohere_events(self, body: dict) -> list[str]:
+        events = [{"type": "message-start", "id": "co-test", "delta": {"message": {"role": "assistant"}}},
+                  {"type": "content-start", "index": 0,
+                   "delta": {"message": {"content": {"type": "text", "text": ""}}}}]
+        for word in self.answer_text(body).split(" "):
+            events.append({"type": "content-delta", "index": 0,
+                           "delta": {"message": {"content": {"text": word + " "}}}})
+        events += [{"type": "content-end", "index": 0},
+                   {"type": "message-end", "delta": {"finish_reason": "COMPLETE", "usage": self.COHERE_USAGE}}]
+        return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events]
 
     # ---- Bedrock --------------------------------------------------------------------------------
 

@@ -51,7 +51,14 @@ def install() -> None:
 
         channel = tcp_address(address)
         block_network({*proxy_address(), *((channel,) if channel else ())},
-                      lambda *args, **kwargs: session.replayer.network_blocked(*args, **kwargs))
+                      lambda *args, **kwargs: session.replayer.network_blocked(*args, **kwargs),
+                      lambda host, port: servable(session.replayer.source, host, port))
+
+
+def servable(source: Any, host: str, port: int) -> bool:
+    """Whether a replay answers a raw connection to host:port from the capture (its HTTP, which the socket recorder
+    kept): unless the capture named that destination as a connection it did not record."""
+    return f"{host}:{port}" not in source.unrecorded_connections
 
 
 class ReplayerOnFirstUse:

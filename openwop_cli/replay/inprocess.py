@@ -56,12 +56,14 @@ class InProcessReplay:
         adapters.install()
         ambient.install(values=self.ambient)
         if not self.extend:
+            from openwop_cli.replay.child import servable
             from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
 
             self._placeholders = placeholder_credentials()
             os.environ.update(self._placeholders)
-            self._undo_network = block_network(on_blocked=self.session.replayer.network_blocked)
+            self._undo_network = block_network(on_blocked=self.session.replayer.network_blocked,
+                                               may_serve=lambda host, port: servable(self.source, host, port))
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:

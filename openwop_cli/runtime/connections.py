@@ -1,11 +1,12 @@
 """Connections no adapter recorded: nothing a capture cannot serve goes by silently.
 
-During a capture, `socket.socket.connect`/`connect_ex` are wrapped (sends and receives are not
-touched). A TCP connection opened while no recorded boundary is open in the thread/task (an HTTP
-adapter, `wop.llm_call`, `@wop.tool`) bypassed every adapter: a raw-socket client, a library wop
-does not patch. The first one to each destination becomes a `nondeterministic` event with source
-`network`, `unrecorded: true`, the host, port and the first frame outside the standard library
-that opened it; the `wop capture` parent is told too (with the count at exit), so its last line
+During a capture, `socket.socket.connect`/`connect_ex` are wrapped. A TCP connection opened while
+no recorded boundary is open in the thread/task (an HTTP adapter, `wop.llm_call`, `@wop.tool`)
+bypassed every adapter: a raw-socket client, a library wop does not patch. A blocking one is
+watched for HTTP/1.1, whose exchanges adapters.raw_socket records (the last line); one that is not
+HTTP, and any other, is named: the first one to each destination becomes a `nondeterministic` event
+with source `network`, `unrecorded: true`, the host, port and the first frame outside the standard
+library that opened it; the `wop capture` parent is told too (with the count at exit), so its last line
 says what a replay will not be able to serve. Unix sockets (wop's own channel) and wop's own
 addresses (its channel over TCP, the --proxy) are not the program's traffic.
 """
@@ -20,6 +21,7 @@ from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 ENV_PROXY = "WOP_PROXY"
 _STREAM = int(socket.SOCK_STREAM)
+_INTERNET = (socket.AF_INET, socket.AF_INET6)
 _socket_type = socket.socket.__mro__[1].__dict__["type"].__get__  # the C getter: an int, no enum conversion
 _seen: dict[tuple[str, int], list[Any]] = {}
 _lock = threading.Lock()
@@ -52,16 +54,12 @@ def watch(own_addresses: tuple[tuple[str, int], ...] = ()) -> None:
 
 
 def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
-    """A connection outside every boundary: count it; record the first one to its destination."""
+    """A connection outside every boundary: a blocking TCP one is watched for HTTP (adapters.raw_socket records its
+    exchanges, or names it once it is not HTTP); any other is named now."""
     session = _state["session"]
     if session is None or session is UNRESOLVED or session.replayer is not None:
         return
     destination = (address[0], address[1])
-    with _lock:
-        entry = _seen.get(destination)
-        if entry is not None and entry[2] is session:
-            entry[0] += 1
-            return
     if destination in ignored or _socket_type(sock) != _STREAM:
         return
     from openwop_cli.runtime.callsite import opening_site  # loaded on the first unrecorded connection
@@ -71,12 +69,25 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
         return
     host, port = destination
     details = {"host": host, "port": port, "site": site}
+    if sock.family in _INTERNET and sock.gettimeout() != 0.0:
+        from openwop_cli.runtime.adapters import raw_socket
+
+        raw_socket.watch(sock, session, host, port, lambda: note_unrecorded(session, details))
+        return
+    note_unrecorded(session, details)
+
+
+def note_unrecorded(session: Any, details: dict[str, Any]) -> None:
+    """Count a connection to details' host:port that no adapter recorded; record the first one to each destination
+    (details: host, port and the site that opened it) and tell the `wop capture` parent."""
+    destination = (details["host"], details["port"])
     with _lock:
         entry = _seen.get(destination)
         if entry is not None and entry[2] is session:
             entry[0] += 1
             return
         _seen[destination] = [1, details, session]  # per session: a later wop.capture in the process reports it again
+    host, port = destination
     session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
                                         "value": details})
     _tell_parent(session, details, 1)

@@ -5,6 +5,11 @@ resolved; the error names the host and port and says the call is not in the capt
 sockets (local IPC) and wop's own addresses (its channel over TCP, the --proxy) stay open. Each
 blocked attempt is also handed to `on_blocked(host, port, site)` — site: the first frame outside
 the standard library that made it — so the replay reports it as a divergence of its own.
+
+With `may_serve(host, port)` (a replay of a capture whose raw-socket HTTP the socket recorder kept), a
+blocking TCP connection it allows is not refused but answered from the capture (adapters.raw_socket.serve),
+and a host name resolves to a stand-in address (in 192.0.2.0/24, which routes nowhere) so such a
+client gets as far as its connection; refused ones are reported by that name.
 """
 
 import socket
@@ -13,6 +18,7 @@ from typing import Any, Callable, Collection
 from openwop_cli.runtime.callsite import opening_site
 
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
+_STAND_INS = 254  # host names a replay resolves to stand-in addresses (192.0.2.1…254); later ones are refused
 
 
 class NetworkBlocked(ConnectionRefusedError):
@@ -20,33 +26,59 @@ class NetworkBlocked(ConnectionRefusedError):
 
 
 def block_network(allowed: Collection[tuple[str, int]] = (),
-                  on_blocked: Callable[[str, Any, dict[str, Any] | None], None] | None = None) -> Callable[[], None]:
+                  on_blocked: Callable[[str, Any, dict[str, Any] | None], None] | None = None,
+                  may_serve: Callable[[str, int], bool] | None = None) -> Callable[[], None]:
     """Patch socket connect and name resolution (allowed: wop's own addresses); returns the undo."""
     real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
     allowed = frozenset(allowed)
+    stand_ins: dict[str, str] = {}  # a stand-in address -> the host name it stands for
+
+    def report(host: Any, port: Any, site: dict[str, Any] | None) -> NetworkBlocked:
+        host = stand_ins.get(host, host)
+        if on_blocked is not None:
+            on_blocked(host, port, site)
+        return NetworkBlocked(_message(host, port))
 
     def blocked(host: Any, port: Any, depth: int) -> NetworkBlocked:
         """depth: frames from here up to the patched function (its caller opened the connection)."""
-        if on_blocked is not None:
-            on_blocked(host, port, opening_site(depth + 1))
-        return NetworkBlocked(_message(host, port))
+        return report(host, port, opening_site(depth + 1))
 
-    def refuse(sock: Any, address: Any) -> None:
-        if sock.family in (socket.AF_INET, socket.AF_INET6) and tuple(address[:2]) not in allowed:
-            raise blocked(address[0], address[1], 2)
+    def refuse(sock: Any, address: Any) -> bool:
+        """False to connect, True when the capture answers the connection; raises for a refused one."""
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed:
+            return False
+        host, port = address[0], address[1]
+        if (may_serve is not None and sock.type == socket.SOCK_STREAM and sock.gettimeout() != 0.0
+                and may_serve(host, port)):
+            from openwop_cli.runtime.adapters import raw_socket
+            from openwop_cli.runtime.session import current
+
+            site = opening_site(2)
+            raw_socket.serve(sock, current(), stand_ins.get(host, host), port, lambda: report(host, port, site))
+            return True
+        raise blocked(host, port, 2)
 
     def connect(sock: Any, address: Any) -> Any:
-        refuse(sock, address)
-        return real_connect(sock, address)
+        if not refuse(sock, address):
+            return real_connect(sock, address)
+        return None
 
     def connect_ex(sock: Any, address: Any) -> Any:
-        refuse(sock, address)
-        return real_connect_ex(sock, address)
+        if not refuse(sock, address):
+            return real_connect_ex(sock, address)
+        return 0
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
         if name not in _LOCAL_NAMES and not _is_numeric(name):
-            raise blocked(name, port, 1)
+            if may_serve is None or len(stand_ins) >= _STAND_INS:
+                raise blocked(name, port, 1)
+            address = next((stand_in for stand_in, known in stand_ins.items() if known == name), None)
+            if address is None:
+                address = f"192.0.2.{len(stand_ins) + 1}"
+                stand_ins[address] = name
+            number = port if isinstance(port, int) else socket.getservbyname(port) if port else 0
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, number))]
         return real_getaddrinfo(host, port, *args, **kwargs)
 
     socket.socket.connect = connect  # type: ignore[method-assign]

@@ -2,8 +2,8 @@
 
 Known: OpenAI chat completions and responses (and any OpenAI-compatible server: the path decides it is
 one, the host or the SDK's user agent which vendor: mistral, groq, together…), Anthropic messages,
-Gemini generateContent, Ollama chat, Amazon Bedrock runtime (Converse, ConverseStream, InvokeModel,
-InvokeModelWithResponseStream). A recognised request yields
+Gemini generateContent, Ollama chat, Cohere v2 chat, Amazon Bedrock runtime (Converse, ConverseStream,
+InvokeModel, InvokeModelWithResponseStream). A recognised request yields
 the provider, the model, whether it streams, and the cache-key recipe's input; a response yields its
 stop reason and usage.
 """
@@ -35,7 +35,8 @@ VENDOR_HOSTS = {
     "api.perplexity.ai": "perplexity", "api.cerebras.ai": "cerebras",
 }
 VENDOR_HOST_SUFFIXES = ((".openai.azure.com", "azure"),)
-VENDOR_USER_AGENTS = (("mistral-client", "mistral"), ("mistralai", "mistral"))
+VENDOR_USER_AGENTS = (("mistral-client", "mistral"), ("mistralai", "mistral"), ("groq/", "groq"),
+                      ("together/", "together"), ("fireworks", "fireworks"))  # lowercase, in the lowercased user agent
 
 
 def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall | None:
@@ -51,6 +52,8 @@ def recognize(method: str, url: str, body: Any, user_agent: str = "") -> LLMCall
     if ":generateContent" in path or ":streamGenerateContent" in path:
         model = path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         return LLMCall("google", model, ":streamGenerateContent" in path)
+    if path.endswith("/v2/chat"):
+        return LLMCall("cohere", str(body.get("model", "")), bool(body.get("stream")))
     if path.endswith("/api/chat"):
         return LLMCall("ollama", str(body.get("model", "")), body.get("stream", True) is not False, ndjson=True)
     if "/model/" in path:
@@ -77,6 +80,7 @@ def openai_compatible_vendor(host: str, user_agent: str = "") -> str:
     for suffix, vendor in VENDOR_HOST_SUFFIXES:
         if host.endswith(suffix):
             return vendor
+    user_agent = user_agent.lower()
     for marker, vendor in VENDOR_USER_AGENTS:
         if marker in user_agent:
             return vendor
@@ -119,15 +123,29 @@ def stop_reason(response: Any) -> str | None:
 
 
 def usage(response: Any) -> dict[str, Any] | None:
-    """Token usage as the provider reports it (usage, usageMetadata, or Ollama's eval counts)."""
+    """Token usage as the provider reports it (usage, usageMetadata, or Ollama's eval counts); Cohere's, which counts
+    under `tokens` and `billed_units`, with its input and output tokens named at the top as well."""
     if type(response) is not dict:
         return None
     for key in ("usage", "usageMetadata"):
         if isinstance(response.get(key), dict):
-            return response[key]
+            return with_token_counts(response[key])
     if "eval_count" in response or "prompt_eval_count" in response:
         return {"prompt_eval_count": response.get("prompt_eval_count"), "eval_count": response.get("eval_count")}
     return None
+
+
+def with_token_counts(reported: dict[str, Any]) -> dict[str, Any]:
+    """A usage dict with `input_tokens`/`output_tokens` at the top when the provider nests them (Cohere: the
+    `tokens` the model saw, else the `billed_units`); any other usage as it is."""
+    if "input_tokens" in reported or "output_tokens" in reported:
+        return reported
+    for nested in ("tokens", "billed_units"):
+        counts = reported.get(nested)
+        if isinstance(counts, dict) and ("input_tokens" in counts or "output_tokens" in counts):
+            return {"input_tokens": counts.get("input_tokens"), "output_tokens": counts.get("output_tokens"),
+                    **reported}
+    return reported
 
 
 RECIPE_ALIASES = {"top_p": "topP", "top_k": "topK", "response_format": "responseFormat"}
@@ -240,6 +258,8 @@ def _chat_shape(provider: str, request: dict[str, Any]) -> dict[str, Any]:
         return shaped
     if provider == "bedrock":
         return _bedrock_shape(request)
+    if provider == "cohere":  # its nucleus and top-k options are `p` and `k`
+        return {**request, **{alias: request[key] for key, alias in (("p", "top_p"), ("k", "top_k")) if key in request}}
     if provider == "ollama" and isinstance(request.get("options"), dict):
         return {**request, **{key: request["options"][key] for key in ("temperature", "top_p", "top_k") if key in request["options"]}}
     return request

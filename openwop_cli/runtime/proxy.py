@@ -5,6 +5,10 @@ capture the proxy forwards each request to the real upstream (the base URL the e
 else the provider's public API), passes the answer back as it arrives — streams chunk by chunk —
 and records the exchange. In a replay it answers from the capture and never opens a connection.
 Built on the standard library's http.server and http.client; it stops when the child exits.
+It does not tunnel websockets: a request asking to upgrade (`Upgrade: websocket`, as openai's realtime
+client sends to OPENAI_BASE_URL) is answered 501 with a message saying so, never forwarded stripped of
+its Upgrade header (which servers refuse with a puzzling 426). A Python program's websockets are
+recorded by the websockets adapter, with or without --proxy.
 """
 
 import http.client
@@ -25,6 +29,8 @@ ROUTES = {
     "anthropic": ("ANTHROPIC_BASE_URL", "", "https://api.anthropic.com"),
     "ollama": ("OLLAMA_HOST", "", "http://127.0.0.1:11434"),
 }
+UPGRADE_REFUSED = ("wop proxy: cannot tunnel an Upgrade (websocket) request; a Python program's websockets are "
+                   "recorded without --proxy, by wop's websockets adapter\n")
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
                          "proxy-authorization", "proxy-connection", "host", "content-length", "accept-encoding"})
 
@@ -88,6 +94,9 @@ def _handler_class(proxy: LLMProxy) -> type:
 
         def _proxy(self) -> None:
             target = proxy.upstream_url(self.path)
+            if self.headers.get("Upgrade"):
+                self._send(501, [("content-type", "text/plain")], [UPGRADE_REFUSED.encode()], False)
+                return
             if target is None:
                 self._send(404, [("content-type", "text/plain")], [b"wop proxy: unknown route " + self.path.encode()], False)
                 return

@@ -1,5 +1,6 @@
 """Provider recognition, the recipe input of each wire format, and streamed answers split and assembled."""
 
+import orjson
 import pytest
 
 from openwop_cli.format.cachekey import cache_key
@@ -27,12 +28,32 @@ def test_llm_calls_are_recognised_by_path(url, body, expected):
     ("https://my-team.openai.azure.com/openai/deployments/x/chat/completions", "", "azure"),
     ("http://127.0.0.1:8000/v1/chat/completions", "mistral-client-python/3.7.0", "mistral"),
     ("http://127.0.0.1:8000/v1/chat/completions", "OpenAI/Python 2.54.0", "openai"),
+    ("https://api.together.xyz/v1/chat/completions", "", "together"),
+    ("https://api.fireworks.ai/inference/v1/chat/completions", "", "fireworks"),
+    ("https://api.deepseek.com/chat/completions", "", "deepseek"),
+    ("https://api.x.ai/v1/chat/completions", "", "xai"),
+    ("https://openrouter.ai/api/v1/chat/completions", "", "openrouter"),
+    ("http://127.0.0.1:8000/openai/v1/chat/completions", "Groq/Python 1.7.0", "groq"),
 ])
 def test_openai_compatible_vendors_get_their_own_provider_name_and_keep_the_openai_shape(url, user_agent, provider):
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     call = recognize("POST", url, body, user_agent)
     assert call.provider == provider
     assert recipe_input(call.provider, "m", body)["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_cohere_v2_chat_is_recognised_with_its_options_in_the_recipe_and_its_token_counts():
+    body = {"model": "command-r-plus", "messages": [{"role": "user", "content": "hi"}], "p": 0.5, "stream": True}
+    call = recognize("POST", "https://api.cohere.com/v2/chat", body, "cohere/7.3.1")
+    assert (call.provider, call.model, call.stream) == ("cohere", "command-r-plus", True)
+    assert recipe_input("cohere", "command-r-plus", body)["topP"] == 0.5
+    assert "topK" not in recipe_input("cohere", "command-r-plus", body)
+    reported = {"billed_units": {"input_tokens": 5, "output_tokens": 4}, "tokens": {"input_tokens": 71, "output_tokens": 4}}
+    counted = usage({"finish_reason": "COMPLETE", "usage": reported})
+    assert (counted["input_tokens"], counted["output_tokens"], counted["tokens"]) == (71, 4, reported["tokens"])
+    billed_only = usage({"usage": {"billed_units": {"input_tokens": 5, "output_tokens": 4}}})
+    assert (billed_only["input_tokens"], billed_only["output_tokens"]) == (5, 4)
+    assert stop_reason({"finish_reason": "COMPLETE", "usage": reported}) == "COMPLETE"
 
 
 @pytest.mark.parametrize("method, url, body", [
@@ -81,6 +102,24 @@ def test_responses_say_why_they_stopped_and_what_they_used():
     assert usage({"usageMetadata": {"totalTokenCount": 3}}) == {"totalTokenCount": 3}
     assert stop_reason({"done_reason": "stop", "done": True}) == "stop"
     assert usage({"prompt_eval_count": 2, "eval_count": 5}) == {"prompt_eval_count": 2, "eval_count": 5}
+
+
+def test_a_cohere_stream_assembles_its_text_tool_calls_stop_reason_and_token_counts():
+    events = [
+        {"type": "message-start", "delta": {"message": {"role": "assistant"}}},
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "hello "}}}},
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "there"}}}},
+        {"type": "tool-call-start", "index": 1, "delta": {"message": {"tool_calls": {
+            "id": "t1", "type": "function", "function": {"name": "lookup", "arguments": ""}}}}},
+        {"type": "tool-call-delta", "index": 1, "delta": {"message": {"tool_calls": {"function": {"arguments": "{}"}}}}},
+        {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL", "usage": {
+            "billed_units": {"input_tokens": 2, "output_tokens": 3}, "tokens": {"input_tokens": 9, "output_tokens": 3}}}},
+    ]
+    body = b"".join(sse.event_bytes({"event": event["type"], "data": orjson.dumps(event).decode()}) for event in events)
+    message = sse.assemble("cohere", sse.split_events(body))
+    assert message["text"] == "hello there" and message["stopReason"] == "TOOL_CALL"
+    assert message["toolCalls"] == [{"id": "t1", "name": "lookup", "arguments": "{}"}]
+    assert (message["usage"]["input_tokens"], message["usage"]["output_tokens"]) == (9, 3)
 
 
 def test_sse_round_trips_and_streams_assemble_per_provider():

@@ -1,8 +1,10 @@
-"""Nothing is missed silently: a connection no adapter recorded is named when the capture ends, is the first
-divergence of its replay, and is recorded after all through --proxy."""
+"""Nothing is missed silently: a connection no adapter recorded that is not HTTP is named when the capture ends, is
+the first divergence of its replay, and a raw-socket HTTP client is recorded after all through --proxy too."""
 
 import socket
+import socketserver
 import threading
+from contextlib import contextmanager
 
 import orjson
 
@@ -32,29 +34,59 @@ print(ask(base, "and order A-2?"))
 """
 
 
+LINE_PROTOCOL_AGENT = """
+import os, socket
+
+def ask(port, order):
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"LOOKUP %s\\r\\n" % order.encode())
+        return sock.makefile("rb").readline().decode().strip()
+
+port = int(os.environ["PORT"])
+print(ask(port, os.environ.get("ORDER", "A-1")))
+print(ask(port, "A-2"))
+"""
+
+
+@contextmanager
+def line_server():
+    """A TCP server on 127.0.0.1 answering `LOOKUP <order>` lines (not HTTP): its host:port."""
+
+    class Lookup(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.wfile.write(b"shipped " + self.rfile.readline().split()[-1] + b"\r\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Lookup)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_raw_socket_client_is_named_on_the_last_line_and_is_the_first_divergence_of_its_replay(tmp_path):
-    with FakeProvider() as provider:
-        done, source = capture(tmp_path, RAW_SOCKET_AGENT, {"BASE": provider.url})
-        destination = provider.url.removeprefix("http://")
+    with line_server() as destination:
+        done, source = capture(tmp_path, LINE_PROTOCOL_AGENT, {"PORT": destination.rsplit(":", 1)[1]})
     assert done.returncode == 0, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("captured ")
-    assert f"2 connections to {destination} (opened by agent.py:8) were not recorded" in last and "--proxy" in last
+    assert f"2 connections to {destination} (opened by agent.py:5) were not recorded" in last and "--proxy" in last
     recorded = [event["data"] for event in unrecorded_connections(source)]
     assert len(recorded) == 1 and recorded[0]["unrecorded"] is True and recorded[0]["key"] == destination
-    assert recorded[0]["value"]["site"].items() >= {"file": "agent.py", "line": 8, "function": "ask"}.items()
+    assert recorded[0]["value"]["site"].items() >= {"file": "agent.py", "line": 5, "function": "ask"}.items()
     assert summarize(unrecorded_connections(source)[0]) == (f"connection to {destination} not recorded "
-                                                                "(opened by agent.py:8)")
-    assert not events(source, "llm_request")
+                                                                "(opened by agent.py:5)")
+    assert done.stdout == "shipped A-1\nshipped A-2\n"
 
-    replayed, report = replay(tmp_path, source, env={"BASE": provider.url})
+    replayed, report = replay(tmp_path, source, env={"PORT": destination.rsplit(":", 1)[1]})
     assert replayed.returncode == 1
     assert "in the capture, connections to" in replayed.stderr.splitlines()[0]  # warned up front
     assert len(report["divergences"]) == 1
     blocked = report["divergences"][0]
     assert (blocked["code"], blocked["eventSeq"]) == ("replay_network_blocked", 1)
     assert blocked["observedValue"] == {"host": "127.0.0.1", "port": int(destination.rsplit(":", 1)[1]),
-                                        "site": {"file": "agent.py", "line": 8, "function": "ask"}}
+                                        "site": {"file": "agent.py", "line": 5, "function": "ask"}}
     assert blocked["expectedValue"] == recorded[0]["value"] and "--proxy" in blocked["detail"]
     assert blocked["expected"]["seq"] == 1 and blocked["observed"]["type"] == "nondeterministic"
 
@@ -77,10 +109,10 @@ def test_the_same_raw_socket_client_records_and_replays_through_the_proxy(tmp_pa
 
 
 def test_strict_transports_turns_an_unrecorded_connection_into_exit_1(tmp_path):
-    with FakeProvider() as provider:
-        done, source = capture(tmp_path, RAW_SOCKET_AGENT, {"BASE": provider.url}, "--strict-transports")
-        as_json, _ = capture(tmp_path, RAW_SOCKET_AGENT, {"BASE": provider.url}, "--strict-transports", "--json",
-                             name="json")
+    with line_server() as destination:
+        env = {"PORT": destination.rsplit(":", 1)[1]}
+        done, source = capture(tmp_path, LINE_PROTOCOL_AGENT, env, "--strict-transports")
+        as_json, _ = capture(tmp_path, LINE_PROTOCOL_AGENT, env, "--strict-transports", "--json", name="json")
     assert done.returncode == 1
     assert "--strict-transports" in done.stderr and "were not recorded" in done.stderr
     assert (source / "manifest.json").is_file()

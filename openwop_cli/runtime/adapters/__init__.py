@@ -1,4 +1,4 @@
-"""HTTP adapters: each HTTP library recorded and replayed at its transport, one file per library.
+"""Adapters: each HTTP (and websocket) library recorded and replayed at its transport, one file per library.
 
 `ADAPTERS` is the registry: the module a library is imported as → the adapter's patch function
 (`file:function` in this package). `install()` asks the post-import hook to call each one right
@@ -20,6 +20,9 @@ ADAPTERS = {
     "aiohttp": "aiohttp_adapter:patch",
     "urllib3": "urllib3_adapter:patch",
     "http.client": "http_client:patch",
+    "websockets.client": "websockets_adapter:patch",
+    "websockets.asyncio.client": "websockets_adapter:patch",
+    "websockets.sync.client": "websockets_adapter:patch",
 }
 
 _installed: list[bool] = []

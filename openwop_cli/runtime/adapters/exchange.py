@@ -397,6 +397,21 @@ def made_http_response(response_class: Any, method: str, status: int, reason: st
     """A real http.client response (of response_class) parsed from bytes: status, headers, body. A recorded
     stream that ended with an exception has no last chunk: http.client raises IncompleteRead after the bytes as it did
     when the connection closed early, and any other exception (a read timed out) is raised by the socket there."""
+    data, error = response_bytes(status, reason, headers, chunks, chunked)
+    import http.client
+
+    if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
+        error = None
+    response = response_class(_BytesSocket(data, error), method=method)
+    response.begin()
+    return response
+
+
+def response_bytes(status: int, reason: str, headers: list[tuple[str, str]], chunks: list[bytes],
+                   chunked: bool) -> tuple[bytes, BaseException | None]:
+    """A replayed answer (response_parts') as HTTP/1.1 bytes on the wire: its head, then its body framed by
+    Content-Length, or in chunks (a stream); and the exception the reader meets after the bytes (a recorded stream
+    that ended with one: its last chunk is then missing), else None."""
     head = [f"HTTP/1.1 {status} {reason}", *(f"{name}: {value}" for name, value in headers
                                             if name.lower() not in FRAMING_HEADERS)]
     error = stream_error(chunks) if chunked else None
@@ -407,14 +422,7 @@ def made_http_response(response_class: Any, method: str, status: int, reason: st
     else:
         body = b"".join(chunks)
         head.append(f"Content-Length: {len(body)}")
-    import http.client
-
-    if isinstance(error, http.client.IncompleteRead):  # what http.client makes of a connection that closed early
-        error = None
-    response = response_class(_BytesSocket("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body, error),
-                              method=method)
-    response.begin()
-    return response
+    return "\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body, error
 
 
 class _BytesSocket:

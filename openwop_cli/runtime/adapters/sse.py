@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.runtime.providers import with_token_counts
+
 
 def split_events(body: bytes) -> list[dict[str, str]]:
     """SSE bytes as [{event?, data, id?}] in order; comment lines and retry hints are dropped."""
@@ -56,6 +58,8 @@ def assemble(provider: str, events: list[dict[str, str]]) -> dict[str, Any]:
         return _assemble_gemini(payloads)
     if provider == "ollama":
         return _assemble_ollama(payloads)
+    if provider == "cohere":
+        return _assemble_cohere(payloads)
     if any(payload.get("type", "").startswith("response.") for payload in payloads):
         return _assemble_openai_responses(payloads)
     return _assemble_openai_chat(payloads)
@@ -139,6 +143,32 @@ def _assemble_ollama(payloads: list[dict[str, Any]]) -> dict[str, Any]:
             stop = payload.get("done_reason")
             usage = {"prompt_eval_count": payload.get("prompt_eval_count"), "eval_count": payload.get("eval_count")}
     return {"text": "".join(text), "toolCalls": [], "stopReason": stop, "usage": usage}
+
+
+def _assemble_cohere(payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """Cohere v2 chat events: content-delta texts, tool-call-start/-delta calls, message-end's finish reason and
+    usage."""
+    text, calls, stop, usage = [], {}, None, None
+    for payload in payloads:
+        delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
+        message = delta.get("message") if isinstance(delta.get("message"), dict) else {}
+        kind = payload.get("type")
+        if kind == "content-delta":
+            content = message.get("content") if isinstance(message.get("content"), dict) else {}
+            if isinstance(content.get("text"), str):
+                text.append(content["text"])
+        elif kind in ("tool-call-start", "tool-call-delta"):
+            call = message.get("tool_calls") if isinstance(message.get("tool_calls"), dict) else {}
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            slot = calls.setdefault(payload.get("index", 0), {"id": None, "name": "", "arguments": ""})
+            slot["id"] = call.get("id") or slot["id"]
+            slot["name"] += function.get("name") or ""
+            slot["arguments"] += function.get("arguments") or ""
+        elif kind == "message-end":
+            stop = delta.get("finish_reason") or stop
+            usage = with_token_counts(delta["usage"]) if isinstance(delta.get("usage"), dict) else usage
+    return {"text": "".join(text), "toolCalls": [calls[index] for index in sorted(calls)], "stopReason": stop,
+            "usage": usage}
 
 
 def _json(text: str) -> Any:

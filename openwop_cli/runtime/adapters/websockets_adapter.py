@@ -1,0 +1,678 @@
+"""websockets: each client connection recorded frame by frame, and replayed with no connection.
+
+The events. A connection is a chain of `websocket` tool calls on its URL: opening it
+(`args: {url}`, the handshake's request headers beside the args), then one call per message the
+program sends (`args: {url, frame: k, text|json|binary}`, k counting the program's sends on that
+connection) or per close it starts (`args: {url, frame: k, close: {code, reason}}`). Each call's
+result holds the handshake's answer (status, headers: for the opening) and `received`: the
+messages that arrived after it and before the program's next send — `{text}`, `{json}` (a text
+frame that is JSON which replays byte for byte), `{binary}`, `{close: {code, reason}}` from the
+server, `{lost: true}` when the connection ended without a close frame. So a server that pushes
+frames unprompted replays deterministically: what came between two sends is released when the
+program makes the first of them, never before (a reply never overtakes its request, whatever the
+program's tasks do), and a changed outgoing message is an event_payload_mismatch at that frame.
+
+Recording reads the Sans-I/O `ClientProtocol` that every websockets client shares (asyncio,
+sync): what the program sends (send_text/send_binary/send_continuation, send_close) and the frames
+the connection receives (events_received); the library's own control frames (pings, the echo of a
+close) are not the program's and are left out. The TCP connection is opened inside a boundary, so
+the watcher does not name it as unrecorded.
+
+In a replay nothing connects: the client is given an in-process transport (asyncio) or socket
+(sync) whose far end is websockets' own `ServerProtocol`, answering the handshake with the recorded
+response and serving each message the program sends from the capture (Replayer.tool), then the
+frames recorded after it; a divergence closes the connection with 1011 and the replay's error as
+its reason. Compression is not negotiated in a replay (the frames are the same messages).
+"""
+
+import contextvars
+import queue
+import socket
+import threading
+import weakref
+from typing import Any
+
+import orjson
+
+from openwop_cli.runtime.adapters.exchange import kept_headers, plain_headers, recording_session
+from openwop_cli.runtime.callsite import program_site
+from openwop_cli.runtime.replaying import ReplayDivergenceError
+from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary, note_open_stream
+
+TOOL = "websocket"
+_HANDSHAKE_HEADERS = frozenset({"sec-websocket-key", "sec-websocket-accept", "sec-websocket-extensions", "upgrade",
+                                "connection", "sec-websocket-version"})
+_TEXT, _BINARY, _CONTINUATION, _CLOSE = 1, 2, 0, 8  # opcodes
+_opening: contextvars.ContextVar[Session | None] = contextvars.ContextVar("wop_websocket_opening", default=None)
+_MARK = "__wop_patched__"
+
+
+def patch(module: Any) -> None:
+    """Attach to a websockets module as it is imported: the Sans-I/O client protocol (`websockets.client`), the
+    asyncio client's connection opening (`websockets.asyncio.client`), the sync client's (`websockets.sync.client`)."""
+    name = module.__name__
+    if name == "websockets.client" and hasattr(module, "ClientProtocol"):
+        _patch_protocol(module.ClientProtocol)
+    elif name == "websockets.asyncio.client":
+        _patch_asyncio(module.connect)
+    elif name == "websockets.sync.client":
+        _patch_sync(module)
+
+
+# ---- capture --------------------------------------------------------------------------------------------------
+
+
+class _Recording:
+    """One recorded connection: its URL, how many messages the program sent on it, the call whose result collects
+    the frames arriving now, and the message being sent or received in fragments."""
+
+    def __init__(self, session: Session, url: str) -> None:
+        self.session = session
+        self.url = url
+        self.sent = 0
+        self.call_id: str | None = None
+        self.origin: dict[str, Any] | None = None
+        self.answer: dict[str, Any] = {}  # the opening's: status, headers
+        self.received: list[tuple[int, bytes]] = []
+        self.sending: tuple[int, bytearray] | None = None
+        self.receiving: tuple[int, bytearray] | None = None
+        self.closed_by_server = False
+        self.finished = False
+
+    def call(self, args_of: Any, pieces: tuple, headers: dict[str, str] | None = None) -> None:
+        """A new call on the connection (the opening, a message, a close): the last one's result is what came so far."""
+        self.result()
+        session = self.session
+        self.call_id = session.new_call_id("t")
+        self.received = []
+        self.origin = session.record_later(_call_event, (self.call_id, self.url, args_of, pieces, headers),
+                                           size=sum(len(piece) for piece in pieces if type(piece) is bytes),
+                                           site=program_site(3))
+
+    def result(self) -> None:
+        if self.call_id is None:
+            return
+        received, answer = self.received, self.answer
+        self.session.record_later(_result_event, (self.call_id, answer, received),
+                                  size=sum(len(data) for _, data in received), origin=self.origin)
+        self.call_id, self.answer = None, {}
+
+    def finish(self, complete: Any = True) -> None:
+        """The connection ended (or the process ends with it open): the last call's result is recorded."""
+        if self.finished:
+            return
+        self.finished = True
+        if not self.closed_by_server and complete is True and self.call_id is not None:
+            self.received.append((-1, b""))  # ended without a close frame from the server
+        self.result()
+
+
+def _call_event(call_id: str, url: str, kind: str, pieces: tuple,
+                headers: dict[str, str] | None) -> tuple[str, dict[str, Any]]:
+    args: dict[str, Any] = {"url": url}
+    if kind == "send":
+        frame, opcode, data = pieces
+        args.update(frame=frame, **_sent_message(opcode, data))
+    elif kind == "close":
+        frame, code, reason = pieces
+        args.update(frame=frame, close={"code": code, "reason": reason})
+    data = {"name": TOOL, "args": args, "callId": call_id}
+    if headers is not None:
+        data["headers"] = headers
+    return "tool_call", data
+
+
+def _result_event(call_id: str, answer: dict[str, Any], received: list) -> tuple[str, dict[str, Any]]:
+    return "tool_result", {"callId": call_id, "ok": True,
+                           "result": {**answer, "received": [_received_frame(opcode, data) for opcode, data in received]}}
+
+
+def _sent_message(opcode: int, data: bytes) -> dict[str, Any]:
+    """A message the program sent: JSON (an object or array: compared by value), text, or binary."""
+    if opcode != _TEXT:
+        return {"binary": data}
+    if data[:1] in (b"{", b"["):
+        try:
+            return {"json": orjson.loads(data)}
+        except orjson.JSONDecodeError:
+            pass
+    return {"text": data.decode("utf-8", "replace")}
+
+
+def _received_frame(opcode: int, data: bytes) -> dict[str, Any]:
+    """A frame the connection received as the capture keeps it: JSON only when a replay gives back the same bytes."""
+    if opcode == _CLOSE:
+        return {"close": _close_of(data)}
+    if opcode == -1:
+        return {"lost": True}
+    if opcode != _TEXT:
+        return {"binary": data}
+    if data[:1] in (b"{", b"["):
+        try:
+            value = orjson.loads(data)
+            if orjson.dumps(value) == data:
+                return {"json": value}
+        except orjson.JSONDecodeError:
+            pass
+    return {"text": data.decode("utf-8", "replace")}
+
+
+def _close_of(data: bytes) -> dict[str, Any]:
+    if len(data) < 2:
+        return {"code": 1005, "reason": ""}
+    return {"code": int.from_bytes(data[:2], "big"), "reason": data[2:].decode("utf-8", "replace")}
+
+
+def _url(protocol: Any) -> str:
+    uri = getattr(protocol, "wsuri", None) or protocol.uri
+    scheme = "wss" if uri.secure else "ws"
+    default = 443 if uri.secure else 80
+    host = f"[{uri.host}]" if ":" in uri.host else uri.host
+    port = "" if uri.port == default else f":{uri.port}"
+    return f"{scheme}://{host}{port}{uri.resource_name}"
+
+
+def _patch_protocol(protocol_class: Any) -> None:
+    """Read what a client connection sends and receives (see the module docstring), for connections opened while a
+    recording session's open hook ran (_opening)."""
+    if getattr(protocol_class.__init__, _MARK, False):
+        return
+    init, send_request = protocol_class.__init__, protocol_class.send_request
+    send_text, send_binary = protocol_class.send_text, protocol_class.send_binary
+    send_continuation, send_close = protocol_class.send_continuation, protocol_class.send_close
+    events_received, receive_eof = protocol_class.events_received, protocol_class.receive_eof
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        session = _opening.get()
+        self._wop = None if session is None else _Recording(session, _url(self))
+
+    def _send_request(self: Any, request: Any) -> None:
+        recording = getattr(self, "_wop", None)
+        if recording is not None:
+            _safely(self, _opened, recording, request)
+        send_request(self, request)
+
+    def _send_text(self: Any, data: Any, fin: bool = True) -> None:
+        send_text(self, data, fin)
+        if self._wop is not None:
+            _safely(self, _sent, self._wop, _TEXT, data, fin)
+
+    def _send_binary(self: Any, data: Any, fin: bool = True) -> None:
+        send_binary(self, data, fin)
+        if self._wop is not None:
+            _safely(self, _sent, self._wop, _BINARY, data, fin)
+
+    def _send_continuation(self: Any, data: Any, fin: bool) -> None:
+        send_continuation(self, data, fin)
+        if self._wop is not None:
+            _safely(self, _sent, self._wop, _CONTINUATION, data, fin)
+
+    def _send_close(self: Any, code: Any = None, reason: str = "") -> None:
+        send_close(self, code, reason)
+        if self._wop is not None:
+            _safely(self, _closing, self._wop, code, reason)
+
+    def _events_received(self: Any) -> list:
+        events = events_received(self)
+        if self._wop is not None and events:
+            _safely(self, _received, self._wop, events)
+        return events
+
+    def _receive_eof(self: Any) -> None:
+        receive_eof(self)
+        if self._wop is not None:
+            _safely(self, _Recording.finish, self._wop)
+
+    for name, function in (("__init__", __init__), ("send_request", _send_request), ("send_text", _send_text),
+                           ("send_binary", _send_binary), ("send_continuation", _send_continuation),
+                           ("send_close", _send_close), ("events_received", _events_received),
+                           ("receive_eof", _receive_eof)):
+        setattr(protocol_class, name, function)
+    setattr(protocol_class.__init__, _MARK, True)
+
+
+def _safely(protocol: Any, record: Any, *args: Any) -> None:
+    """Record without ever breaking the program's connection: a recording that fails stops recording it."""
+    try:
+        record(*args)
+    except Exception as exc:
+        protocol._wop = None
+        import sys
+
+        print(f"wop: stopped recording a websocket connection: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _opened(recording: _Recording, request: Any) -> None:
+    headers = {name: value for name, value in kept_headers(plain_headers(list(request.headers.raw_items()))).items()
+               if name not in _HANDSHAKE_HEADERS}
+    recording.call("open", (), headers)
+    note_open_stream(recording)
+
+
+def _closing(recording: _Recording, code: Any, reason: str) -> None:
+    if not recording.finished:
+        recording.sent += 1
+        recording.call("close", (recording.sent, 1005 if code is None else int(code), reason))
+
+
+def _sent(recording: _Recording, opcode: int, data: Any, fin: bool) -> None:
+    """A message (or a fragment of one) the program sent: a call once it is whole."""
+    if recording.finished:
+        return
+    if opcode == _CONTINUATION:
+        if recording.sending is None:
+            return
+        recording.sending[1].extend(data)
+        if not fin:
+            return
+        opcode, whole = recording.sending
+        data, recording.sending = bytes(whole), None
+    elif not fin:
+        recording.sending = (opcode, bytearray(data))
+        return
+    recording.sent += 1
+    recording.call("send", (recording.sent, opcode, bytes(data)))
+
+
+def _received(recording: _Recording, events: list) -> None:
+    if recording.finished:
+        return
+    for event in events:
+        opcode = getattr(event, "opcode", None)
+        if opcode is None:  # the handshake's answer
+            status = getattr(event, "status_code", None)
+            if status is not None:
+                headers = kept_headers(plain_headers(list(event.headers.raw_items())))
+                recording.answer = {"status": status, "headers": {name: value for name, value in headers.items()
+                                                                  if name not in _HANDSHAKE_HEADERS}}
+                if status != 101 and event.body:
+                    recording.answer["body"] = bytes(event.body).decode("utf-8", "replace")
+            continue
+        opcode = int(opcode)
+        if opcode == _CLOSE:
+            recording.closed_by_server = True
+            recording.received.append((_CLOSE, bytes(event.data)))
+        elif opcode in (_TEXT, _BINARY):
+            if event.fin:
+                recording.received.append((opcode, bytes(event.data)))
+            else:
+                recording.receiving = (opcode, bytearray(event.data))
+        elif opcode == _CONTINUATION and recording.receiving is not None:
+            recording.receiving[1].extend(event.data)
+            if event.fin:
+                recording.received.append((recording.receiving[0], bytes(recording.receiving[1])))
+                recording.receiving = None
+
+
+# ---- opening a connection: recorded in a capture, served in a replay ------------------------------------------
+
+
+def _patch_asyncio(connect: Any) -> None:
+    """asyncio: the method of `connect` that opens the TCP connection (open_tcp_connection; create_connection before
+    websockets 16) opens it inside a boundary in a capture, and in a replay makes the connection with no socket."""
+    name = "open_tcp_connection" if hasattr(connect, "open_tcp_connection") else "create_connection"
+    original = getattr(connect, name)
+    if getattr(original, _MARK, False):
+        return
+
+    async def opened(self: Any) -> Any:
+        session = recording_session()
+        replayer = _replayer()
+        if replayer is not None:
+            served = _opened_in_replay(replayer, self.uri)
+            if served is not None:
+                return _served_asyncio_connection(self, served)
+        if session is None:
+            return await original(self)
+        token, boundary = _opening.set(session), enter_boundary()
+        try:
+            return await original(self)
+        finally:
+            exit_boundary(boundary)
+            _opening.reset(token)
+
+    setattr(opened, _MARK, True)
+    setattr(connect, name, opened)
+
+
+def _patch_sync(module: Any) -> None:
+    """The sync client's `connect` (every websockets from 13 on): opened inside a boundary in a capture; in a replay
+    handed a socket whose far end is the capture (sock=, and for wss an ssl= that encrypts nothing)."""
+    original = module.connect
+    if getattr(original, _MARK, False):
+        return
+
+    def connect(uri: str, **kwargs: Any) -> Any:
+        replayer = _replayer()
+        if replayer is not None:
+            served = _opened_in_replay(replayer, uri)
+            if served is not None:
+                kwargs["sock"] = _served_socket(_ServedServer(served, uri))
+                if uri.startswith("wss:"):
+                    kwargs["ssl"] = _NoEncryption()
+                kwargs.pop("proxy", None)
+                return original(uri, **kwargs)
+        session = recording_session()
+        if session is None:
+            return original(uri, **kwargs)
+        token, boundary = _opening.set(session), enter_boundary()
+        try:
+            return original(uri, **kwargs)
+        finally:
+            exit_boundary(boundary)
+            _opening.reset(token)
+
+    setattr(connect, _MARK, True)
+    module.connect = connect
+
+
+def _replayer() -> Any:
+    from openwop_cli.runtime.session import _state
+
+    session = _state["session"]
+    return getattr(session, "replayer", None) if isinstance(session, Session) else None
+
+
+def _opened_in_replay(replayer: Any, uri: str) -> dict[str, Any] | None:
+    """The recorded opening of a connection to uri (its result: the handshake's answer, the first frames), or None
+    when it runs live (a fork past its branch point, --allow-tool websocket); raises the recorded error."""
+    from websockets.uri import parse_uri
+
+    url = _url(_UriHolder(parse_uri(uri)))
+    served = replayer.tool(TOOL, {"url": url})
+    if served.live:
+        served.finish(result={"live": True})
+        return None
+    result = served.value()
+    return {**(result or {}), "url": url, "replayer": replayer}
+
+
+class _UriHolder:
+    def __init__(self, uri: Any) -> None:
+        self.uri = uri
+
+
+class _ServedServer:
+    """The far end of a replayed connection: websockets' ServerProtocol answering from the capture. Fed the client's
+    bytes; what it answers waits in `outgoing` (`ended` once it has closed its side)."""
+
+    def __init__(self, opened: dict[str, Any], uri: str) -> None:
+        from websockets.server import ServerProtocol
+
+        headers = opened.get("headers") or {}
+        subprotocol = headers.get("sec-websocket-protocol")
+        self.opened = opened
+        self.url = opened["url"]
+        self.replayer = opened["replayer"]
+        self.protocol = ServerProtocol(subprotocols=[subprotocol] if subprotocol else None, max_size=None)
+        self.outgoing = bytearray()
+        self.ended = False
+        self.end_sent = False
+        self.sent = 0
+        self.message: tuple[int, bytearray] | None = None
+        self.lock = threading.RLock()
+
+    def receive(self, data: bytes) -> None:
+        with self.lock:
+            protocol = self.protocol
+            if data:
+                protocol.receive_data(data)
+            else:
+                protocol.receive_eof()
+            for event in protocol.events_received():
+                if getattr(event, "opcode", None) is None:
+                    self._answer_handshake(event)
+                else:
+                    self._client_frame(event)
+            self._collect()
+
+    def _collect(self) -> None:
+        for data in self.protocol.data_to_send():
+            if data:
+                self.outgoing += data
+            else:
+                self.ended = True
+
+    def _answer_handshake(self, request: Any) -> None:
+        from websockets.datastructures import Headers
+        from websockets.http11 import Response
+
+        status = int(self.opened.get("status", 101))
+        recorded = {name: value for name, value in (self.opened.get("headers") or {}).items()
+                    if name not in _HANDSHAKE_HEADERS and name != "sec-websocket-protocol"}
+        if status != 101:
+            body = str(self.opened.get("body", "")).encode()
+            response = Response(status, "wop replay", Headers({**recorded, "content-length": str(len(body))}), body)
+        else:
+            response = self.protocol.accept(request)
+            for name, value in recorded.items():
+                if name not in response.headers:
+                    response.headers[name] = value
+        self.protocol.send_response(response)
+        if response.status_code == 101:
+            self._serve(self.opened.get("received") or [])
+
+    def _client_frame(self, frame: Any) -> None:
+        opcode = int(frame.opcode)
+        if opcode in (_TEXT, _BINARY):
+            if frame.fin:
+                self._message(opcode, bytes(frame.data))
+            else:
+                self.message = (opcode, bytearray(frame.data))
+        elif opcode == _CONTINUATION and self.message is not None:
+            self.message[1].extend(frame.data)
+            if frame.fin:
+                opcode, data = self.message
+                self.message = None
+                self._message(opcode, bytes(data))
+        elif opcode == _CLOSE and self.protocol.close_rcvd_then_sent:  # the program's close, not the echo of ours
+            self.sent += 1
+            self._call({"close": _close_of(bytes(frame.data))}, serve=False)
+
+    def _message(self, opcode: int, data: bytes) -> None:
+        self.sent += 1
+        self._call(_sent_message(opcode, data), serve=True)
+
+    def _call(self, message: dict[str, Any], serve: bool) -> None:
+        try:
+            result = self.replayer.tool(TOOL, {"url": self.url, "frame": self.sent, **message}).value()
+        except ReplayDivergenceError as exc:
+            self._close(1011, f"wop replay: {exc}")
+            return
+        except Exception as exc:  # a recorded failure rebuilt: the connection fails as it did
+            self._close(1011, f"{type(exc).__name__}: {exc}")
+            return
+        if serve:
+            self._serve((result or {}).get("received") or [])
+
+    def _serve(self, frames: list[dict[str, Any]]) -> None:
+        from websockets.protocol import OPEN
+
+        protocol = self.protocol
+        for frame in frames:
+            if protocol.state is not OPEN:
+                return
+            if "text" in frame:
+                protocol.send_text(str(frame["text"]).encode())
+            elif "json" in frame:
+                protocol.send_text(orjson.dumps(frame["json"]))
+            elif "binary" in frame:
+                data = frame["binary"]
+                protocol.send_binary(data if isinstance(data, bytes) else str(data).encode())
+            elif "close" in frame:
+                close = frame["close"] if isinstance(frame["close"], dict) else {}
+                code = close.get("code", 1000)
+                protocol.send_close(None if code == 1005 else code, "" if code == 1005 else close.get("reason", ""))
+            elif frame.get("lost"):
+                self.ended = True
+                return
+
+    def _close(self, code: int, reason: str) -> None:
+        from websockets.protocol import OPEN
+
+        if self.protocol.state is OPEN:
+            encoded = reason.encode()[:120]
+            self.protocol.send_close(code, encoded.decode("utf-8", "ignore"))
+
+
+# ---- replay: asyncio ------------------------------------------------------------------------------------------
+
+
+def _served_asyncio_connection(connector: Any, opened: dict[str, Any]) -> Any:
+    """A websockets asyncio ClientConnection made by the connector's own factory, on a transport to _ServedServer."""
+    import asyncio
+
+    from websockets.uri import parse_uri
+
+    factory = getattr(connector, "factory", None) or connector.protocol_factory
+    connection = factory(parse_uri(connector.uri))
+    connection.connection_made(_ServedTransport(asyncio.get_running_loop(), connection,
+                                                _ServedServer(opened, connector.uri)))
+    return connection
+
+
+class _ServedTransport:
+    """An asyncio transport whose far end is a _ServedServer: what the client writes is answered on the next turn of
+    the event loop, as data_received, then the end of the stream once the server has closed."""
+
+    def __init__(self, loop: Any, connection: Any, server: _ServedServer) -> None:
+        self._loop, self._connection, self._server = loop, connection, server
+        self._closing = False
+        self._lost = False
+
+    def write(self, data: Any) -> None:
+        self._server.receive(bytes(data))
+        self._deliver()
+
+    def writelines(self, pieces: Any) -> None:
+        self.write(b"".join(pieces))
+
+    def _deliver(self) -> None:
+        server = self._server
+        if server.outgoing:
+            data, server.outgoing = bytes(server.outgoing), bytearray()
+            self._loop.call_soon(self._data, data)
+        if server.ended:
+            self._loop.call_soon(self._eof)
+
+    def _data(self, data: bytes) -> None:
+        if not self._lost:
+            self._connection.data_received(data)
+            self._deliver()
+
+    def _eof(self) -> None:
+        if not self._lost:
+            self._connection.eof_received()
+            self.close()
+
+    def write_eof(self) -> None:
+        self._server.receive(b"")
+        self.close()
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._loop.call_soon(self._lose)
+
+    def abort(self) -> None:
+        self.close()
+
+    def _lose(self) -> None:
+        if not self._lost:
+            self._lost = True
+            self._connection.connection_lost(None)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def set_write_buffer_limits(self, high: Any = None, low: Any = None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+# ---- replay: sync ---------------------------------------------------------------------------------------------
+
+
+def _served_socket(server: _ServedServer) -> socket.socket:
+    """The socket the sync client gets in a replay: one end of a socket pair (its reading thread selects and reads it
+    as any socket), whose sends are answered by the server, the answers written into the other end by a thread."""
+    client, peer = socket.socketpair()
+    answers: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_write_answers, args=(peer, answers), name="wop-websocket-replay", daemon=True).start()
+    _served_sockets[client] = (server, answers)
+    client.__class__ = _ServedSocket
+    return client
+
+
+def _write_answers(peer: socket.socket, answers: Any) -> None:
+    """Write a served connection's answers into its pair's far end, then its end (None), until the client is gone."""
+    with peer:
+        while (data := answers.get()) is not None:
+            try:
+                if data:
+                    peer.sendall(data)
+                else:
+                    peer.shutdown(socket.SHUT_WR)
+            except OSError:
+                return
+
+
+_served_sockets: Any = weakref.WeakKeyDictionary()  # a served socket -> (its server, its answers' queue)
+
+
+class _ServedSocket(socket.socket):
+    """See _served_socket: send and sendall go to the server; what it answers is queued for the far end."""
+
+    __slots__ = ()
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._answer(bytes(data))
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        data = bytes(data)
+        self._answer(data)
+        return len(data)
+
+    def shutdown(self, how: int) -> None:
+        if how in (socket.SHUT_WR, socket.SHUT_RDWR):
+            self._answer(b"")
+        super().shutdown(how)
+
+    def close(self) -> None:
+        served = _served_sockets.get(self)
+        if served is not None:
+            served[1].put(None)
+        super().close()
+
+    def _answer(self, data: bytes) -> None:
+        server, answers = _served_sockets[self]
+        with server.lock:
+            server.receive(data)
+            if server.outgoing:
+                answers.put(bytes(server.outgoing))
+                server.outgoing.clear()
+            if server.ended and not server.end_sent:
+                server.end_sent = True
+                answers.put(b"")
+
+
+class _NoEncryption:
+    """The ssl= a replayed wss connection is given: its socket stays as it is (the capture answers in plain frames)."""
+
+    def wrap_socket(self, sock: Any, **kwargs: Any) -> Any:
+        return sock

@@ -1,0 +1,141 @@
+"""websockets recorded frame by frame: the asyncio and sync clients and openai's realtime client against a fake
+server; two replays with the server gone exit 0, and a changed outgoing message diverges at that frame."""
+
+import pytest
+
+from tests.programs import capture, events, replay, unrecorded_connections
+
+pytest.importorskip("websockets")
+
+from tests.fake_websocket import FakeWebsocketServer  # noqa: E402 (needs websockets)
+
+ASYNC_ECHO = """
+import asyncio, json, os
+from websockets.asyncio.client import connect
+
+async def main():
+    async with connect(os.environ["WS"]) as ws:
+        print(await ws.recv())
+        await ws.send(os.environ.get("MESSAGE", "where is A-1?"))
+        print(await ws.recv())
+        await ws.send(json.dumps({"order": "A-2"}))
+        print(await ws.recv())
+        await ws.send(b"\\x01\\x02\\x03")
+        print(await ws.recv())
+        await ws.send("bye")
+        try:
+            await ws.recv()
+        except Exception as exc:
+            print(type(exc).__name__, ws.close_code, ws.close_reason)
+
+asyncio.run(main())
+"""
+
+SYNC_ECHO = """
+import os
+from websockets.sync.client import connect
+
+with connect(os.environ["WS"]) as ws:
+    print(ws.recv())
+    ws.send(os.environ.get("MESSAGE", "where is A-1?"))
+    print(ws.recv())
+    ws.send(["frag", "mented"])
+    print(ws.recv())
+print("closed", ws.close_code)
+"""
+
+REALTIME = """
+import asyncio, os
+from openai import AsyncOpenAI
+
+async def main():
+    client = AsyncOpenAI(api_key="sk-test-0123456789", base_url=os.environ["BASE"])
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+        await connection.conversation.item.create(item={"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": os.environ.get("MESSAGE", "where is A-1?")}]})
+        await connection.response.create()
+        text = []
+        async for event in connection:
+            if event.type == "session.created":
+                print("session", event.session.id)
+            elif event.type == "response.output_text.delta":
+                text.append(event.delta)
+            elif event.type == "response.done":
+                break
+        print("".join(text).strip())
+
+asyncio.run(main())
+"""
+
+
+def round_trip(tmp_path, script: str, changed_path: str, frame: int) -> list[dict]:
+    """Capture against the fake server, replay twice with it gone, then with MESSAGE changed: the websocket calls."""
+    with FakeWebsocketServer() as server:
+        env = {"WS": server.url, "BASE": server.url.replace("ws://", "http://") + "/v1"}
+        done, source = capture(tmp_path, script, env)
+    assert done.returncode == 0, done.stderr
+    assert not unrecorded_connections(source), "the connection went unrecorded"
+    for attempt in range(2):
+        replayed, report = replay(tmp_path, source, env=env, name=f"replay{attempt}")
+        assert replayed.returncode == 0 and not report["divergences"], replayed.stderr
+        assert done.stdout in replayed.stderr
+    changed, report = replay(tmp_path, source, env={**env, "MESSAGE": "where is B-2?"}, name="changed")
+    assert changed.returncode == 1, changed.stderr
+    first = report["divergences"][0]
+    assert (first["code"], first["eventType"], first["jsonPath"]) == ("event_payload_mismatch", "tool_call", changed_path)
+    assert first["expected"]["data"]["args"]["frame"] == frame
+    calls = [event["data"] for event in events(source, "tool_call")]
+    assert {call["name"] for call in calls} == {"websocket"}
+    return [(call, result["data"]) for call, result in zip(calls, events(source, "tool_result"))]
+
+
+def test_an_asyncio_echo_agent_records_text_json_binary_and_the_close_code(tmp_path):
+    calls = round_trip(tmp_path, ASYNC_ECHO, "$.args.text", 1)
+    (opening, opened), *sent = calls
+    assert opening["args"]["url"].startswith("ws://127.0.0.1:") and opened["result"]["status"] == 101
+    assert opened["result"]["received"] == [{"text": '{"type": "hello"}'}]  # pushed before the first send
+    assert "authorization" not in opening["headers"]
+    assert [{key: value for key, value in call["args"].items() if key != "url"} for call, _ in sent] == [
+        {"frame": 1, "text": "where is A-1?"}, {"frame": 2, "json": {"order": "A-2"}},
+        {"frame": 3, "binary": b"\x01\x02\x03"}, {"frame": 4, "text": "bye"}]
+    assert [result["result"]["received"] for _, result in sent] == [
+        [{"text": "echo: where is A-1?"}], [{"text": '{"echo": {"order": "A-2"}}'}], [{"binary": b"\x03\x02\x01"}],
+        [{"close": {"code": 4000, "reason": "done"}}]]
+
+
+def test_a_sync_client_records_a_fragmented_message_as_one_and_its_own_close(tmp_path):
+    calls = round_trip(tmp_path, SYNC_ECHO, "$.args.text", 1)
+    assert [call["args"].get("text") for call, _ in calls[1:3]] == ["where is A-1?", "fragmented"]
+    close, closed = calls[3]
+    assert close["args"]["close"] == {"code": 1000, "reason": ""} and closed["result"]["received"] == [
+        {"close": {"code": 1000, "reason": ""}}]
+
+
+def test_the_openai_realtime_client_diverges_at_the_changed_events_json_path(tmp_path):
+    pytest.importorskip("openai")
+    calls = round_trip(tmp_path, REALTIME, "$.args.json.item.content[0].text", 2)
+    assert "/v1/realtime?model=gpt-realtime" in calls[0][0]["args"]["url"]
+    assert [call["args"]["json"]["type"] for call, _ in calls[1:4]] == [
+        "session.update", "conversation.item.create", "response.create"]
+
+
+def test_the_proxy_says_it_cannot_tunnel_a_websocket_instead_of_forwarding_it_stripped():
+    import http.client
+
+    from openwop_cli.runtime.proxy import UPGRADE_REFUSED, LLMProxy
+    from openwop_cli.runtime.session import AppendRecorder, Session
+
+    recorded = []
+    proxy = LLMProxy(Session(AppendRecorder(lambda *args, **kwargs: recorded.append(args))), {})
+    proxy.start()
+    try:
+        connection = http.client.HTTPConnection(proxy.url.removeprefix("http://"))
+        connection.request("GET", "/openai/v1/realtime?model=gpt-realtime", headers={
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        answer = connection.getresponse()
+        assert (answer.status, answer.read().decode()) == (501, UPGRADE_REFUSED)
+    finally:
+        proxy.stop()
+    assert not recorded
