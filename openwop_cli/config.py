@@ -8,6 +8,7 @@
     ignore = ["$.response.id"]       # JSON paths `wop diff` leaves out
     ambient = true                   # record clock/uuid/random reads of unmodified code (wop capture, the plugin)
     replay = ["tests/runs"]          # directories whose captures pytest collects as tests, one per capture
+    telemetry = ["metrics.example.com"]  # more telemetry hosts a replay serves without comparing (replay.telemetry)
 """
 
 import re
@@ -34,6 +35,7 @@ class Settings(NamedTuple):
     ignore: list[str]
     ambient: bool
     replay: list[Path]
+    telemetry: list[str] = []
 
 
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
@@ -93,6 +95,9 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
     replay = table.get("replay", [])
     if not isinstance(replay, list) or not all(isinstance(path, str) and path for path in replay):
         raise UsageError("[tool.wop] replay must be a list of directories, e.g. replay = [\"tests/runs\"]")
+    telemetry = table.get("telemetry", [])
+    if not isinstance(telemetry, list) or not all(isinstance(host, str) and host for host in telemetry):
+        raise UsageError("[tool.wop] telemetry must be a list of host names, e.g. telemetry = [\"metrics.example.com\"]")
     capture_dir = table.get("capture_dir", "tests/captures")
     if not isinstance(capture_dir, str) or not capture_dir:
         raise UsageError(f"[tool.wop] capture_dir = {capture_dir!r}: use a directory, "
@@ -100,4 +105,4 @@ def _from_table(root: Path, table: dict[str, Any]) -> Settings:
     return Settings(root=root, capture_dir=root / capture_dir,
                     redact=table.get("redact", "default"), policy=table.get("policy", "strict"),
                     record=table.get("record", "once"), ignore=ignore, ambient=ambient,
-                    replay=[root / path for path in replay])
+                    replay=[root / path for path in replay], telemetry=telemetry)

@@ -118,9 +118,14 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
     references, argv = split_command(captures)
     if not references:
         raise UsageError("give the capture to replay before --, e.g. `wop replay last -- python agent.py`")
+    settings = load_settings()
+    if settings.telemetry:
+        from openwop_cli.replay.telemetry import ENV_EXTRA_HOSTS
+
+        os.environ[ENV_EXTRA_HOSTS] = ",".join(settings.telemetry)  # this process's source index and its programs'
     if repeat is not None:
         _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
-    policy = ("strict" if strict else "lenient") if strict is not None else load_settings().policy
+    policy = ("strict" if strict else "lenient") if strict is not None else settings.policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
              name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
              controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at, compare_output=compare_output,

@@ -1,6 +1,6 @@
 """Content keys: how a call today is recognised as a call in the capture, whatever order it comes in.
 
-tool: name + canonical args; llm: the recipe cacheKey (canonical request when there is none);
+tool: name + canonical args (a telemetry call: its service and host, replay.telemetry); llm: the recipe cacheKey (canonical request when there is none);
 value: source + key; version: change id; state: kind + channel (or variable key) + canonical value
 (a TTL entry's value without its `_ts`),
 so concurrent writes to one channel find their own recorded writes whatever order threads make
@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.runtime.jsonable import canonical
 from openwop_cli.state.reducers import unwrapped
 
@@ -28,6 +29,9 @@ def unit_key(kind: int, data: dict[str, Any], redactor: Any = None) -> int:
             return hash((kind, cache_key))
         material: Any = {"provider": data.get("provider"), "model": data.get("model"), "request": data.get("request")}
     elif kind == KIND_TOOL:
+        telemetry = telemetry_of(data)
+        if telemetry is not None:  # served by service and host, never compared (replay.telemetry)
+            return hash((kind, "telemetry", *telemetry))
         material = {"name": data.get("name"), "args": data.get("args")}
     elif kind == KIND_STATE:
         material = {"kind": data.get("kind"), "channel": data.get("channel", data.get("key")),
