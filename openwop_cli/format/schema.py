@@ -449,7 +449,7 @@ def _optional_envelope(get: Any) -> str | None:
 # ---- manifest ------------------------------------------------------------------------------------
 
 BLOB_REF: Fields = (("$blob", STR), ("size", OPT_INT), ("encoding", OPT_STR))
-PIN: Fields = (("path", STR), ("sha256", STR), ("blob", (dict,)))
+PIN: Fields = (("path", STR), ("sha256", STR), ("blob", (dict,)), ("redacted", OPT_BOOL))
 MANIFEST = (
     ("captureId", STR), ("runId", STR), ("status", STR), ("name", OPT_STR), ("createdAt", OPT_INT),
     ("completedAt", OPT_INT), ("mode", OPT_STR), ("eventCount", OPT_INT), ("eventLogPath", OPT_STR),

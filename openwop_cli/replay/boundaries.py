@@ -26,6 +26,7 @@ from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import (
     EVENT_MISSING,
+    EVENT_PAYLOAD_MISMATCH,
     NONDETERMINISTIC_UNDERFLOW,
     Divergence,
     describe_reader,
@@ -35,6 +36,7 @@ from openwop_cli.replay.divergence import (
 )
 from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
+from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
 from openwop_cli.runtime.jsonable import revive, revive_big_ints, to_json, type_name
@@ -44,6 +46,8 @@ from openwop_cli.state.reducers import is_entry
 
 
 TOOL_RAN_LIVE = "tool_ran_live"
+TELEMETRY_NOT_COMPARED = "telemetry_not_compared"
+TELEMETRY_ACCEPTED = {"status": 202, "headers": {"content-type": "application/json"}, "body": {"status": "ok"}}
 
 
 class Served:
@@ -113,6 +117,8 @@ class Replayer:
         self._live_diverges = (not engine.branch and self.source.stable_origins
                                and not self.source.manifest.get("imported"))
         self._workflow_channels: dict[str, Any] | None = None
+        self._workflow_reported = False
+        self._telemetry_noted: set[tuple[str, str]] = set()
         self._blocked: set[str] = set()
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
@@ -229,6 +235,9 @@ class Replayer:
             match = self._match(kind, request_type, data)
             if match.live or (not is_llm and "http" in self.allow_tools):
                 return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
+            if not is_llm and self._note_telemetry(data) and match.telemetry:
+                if match.unit is None:  # never recorded: accepted, as a collector would
+                    return Served({"callId": data["callId"], "ok": True, "result": TELEMETRY_ACCEPTED})
             recorded = self._recorded_result(match, result_type)
             self.session.record(result_type, {**recorded, "callId": data["callId"]}, match.result_seq)
         if recorded.get("ok") is False and isinstance(recorded.get("error"), dict):
@@ -240,6 +249,18 @@ class Replayer:
             recorded = ServedAnswer(recorded)  # a stream the program stopped reading: for how long it read it
             recorded.lasted = self._lasted(match)
         return Served(recorded)
+
+    def _note_telemetry(self, data: dict[str, Any]) -> bool:
+        """True for a telemetry call (replay.telemetry); the first of each service and host is noted: served without
+        being compared."""
+        found = telemetry_of(data)
+        if found is None or found in self._telemetry_noted:
+            return found is not None
+        self._telemetry_noted.add(found)
+        service, host = found
+        self.note(TELEMETRY_NOT_COMPARED, f"telemetry to {host} ({service}) is served from the capture without "
+                  "comparing its bodies, count or order: ids and times in it change on every run", None)
+        return True
 
     def _lasted(self, match: Match) -> float:
         """How long (seconds) the recorded call lasted, from its request to its answer."""
@@ -329,10 +350,12 @@ class Replayer:
         return chosen
 
     @_debuggable
-    def state(self, data: dict[str, Any], declaration: dict[str, Any]) -> int:
+    def state(self, data: dict[str, Any], declaration: dict[str, Any]) -> tuple[int, Any]:
         """A state write (a TTL channel's value in the `{value, _ts}` entry shape): matched like any call, and
         checked for the same effect. Returns the epoch-ms time to reduce it with — the recorded write's, so TTL
-        pruning in the program goes as in the original run."""
+        pruning in the program goes as in the original run — and, for a write before a replay's --from-seq (fixed
+        history), the recorded run's channels or variables as they were right after it (a ChannelStore whose
+        state of the channel the program takes instead of reducing the write), else None."""
         data = to_json(data)
         with self._lock:
             match = self._match(KIND_STATE, "state_mutation", data, record=False)
@@ -349,7 +372,15 @@ class Replayer:
                     self._check_state_effect(match.request_seq, data, declaration)
                 finally:
                     self._emit_divergences()
-        return ts if ts is not None else time.time_ns() // 1_000_000
+            history = self._history_state(match, data)
+        return (ts if ts is not None else time.time_ns() // 1_000_000), history
+
+    def _history_state(self, match: Match, data: dict[str, Any]) -> Any:
+        """For a write a replay serves as fixed history (before its --from-seq), the recorded state right after it."""
+        if self.engine.branch or match.unit is None or match.request_seq >= self.engine.from_seq:
+            return None
+        fold = self._fold_to(match.request_seq)
+        return fold.variables if data.get("kind") == "variable" else fold.channels
 
     def _check_state_effect(self, seq: int, data: dict[str, Any], declaration: dict[str, Any]) -> None:
         """Same write, same declaration: same state. When today's declaration of the channel differs from the one
@@ -394,15 +425,29 @@ class Replayer:
     def _pinned_channels(self) -> dict[str, Any]:
         """The channel declarations of the workflow the recorded run pinned (read once)."""
         if self._workflow_channels is None:
-            workflow = self.workflow()
+            from openwop_cli.runtime.program import pinned_workflow
+
+            workflow = pinned_workflow(self.source.manifest, self.source.blobs)
             channels = workflow.get("channels") if isinstance(workflow, dict) else None
             self._workflow_channels = channels if isinstance(channels, dict) else {}
         return self._workflow_channels
 
     def workflow(self) -> Any:
-        """The workflow document the recorded run pinned (its stored copy: the file may have changed since)."""
+        """The workflow document the recorded run pinned, as it was read then (the file may have changed since). A
+        pinned document the capture holds only redacted cannot be served as the program got it: a divergence."""
         from openwop_cli.runtime.program import pinned_workflow
 
+        pin = (self.source.manifest.get("program") or {}).get("workflow")
+        if isinstance(pin, dict) and pin.get("redacted") is True and not self.engine.branch:
+            with self._lock:
+                if not self._workflow_reported:
+                    self._workflow_reported = True
+                    self.engine.report(Divergence(
+                        EVENT_PAYLOAD_MISMATCH, None, "$.workflow", None, None,
+                        f"the pinned workflow {pin.get('path')!r} held values the capture redacted: the program gets "
+                        "the redacted document, not the one the recorded run read", "workflow",
+                        point=self.engine.next_unserved_seq()))
+                    self._emit_divergences()
         return pinned_workflow(self.source.manifest, self.source.blobs)
 
     # ---- the network guard ------------------------------------------------------------------

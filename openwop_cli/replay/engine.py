@@ -33,6 +33,7 @@ from openwop_cli.replay.divergence import (
 from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
+from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.runtime.pooltasks import moves_between_processes
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.state.reducers import legacy_reducer, unwrapped
@@ -54,6 +55,7 @@ class Match:
     override: Any = None
     has_override: bool = False
     unservable: bool = False  # the recorded answer has another shape than today's call expects (replay.compare)
+    telemetry: bool = False  # a telemetry call served again, or with no recording at all (replay.telemetry)
 
 
 class ReplayEngine:
@@ -95,6 +97,7 @@ class ReplayEngine:
         self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
         self.caller_pool_task: Callable[[], str | None] = lambda: None  # the pool task calling now (the replayer's)
         self._origins_by_name: dict[tuple, list[int]] = {}
+        self._by_key_origin: dict[tuple[int, int], list[int]] = {}
         for key, number in source.origin_ids.items():
             self._origins_by_name.setdefault(key[1:], []).append(number)
         pool_tasks = source.pool_task_origins
@@ -107,6 +110,8 @@ class ReplayEngine:
             if task is not None:
                 self._by_key.setdefault((source.keys[unit], task), []).append(unit)
                 self._by_kind.setdefault((kind_and_name, task), []).append(unit)
+            if source.telemetry[unit]:  # served in any order, as often as asked (replay.telemetry)
+                continue
             queue = self._origin_units.setdefault(source.origins[unit], [])
             self._unit_position[unit] = len(queue)
             queue.append(unit)
@@ -123,6 +128,9 @@ class ReplayEngine:
         if self.went_live:
             return Match(None, live=True, **override)
         keys = self._keys(self._content_key(kind, data))
+        own = self._own_unit(kind, keys[-1])
+        if own is not None:
+            return self._serve(own, self._difference(kind, data, own), override)
         for key in keys:
             unit = self._available(key)
             if unit is not None:
@@ -131,11 +139,23 @@ class ReplayEngine:
             waiting = self._first_unconsumed(self._by_key, self._key_start, key)
             if waiting is not None and self._servable(waiting):
                 return self._serve(waiting, self._out_of_order(kind, data, waiting), override)
+        if kind == KIND_TOOL and telemetry_of(data) is not None:
+            return self._telemetry_again(keys[-1], override)
         if self.live_after_mismatch:
             return self._go_live(kind, data, override)
         if self.branch:
             return Match(None, live=True, **override)
         return self._unmatched(kind, data, override, live_if_unrecorded)
+
+    def _telemetry_again(self, key: int, override: dict[str, Any]) -> Match:
+        """A telemetry call the capture has no unserved one for: the last recorded answer of its service and host
+        again (how many batches a library sends depends on timing), or none (the boundary answers it itself)."""
+        units = self._by_key.get(key)
+        if not units:
+            return Match(None, telemetry=True, **override)
+        result_seq = self.source.result_seqs[units[-1]]
+        return Match(units[-1], self.source.request_seqs[units[-1]], result_seq if result_seq >= 0 else None,
+                     telemetry=True, **override)
 
     def _content_key(self, kind: int, data: dict[str, Any]) -> int:
         """The key today's call is looked up by: as ReplaySource.unit_key makes the recorded ones, a keyed value's
@@ -143,6 +163,30 @@ class ReplayEngine:
         if kind == KIND_VALUE and self.caller_origin is not None:
             return self.source.unit_key(kind, data, self.caller_origin())
         return unit_key(kind, data, self.source.redactor)
+
+    def _own_unit(self, kind: int, key: int) -> int | None:
+        """The caller's own recorded unit for this content key, when other threads or tasks recorded the same one
+        too (four threads each appending "tick"): each is served its own writes in its own order, so equal calls
+        made concurrently replay in whatever order threads make them today."""
+        if kind == KIND_VALUE or self.caller_origin is None or not self.source.stable_origins:
+            return None
+        units = self._by_key.get(key)
+        if units is None or len(units) < 2:
+            return None
+        origins = self._origins_by_name.get(origin_key(self.caller_origin())[1:])
+        if not origins or len(origins) > 1:
+            return None
+        own = self._own_units(key, origins[0])
+        if len(own) == len(units):  # nobody else recorded it: the usual lookup finds the same
+            return None
+        return self._available((key, "origin", origins[0]), units=own)
+
+    def _own_units(self, key: int, origin: int) -> list[int]:
+        found = self._by_key_origin.get((key, origin))
+        if found is None:
+            found = self._by_key_origin[key, origin] = [unit for unit in self._by_key[key]
+                                                         if self.source.origins[unit] == origin]
+        return found
 
     def _keys(self, key: Any) -> tuple[Any, ...]:
         """Where to look for a call's recorded unit (by content, or by kind for the closest): a pool task's own calls
@@ -352,10 +396,12 @@ class ReplayEngine:
     # ---- bookkeeping -----------------------------------------------------------------------
 
     def _checked(self, unit: int) -> bool:
-        return is_checked(self.source.request_seqs[unit], self.from_seq, self.branch)
+        return not self.source.telemetry[unit] and is_checked(self.source.request_seqs[unit], self.from_seq, self.branch)
 
-    def _available(self, key: int) -> int | None:
-        units = self._by_key.get(key)
+    def _available(self, key: Any, units: list[int] | None = None) -> int | None:
+        """The first unserved unit of key's (or of units, kept under key) that the order per origin lets be served."""
+        if units is None:
+            units = self._by_key.get(key)
         if units is None:
             return None
         start = self._key_start.get(key, 0)
@@ -403,6 +449,8 @@ class ReplayEngine:
         if first is None or kind == KIND_LLM or self.caller_origin is None:
             return first
         for origin in self._origins_by_name.get(origin_key(self.caller_origin())[1:], ()):
+            if origin not in self._origin_units:  # it made only telemetry calls
+                continue
             head = self._origin_head_unit(origin)
             if not self._consumed[head] and self.source.kinds[head] == kind and self.source.names[head] == name:
                 return head

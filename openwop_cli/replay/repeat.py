@@ -5,9 +5,9 @@ LLM requests, tool arguments, state writes, values — must carry the same paylo
 Where replays disagree, the program read something the capture does not hold (a pid, a C
 extension's clock, set iteration order): uncaptured nondeterminism, the reason a replay is flaky.
 
-Replays are lined up by process (in the order they appeared), thread, task, event type and the
-event's place among that origin's events of its type, so concurrent threads never line up with
-each other; each difference is reported once, with its JSON path, every replay's value, the call
+Replays are lined up by process (in the order they appeared), the thread or pool task and the asyncio task
+(their stable names: runtime.lineage, runtime.pooltasks), event type and the event's place among that origin's
+events of its type, so concurrent threads never line up with each other; each difference is reported once, with its JSON path, every replay's value, the call
 site that made the request and a guess of what the value is.
 """
 
@@ -67,7 +67,8 @@ def _boundaries(reader: CaptureReader) -> Iterable[tuple[tuple, dict[str, Any]]]
             continue
         origin = event.get("origin") or {}
         process = processes.setdefault(origin.get("pid"), len(processes))
-        where = (process, origin.get("thread"), origin.get("task"), event_type)
+        who = origin.get("poolTask") or origin.get("thread")  # a pool's task runs in whichever worker is free
+        where = (process, who, origin.get("task"), event_type)
         counts[where] = counts.get(where, 0) + 1
         yield (*where, counts[where]), event
 

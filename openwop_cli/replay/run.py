@@ -405,7 +405,7 @@ class ReplayAccount:
         note["count"] += 1
 
     def _checked(self, seq: int) -> bool:
-        return is_checked(seq, self.from_seq, self.branch)
+        return is_checked(seq, self.from_seq, self.branch) and seq not in self.source.telemetry_seqs
 
     def _missing(self) -> list[Divergence]:
         source = self.source

@@ -40,6 +40,7 @@ from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_man
 from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key, served_to_any_process
 from openwop_cli.format.schema import EventChecker
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
+from openwop_cli.replay.telemetry import telemetry_of
 
 _CALL_TYPES = {TOOL_CALL: KIND_TOOL, LLM_REQUEST: KIND_LLM}
 _RESULT_TYPES = (TOOL_RESULT, LLM_RESPONSE)
@@ -75,6 +76,8 @@ class ReplaySource:
         self.result_seqs = array("q")
         self.origins = array("i")
         self.groups = array("i")
+        self.telemetry = bytearray()  # per unit: 1 for a telemetry call (replay.telemetry), served but never checked
+        self.telemetry_seqs: set[int] = set()
         self.origin_ids: dict[tuple, int] = {}  # origin_key → origin id
         self.pool_task_origins: dict[int, str] = {}  # origin id → the pool task it stands for
         self.edits: dict[int, list[Any]] = {}
@@ -224,6 +227,10 @@ class ReplaySource:
             self.result_seqs.append(-1)
             self.origins.append(self._origin_id(origin))
             self.groups.append(group)
+            is_telemetry = kind == KIND_TOOL and telemetry_of(data) is not None
+            self.telemetry.append(is_telemetry)
+            if is_telemetry:
+                self.telemetry_seqs.add(event["seq"])
             if kind in (KIND_TOOL, KIND_LLM):
                 pending[data.get("callId")] = unit
                 open_calls += 1

@@ -554,15 +554,19 @@ def _runs_site(options: list[str]) -> bool:
 
 def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink",
                   redactor: "Redactor") -> dict[str, Any]:
+    """The manifest's pin of the --workflow file: its bytes as read (a replay serves them as they were), or, when
+    they hold something the profile redacts, the redacted document marked `redacted` (a replay cannot serve it)."""
     import hashlib
 
     import orjson
 
-    return {
-        "path": str(workflow),
-        "sha256": hashlib.sha256(raw).hexdigest(),
-        "blob": sink.blobs.put_ref(orjson.dumps(redactor.redact(content)), "json"),
-    }
+    redacted = redactor.redact(content)
+    exact = redacted == content
+    pin = {"path": str(workflow), "sha256": hashlib.sha256(raw).hexdigest(),
+           "blob": sink.blobs.put_ref(raw if exact else orjson.dumps(redacted), "json")}
+    if not exact:
+        pin["redacted"] = True
+    return pin
 
 
 def _default_name(argv: list[str], script: Path | None) -> str:

@@ -526,9 +526,13 @@ class _State:
         ts = _time.time_ns() // 1_000_000
         if wrap:
             data["value"] = {"value": value, "_ts": ts}
+        history = None
         if session is not None and session.replayer is not None:
-            ts = session.replayer.state({**data, "writtenAt": _iso_ms(ts)}, declaration)
-        store.write(name, value, reducer, ts=ts, declaration=declaration)
+            ts, history = session.replayer.state({**data, "writtenAt": _iso_ms(ts)}, declaration)
+        if history is not None:  # a replay's fixed history (before --from-seq): the state the recorded run had
+            store.adopt(history, name)
+        else:
+            store.write(name, value, reducer, ts=ts, declaration=declaration)
         if session is not None and session.replayer is None:
             data["writtenAt"] = _iso_ms(ts)
             session.record("state_mutation", data, ts=ts)
