@@ -102,7 +102,7 @@ def patch_executor(module: Any) -> None:
 
 def patch_thread_executor(module: Any) -> None:
     """concurrent.futures.thread.ThreadPoolExecutor (asyncio's run_in_executor and to_thread included): each call
-    submitted is a task, `threads N.K from FILE:FUNCTION` (see _numbered), while it runs."""
+    submitted is a task, `threads N.K from FUNCTION` (see _numbered), while it runs."""
     submit = module.ThreadPoolExecutor.submit
 
     @functools.wraps(submit)
@@ -116,7 +116,7 @@ def patch_thread_executor(module: Any) -> None:
 
 def patch_queue(module: Any) -> None:
     """queue.Queue and every kind made from it (LifoQueue, PriorityQueue, a program's subclass with its own _put and
-    _get): an item the program's own code puts is a task, `queue N.K from FILE:FUNCTION` (see _numbered), which the thread
+    _get): an item the program's own code puts is a task, `queue N.K from FUNCTION` (see _numbered), which the thread
     other than the main one that gets it, in its own code, runs until its next get. Hand-rolled workers pulling from
     a shared queue take the items in an order a race decides; named so, each item's clock, uuid and random values
     and its calls are served to whichever worker takes it."""
@@ -254,12 +254,12 @@ def _next_child(task: str, kind: str) -> str:
 def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
     """`kind N.K` for the K-th call (or job) submitted to a thread pool from the pool task running here, N being the
     pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
-    counted per submitter, the first frame outside the stdlib (`kind N.K from FILE:FUNCTION`, nothing when there is none):
+    counted per submitter, the first frame outside the stdlib (`kind N.K from FUNCTION`, nothing when there is none):
     a library's own calls (openai's platform lookup, made by as many requests as race to make it first) leave the
     program's numbered as they were. depth: as opening_site's, from the caller's frame."""
     within = current_pool_task()
     site = opening_site(depth)
-    submitter = None if site is None else f"{site['file']}:{site['function']}"
+    submitter = None if site is None else site["function"]  # its function: the same when its file is renamed
     with _numbering:
         calls = pool.__dict__.setdefault("_wop_calls", {}).get((within, submitter))
         if calls is None:

@@ -63,9 +63,9 @@ def _captured(tmp_path, script, env=None):
     return source, done.stdout
 
 
-def _replays_exactly(tmp_path, source, expected, times, *command, env=None):
+def _replays_exactly(tmp_path, source, expected, times, *command, env=None, name="replay"):
     for attempt in range(times):
-        done, report = replay(tmp_path, source, "--strict", *command, env=env or {}, name=f"replay-{attempt}")
+        done, report = replay(tmp_path, source, "--strict", *command, env=env or {}, name=f"{name}-{attempt}")
         assert done.returncode == 0, (done.stderr, report and report["divergences"])
         assert report["compared"]["liveValues"] == 0 and report["compared"]["output"] == ["stdout", "stderr"]
         printed = [line for line in done.stderr.splitlines() if not line.startswith("wop")]
@@ -129,7 +129,8 @@ def test_a_fan_out_replays_exactly_after_a_comment_on_top_and_with_its_file_rena
     _replays_exactly(tmp_path, source, printed, 2, env={"BASE": provider.url})
     renamed = tmp_path / "fan_out.py"
     program.rename(renamed)
-    _replays_exactly(tmp_path, source, printed, 1, "--", sys.executable, str(renamed), env={"BASE": provider.url})
+    _replays_exactly(tmp_path, source, printed, 1, "--", sys.executable, str(renamed), env={"BASE": provider.url},
+                     name="renamed")
 
 
 def test_a_changed_line_at_a_call_site_is_named_with_its_site(tmp_path):
