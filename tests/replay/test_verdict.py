@@ -93,11 +93,12 @@ def test_two_threads_or_tasks_that_swap_their_keys_diverge(tmp_path, script):
 FAN_OUT = """
 import asyncio, concurrent.futures, datetime, os, uuid
 import openai
+import openwop_cli as wop
 
 BASE = os.environ["BASE"] + "/v1"
 
-def ask(client, topic):
-    prompt = f"[{uuid.uuid4()} at {datetime.datetime.now().isoformat()}] tell me about {topic}"
+def ask(client, topic):  # the SDK's keyed values in a pool; the program's own clock and uuid reads below
+    prompt = f"[{wop.uuid4()} at {wop.now().isoformat()}] tell me about {topic}"
     return client.chat.completions.create(model="gpt-4o-mini",
                                           messages=[{"role": "user", "content": prompt}]).choices[0].message.content
 
