@@ -18,16 +18,29 @@ _FIELDS = {"bytes": int, "lines": int, "text": str, "blob": str, "truncated": bo
 _KIND_NAMES = {int: "an integer", str: "a string", bool: "true or false"}
 
 
-def output_record(kept: bytes, written: int, truncated: bool, blobs: BlobStore, redactor: Any) -> dict[str, Any]:
-    """One stream's entry in the manifest's output, its text redacted (and put in a blob past the threshold)."""
-    text = kept.decode("utf-8", errors="replace")
+def output_record(segments: list[tuple[bool, bytes]], written: int, truncated: bool, blobs: BlobStore,
+                  redactor: Any) -> dict[str, Any]:
+    """One stream's entry in the manifest's output from what was kept of it, (printed inside a recorded call, bytes)
+    pieces in order: its text redacted (put in a blob past the threshold), and where the pieces printed inside calls
+    are in it (`calls`: [start, end] character offsets)."""
+    pieces = [(in_call, bytes(data).decode("utf-8", errors="replace")) for in_call, data in segments]
+    text = "".join(piece for _, piece in pieces)
     record: dict[str, Any] = {"bytes": written, "lines": text.count("\n") + (not text.endswith("\n") and bool(text))}
     if truncated:
         record["truncated"] = True
     if getattr(redactor, "strict", False):
         record["redacted"] = True
         return record
-    text = redactor.scrub_text(text) if redactor is not None else text
+    calls, position, parts = [], 0, []
+    for in_call, piece in pieces:
+        piece = redactor.scrub_text(piece) if redactor is not None else piece
+        if in_call:
+            calls.append([position, position + len(piece)])
+        parts.append(piece)
+        position += len(piece)
+    text = "".join(parts)
+    if calls:
+        record["calls"] = calls
     encoded = text.encode("utf-8", errors="surrogatepass")
     if len(encoded) > DEFAULT_THRESHOLD:
         record["blob"] = blobs.put(encoded)
@@ -36,8 +49,22 @@ def output_record(kept: bytes, written: int, truncated: bool, blobs: BlobStore, 
     return record
 
 
-def recorded_text(manifest: dict[str, Any], blobs: BlobStore, stream: str) -> str | None:
-    """The text a capture kept of one stream (None: not recorded, or only its size), read and checked as any blob."""
+def recorded_text(manifest: dict[str, Any], blobs: BlobStore, stream: str, outside_calls: bool = False) -> str | None:
+    """The text a capture kept of one stream (None: not recorded, or only its size), read and checked as any blob;
+    outside_calls: without what was printed inside recorded calls (what a replay compares)."""
+    text = _text(manifest, blobs, stream)
+    if text is None or not outside_calls:
+        return text
+    record = manifest["output"][stream]
+    kept, position = [], 0
+    for start, end in record.get("calls") or ():
+        kept.append(text[position:start])
+        position = max(position, end)
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def _text(manifest: dict[str, Any], blobs: BlobStore, stream: str) -> str | None:
     output = manifest.get("output")
     record = output.get(stream) if isinstance(output, dict) else None
     if not isinstance(record, dict):
@@ -65,4 +92,9 @@ def output_problem(record: Any, stream: str) -> str | None:
             return f"field {where}.{field} must be {_KIND_NAMES[kind]}"
     if "text" in record and "blob" in record:
         return f"field {where} holds both text and blob"
+    calls = record.get("calls", [])
+    if type(calls) is not list or not all(type(pair) is list and len(pair) == 2 and all(type(at) is int and at >= 0
+                                                                                        for at in pair)
+                                          for pair in calls):
+        return f"field {where}.calls must be a list of [start, end] offsets"
     return None

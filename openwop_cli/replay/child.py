@@ -57,8 +57,14 @@ def install() -> None:
 
 def servable(source: Any, host: str, port: int) -> bool:
     """Whether a replay answers a raw connection to host:port from the capture (its HTTP, which the socket recorder
-    kept): unless the capture named that destination as a connection it did not record."""
-    return f"{host}:{port}" not in source.unrecorded_connections
+    kept): when the capture holds calls there, and did not name that destination as a connection it did not
+    record. Any other connection is refused at once, naming the destination."""
+    names = _LOOPBACK if host in _LOOPBACK else (host,)  # a client resolves localhost to an address itself
+    recorded = any(f"{name}:{port}" in source.destinations for name in names)
+    return recorded and f"{host}:{port}" not in source.unrecorded_connections
+
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 class ReplayerOnFirstUse:

@@ -132,7 +132,8 @@ def run_replay(
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
-                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet, launch=launch)
+                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet, launch=launch,
+                               record_output=not controls.debugging)  # pdb talks to the terminal itself
         outcome = hooks.outcome(capture)
         if controls.edits:
             outcome.diff = diff_against_source(source_dir, capture.path)
@@ -308,7 +309,7 @@ class ReplayAccount:
                                        "run_end", self.source.event(end_seq),
                                        observed_event("run_end", {"exitCode": exit_code})))
         streams: list[str] = []
-        if not stopped and output is not None and self.compare_output:
+        if not (stopped or self.branch or self.early_exit) and output is not None and self.compare_output:
             found, streams = self._output_divergence(output, sink)
             late.extend([found] if found is not None else [])
         for divergence in late:
@@ -326,8 +327,9 @@ class ReplayAccount:
         from openwop_cli.format.output import STREAMS, recorded_text
         from openwop_cli.replay.output import compared_streams, output_divergence
 
-        recorded = {stream: recorded_text(self.source.manifest, self.source.blobs, stream) for stream in STREAMS}
-        today = {stream: recorded_text({"output": output}, sink.blobs, stream) for stream in STREAMS}
+        recorded = {stream: recorded_text(self.source.manifest, self.source.blobs, stream, outside_calls=True)
+                    for stream in STREAMS}
+        today = {stream: recorded_text({"output": output}, sink.blobs, stream, outside_calls=True) for stream in STREAMS}
         pids = tuple(str(pid) for pid in (*self._recorded_pids(), *self.today_pids()) if isinstance(pid, int))
         found = output_divergence(recorded, today, normalize=not self.exact_output, pids=pids,
                                   point=max(self.source.event_count - 1, 0))

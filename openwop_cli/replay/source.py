@@ -17,6 +17,7 @@ million dicts.
 
 import hashlib
 import mmap
+from urllib.parse import urlsplit
 from array import array
 from pathlib import Path
 from typing import Any, Iterator
@@ -78,6 +79,7 @@ class ReplaySource:
         self.groups = array("i")
         self.telemetry = bytearray()  # per unit: 1 for a telemetry call (replay.telemetry), served but never checked
         self.telemetry_seqs: set[int] = set()
+        self.destinations: set[str] = set()  # host:port of every recorded HTTP call (a raw socket's, replay.child)
         self.origin_ids: dict[tuple, int] = {}  # origin_key → origin id
         self.pool_task_origins: dict[int, str] = {}  # origin id → the pool task it stands for
         self.edits: dict[int, list[Any]] = {}
@@ -234,6 +236,7 @@ class ReplaySource:
             if kind in (KIND_TOOL, KIND_LLM):
                 pending[data.get("callId")] = unit
                 open_calls += 1
+                self._note_destination(kind, data)
         self.event_count = seq
 
     def unit_key(self, kind: int, data: dict[str, Any], origin: dict[str, Any]) -> int:
@@ -241,6 +244,17 @@ class ReplaySource:
         two threads is two values, each its thread's, in a capture whose origins are stable from run to run."""
         key = unit_key(kind, data, self.redactor)
         return by_origin(key, origin) if kind == KIND_VALUE and self.stable_origins else key
+
+    def _note_destination(self, kind: int, data: dict[str, Any]) -> None:
+        http = data.get("http") if kind == KIND_LLM else data.get("args") if data.get("name") == "http" else None
+        url = http.get("url") if isinstance(http, dict) else None
+        if isinstance(url, str):
+            try:
+                parts = urlsplit(url)
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+            except ValueError:
+                return
+            self.destinations.add(f"{parts.hostname}:{port}")
 
     def _note_declaration(self, event: dict[str, Any], line: bytes) -> None:
         data = event["data"]

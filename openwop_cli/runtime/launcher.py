@@ -341,7 +341,7 @@ def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
         return None
     from openwop_cli.format.output import output_record
 
-    return {name: output_record(bytes(output.kept[name]), output.sizes[name], output.truncated[name], sink.blobs,
+    return {name: output_record(output.kept[name], output.sizes[name], output.truncated[name], sink.blobs,
                                 sink.redactor) for name in output.kept}
 
 
@@ -366,6 +366,8 @@ def _start_child(argv: list[str], env: dict[str, str], output: Any, stdin: Any) 
     own_group = (hasattr(os, "killpg") and threading.current_thread() is threading.main_thread()
                  and _terminal_foreground() is None)
     stdout, stderr = output.child_streams() if output is not None else (None, None)
+    if output is not None:
+        env = {**env, **output.marks_environment()}
     try:
         child = subprocess.Popen(argv, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
                                  preexec_fn=_ends_with_this_process(), process_group=0 if own_group else None)

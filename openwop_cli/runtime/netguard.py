@@ -49,7 +49,7 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
             return False
         host, port = address[0], address[1]
         if (may_serve is not None and sock.type == socket.SOCK_STREAM and sock.gettimeout() != 0.0
-                and may_serve(host, port)):
+                and may_serve(stand_ins.get(host, host), port)):
             from openwop_cli.runtime.adapters import raw_socket
             from openwop_cli.runtime.session import current
 

@@ -28,8 +28,10 @@ class ProgramOutput:
 
     def __init__(self, stdout_to: BinaryIO | None, stderr_to: BinaryIO | None, *, keep: bool) -> None:
         self.keep = keep
-        self.kept = {name: bytearray() for name in STREAMS}
+        self.kept: dict[str, list[tuple[bool, bytearray]]] = {name: [] for name in STREAMS}  # (in a call, bytes)
         self.truncated = {name: False for name in STREAMS}
+        self._kept_bytes = {name: 0 for name in STREAMS}
+        self._marked = {name: _MarkedStream() for name in STREAMS}
         self.sizes = {name: 0 for name in STREAMS}
         self._targets = {"stdout": stdout_to, "stderr": stderr_to}
         self._tail: deque[bytes] = deque(maxlen=TAIL_LINES + 1)
@@ -42,6 +44,15 @@ class ProgramOutput:
         for name in STREAMS:
             self._ends[name] = _terminal_like(self._targets[name]) or os.pipe()
         return self._ends["stdout"][1], self._ends["stderr"][1]
+
+    def marks_environment(self) -> dict[str, str]:
+        """What tells the program's processes to mark the output of recorded calls (runtime.outputmarks): the
+        identity of the pipes they write to (call before `start`)."""
+        if not self.keep:
+            return {}
+        from openwop_cli.runtime.outputmarks import ENV_OUTPUT_MARKS, pipe_identity
+
+        return {ENV_OUTPUT_MARKS: ",".join(pipe_identity(self._ends[name][1]) for name in STREAMS)}
 
     def start(self) -> None:
         """Start copying (the child holds its ends now)."""
@@ -79,15 +90,20 @@ class ProgramOutput:
                 for key, _ in selector.select():
                     chunk = _read(key.fd)
                     if chunk:
-                        self._take(key.data, chunk)
+                        for in_call, piece in self._marked[key.data].feed(chunk):
+                            self._take(key.data, piece, in_call)
                         continue
+                    for in_call, piece in self._marked[key.data].feed(b"", end=True):
+                        self._take(key.data, piece, in_call)
                     selector.unregister(key.fd)
                     os.close(key.fd)
                     open_streams -= 1
         finally:
             selector.close()
 
-    def _take(self, name: str, chunk: bytes) -> None:
+    def _take(self, name: str, chunk: bytes, in_call: bool) -> None:
+        if not chunk:
+            return
         target = self._targets[name]
         if target is not None:
             try:
@@ -97,15 +113,64 @@ class ProgramOutput:
                 pass
         self.sizes[name] += len(chunk)
         if self.keep:
-            kept = self.kept[name]
-            room = MAX_KEPT_BYTES - len(kept)
+            room = MAX_KEPT_BYTES - self._kept_bytes[name]
             if room < len(chunk):
                 self.truncated[name] = True
-            kept += chunk[:room] if room > 0 else b""
+            if room > 0:
+                segments = self.kept[name]
+                if not segments or segments[-1][0] != in_call:
+                    segments.append((in_call, bytearray()))
+                segments[-1][1].extend(chunk[:room])
+                self._kept_bytes[name] += min(room, len(chunk))
         if name == "stderr":
             lines = (self._pending_tail + chunk).split(b"\n")
             self._pending_tail = lines.pop()[-4096:]
             self._tail.extend(lines[-TAIL_LINES - 1:])
+
+
+class _MarkedStream:
+    """Splits a stream at the marks the program writes around recorded calls' bodies (runtime.outputmarks) into
+    (inside a call, bytes) pieces, the marks taken out; a mark cut between two reads is held until the next."""
+
+    def __init__(self) -> None:
+        self.in_call = False
+        self._held = b""
+
+    def feed(self, chunk: bytes, end: bool = False) -> list[tuple[bool, bytes]]:
+        from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
+
+        data, self._held = self._held + chunk, b""
+        pieces: list[tuple[bool, bytes]] = []
+        while True:
+            at = data.find(MARK_PREFIX)
+            if at < 0:
+                break
+            mark = data[at:at + len(BEGIN)]
+            if len(mark) < len(BEGIN) and not end:  # cut: the rest comes with the next read
+                pieces.append((self.in_call, data[:at]))
+                self._held = data[at:]
+                return pieces
+            if mark not in (BEGIN, END):  # the program's own bytes that look like a mark's start
+                pieces.append((self.in_call, data[:at + 1]))
+                data = data[at + 1:]
+                continue
+            pieces.append((self.in_call, data[:at]))
+            self.in_call = mark == BEGIN
+            data = data[at + len(BEGIN):]
+        keep = 0 if end else _partial_prefix(data, MARK_PREFIX)
+        if keep:
+            self._held = data[-keep:]
+            data = data[:-keep]
+        pieces.append((self.in_call, data))
+        return pieces
+
+
+def _partial_prefix(data: bytes, prefix: bytes) -> int:
+    """How many bytes at data's end begin prefix (0 when none)."""
+    for size in range(min(len(prefix) - 1, len(data)), 0, -1):
+        if data.endswith(prefix[:size]):
+            return size
+    return 0
 
 
 def _read(descriptor: int) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 
 from openwop_cli.format.canonical import content_hash
+from openwop_cli.runtime import outputmarks
 from openwop_cli.runtime.jsonable import json_form, revive, to_json, type_name
 from openwop_cli.runtime.session import (
     UNRESOLVED,
@@ -68,14 +69,14 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                         return served.value()
                     return await _run_live_async(served, fn, args, kwargs)
                 call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
-                boundary = enter_boundary()
+                boundary = _open_body()
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
                     _record_failure(session, "tool_result", {"callId": call_id}, exc)
                     raise
                 finally:
-                    exit_boundary(boundary)
+                    _close_body(boundary)
                 _record_tool_result(session, call_id, result)
                 return result
 
@@ -92,14 +93,14 @@ def tool(function: F | None = None, *, name: str | None = None) -> Any:
                 served = session.replayer.tool(tool_name, bind(args, kwargs))
                 return served.value() if not served.live else _run_live(served, fn, args, kwargs)
             call_id = _record_tool_call(session, tool_name, bind(args, kwargs))
-            boundary = enter_boundary()
+            boundary = _open_body()
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 _record_failure(session, "tool_result", {"callId": call_id}, exc)
                 raise
             finally:
-                exit_boundary(boundary)
+                _close_body(boundary)
             _record_tool_result(session, call_id, result)
             return result
 
@@ -124,29 +125,41 @@ def _record_tool_result(session: Session, call_id: str, result: Any) -> None:
 
 def _run_live(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """A replayed call that runs for real (an allowed tool, or a fork past its branch point)."""
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:
         served.finish(error=exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     served.finish(result=result)
     return result
 
 
 async def _run_live_async(served: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         result = await fn(*args, **kwargs)
     except BaseException as exc:
         served.finish(error=exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     served.finish(result=result)
     return result
+
+
+def _open_body() -> Any:
+    """A recorded call's body starts here: a boundary (what runs below records nothing of its own) whose printed
+    output is marked as the call's (runtime.outputmarks: a replay, serving the call, prints none of it)."""
+    outputmarks.begin()
+    return enter_boundary()
+
+
+def _close_body(boundary: Any) -> None:
+    exit_boundary(boundary)
+    outputmarks.end()
 
 
 def _record_failure(session: Session, event_type: str, data: dict[str, Any], exc: BaseException) -> None:
@@ -212,14 +225,14 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
         return _call_live_llm(served, call)
     session.record("llm_request", {**context, "request": request})  # its keys are added where it is written
     session.flush()
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         response = call()
     except BaseException as exc:
         _record_failure(session, "llm_response", context, exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     if inspect.isawaitable(response):
         return _finish_async_llm(session, context, response)  # type: ignore[return-value]
     _record_llm_response(session, context, response)
@@ -227,14 +240,14 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
 
 
 def _call_live_llm(served: Any, call: Callable[[], Any]) -> Any:
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         response = call()
     except BaseException as exc:
         served.finish(error=exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     if inspect.isawaitable(response):
         return _finish_live_async_llm(served, response)
     served.finish(response=response)
@@ -242,27 +255,27 @@ def _call_live_llm(served: Any, call: Callable[[], Any]) -> Any:
 
 
 async def _finish_live_async_llm(served: Any, pending: Awaitable[Any]) -> Any:
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         response = await pending
     except BaseException as exc:
         served.finish(error=exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     served.finish(response=response, awaited=True)
     return response
 
 
 async def _finish_async_llm(session: Session, context: dict[str, Any], pending: Awaitable[Any]) -> Any:
-    boundary = enter_boundary()
+    boundary = _open_body()
     try:
         response = await pending
     except BaseException as exc:
         _record_failure(session, "llm_response", context, exc)
         raise
     finally:
-        exit_boundary(boundary)
+        _close_body(boundary)
     _record_llm_response(session, context, response, awaited=True)
     return response
 

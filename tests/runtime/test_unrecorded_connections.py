@@ -85,8 +85,9 @@ def test_a_raw_socket_client_is_named_on_the_last_line_and_is_the_first_divergen
     assert len(report["divergences"]) == 1
     blocked = report["divergences"][0]
     assert (blocked["code"], blocked["eventSeq"]) == ("replay_network_blocked", 1)
-    assert blocked["observedValue"] == {"host": "127.0.0.1", "port": int(destination.rsplit(":", 1)[1]),
-                                        "site": {"file": "agent.py", "line": 5, "function": "ask"}}
+    observed = blocked["observedValue"]
+    assert (observed["host"], observed["port"]) == ("127.0.0.1", int(destination.rsplit(":", 1)[1]))
+    assert observed["site"].items() >= {"file": "agent.py", "line": 5, "function": "ask"}.items()
     assert blocked["expectedValue"] == recorded[0]["value"] and "--proxy" in blocked["detail"]
     assert blocked["expected"]["seq"] == 1 and blocked["observed"]["type"] == "nondeterministic"
 

@@ -259,7 +259,7 @@ class RecordedRequest(NamedTuple):
         if llm is None:
             value = _answer_value(body, headers.get("content-type"))
             answer = {"callId": self.call_id, "ok": status < 400,
-                      "result": {"status": status, "headers": kept, "body": value}}
+                      "result": {"status": status, "headers": kept, "body": value, **json_style(body, value)}}
             return answer if complete is True or not streamed else _ended_early(answer, complete)
         data: dict[str, Any] = {**self.context, "ok": status < 400, "status": status, "headers": kept}
         if streamed:
@@ -276,7 +276,7 @@ class RecordedRequest(NamedTuple):
                 _ended_early(data, complete)
         else:
             value = _answer_value(body, headers.get("content-type"))
-            data.update(stopReason=stop_reason(value), usage=usage(value), response=value)
+            data.update(stopReason=stop_reason(value), usage=usage(value), response=value, **json_style(body, value))
         return data
 
     def failure_data(self, error: dict[str, Any]) -> dict[str, Any]:
@@ -340,7 +340,7 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
     """(status, headers, body chunks, streamed) to hand back for a recorded response event's data."""
     if "result" in recorded and "status" not in recorded:
         result = recorded.get("result") or {}
-        body = _body_bytes(result.get("body"))
+        body = _body_bytes(result.get("body"), result)
         if recorded.get("streamComplete") is False:  # an http tool's stream that did not end: served as one
             return result.get("status", 200), _headers_for(result.get("headers"), None), _recorded_chunks(
                 [body], recorded), True
@@ -355,7 +355,7 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
         if recorded.get("streamComplete") is False:
             chunks = _recorded_chunks(chunks, recorded)
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
-    body = _body_bytes(recorded.get("response"))
+    body = _body_bytes(recorded.get("response"), recorded)
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
 
 
@@ -688,11 +688,58 @@ def _text_or_bytes(body: bytes) -> str | bytes:
         return bytes(body)
 
 
-def _body_bytes(value: Any) -> bytes:
+def _body_bytes(value: Any, recorded: dict[str, Any] | None = None) -> bytes:
+    """The bytes to serve for a recorded body: a JSON value written as the server wrote it (json_style)."""
     if value is None:
         return b""
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str):
         return value.encode()
-    return orjson.dumps(value)
+    recorded = recorded or {}
+    text = recorded.get("bodyText")
+    if isinstance(text, str):
+        return text.encode()
+    style = recorded.get("bodyStyle")
+    writer = _JSON_STYLES.get(style) if isinstance(style, str) else None
+    written = orjson.dumps(value) if writer is None else writer(value)
+    return written + b"\n" if recorded.get("bodyNewline") is True else written
+
+
+def _json_dumps(**options: Any) -> Any:
+    import json
+
+    return lambda value: json.dumps(value, **options).encode()
+
+
+# How servers write JSON besides orjson's compact form (Python's json module, pretty-printed APIs): a JSON answer
+# records which one wrote it, so a replay serves the same bytes to a program that prints them (curl).
+_JSON_STYLES: dict[str, Any] = {
+    "python": _json_dumps(), "python-unicode": _json_dumps(ensure_ascii=False),
+    "compact-ascii": _json_dumps(separators=(",", ":")),
+    "indent2": _json_dumps(indent=2, ensure_ascii=False), "indent2-ascii": _json_dumps(indent=2),
+    "indent4": _json_dumps(indent=4, ensure_ascii=False),
+    "orjson-indent2": lambda value: orjson.dumps(value, option=orjson.OPT_INDENT_2),
+}
+
+
+def json_style(body: bytes, value: Any) -> dict[str, Any]:
+    """For a JSON answer recorded as its value (not its text): how the server wrote it, when not as orjson writes it
+    compact ({"bodyStyle": name, "bodyNewline": true?}); a body none of them writes the same is kept as its text
+    (`bodyText`), which a replay then serves."""
+    if type(value) is not dict and type(value) is not list:
+        return {}
+    written = orjson.dumps(value)
+    if written == body:
+        return {}
+    newline = body.endswith(b"\n")
+    stripped = body[:-1] if newline else body
+    if written == stripped:
+        return {"bodyNewline": True}
+    for name, writer in _JSON_STYLES.items():
+        try:
+            if writer(value) == stripped:
+                return {"bodyStyle": name, **({"bodyNewline": True} if newline else {})}
+        except (TypeError, ValueError):
+            return {}
+    return {"bodyText": _text_or_bytes(body)}
