@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
+from openwop_cli.format.imported import traced_part, untraced_request_fields
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import (
     EVENT_MISSING,
@@ -120,6 +121,7 @@ class Replayer:
         self._workflow_reported = False
         self._telemetry_noted: set[tuple[str, str]] = set()
         self._blocked: set[str] = set()
+        self._untraced = untraced_request_fields(self.source.manifest)
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
         engine.caller_pool_task = current_pool_task
@@ -192,7 +194,7 @@ class Replayer:
 
     @_debuggable
     def llm(self, context: dict[str, Any], request: dict[str, Any], keys: dict[str, Any]) -> Served:
-        data = {**context, **keys, "request": request}
+        data = self._as_traced({**context, **keys, "request": request})
         with self._lock:
             match = self._match(KIND_LLM, "llm_request", data)
             if match.live:
@@ -231,6 +233,7 @@ class Replayer:
         """
         kind, request_type, result_type = ((KIND_LLM, "llm_request", "llm_response") if is_llm
                                            else (KIND_TOOL, "tool_call", "tool_result"))
+        data = self._as_traced(data) if is_llm else data
         with self._lock:
             match = self._match(kind, request_type, data)
             if match.live or (not is_llm and "http" in self.allow_tools):
@@ -261,6 +264,19 @@ class Replayer:
         self.note(TELEMETRY_NOT_COMPARED, f"telemetry to {host} ({service}) is served from the capture without "
                   "comparing its bodies, count or order: ids and times in it change on every run", None)
         return True
+
+    def _as_traced(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An LLM request as a capture imported from a trace can know it (format.imported): without the fields its
+        trace could not say, which are kept aside (`requestNotInTrace`), and keyed without them as the import was."""
+        if not self._untraced or not isinstance(data.get("request"), dict):
+            return data
+        from openwop_cli.runtime.providers import request_keys
+
+        request = data["request"]
+        traced = traced_part(request, self._untraced)
+        aside = {key: value for key, value in request.items() if key not in traced}
+        keys = request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced)
+        return {**data, **keys, "request": traced, **({"requestNotInTrace": aside} if aside else {})}
 
     def _lasted(self, match: Match) -> float:
         """How long (seconds) the recorded call lasted, from its request to its answer."""

@@ -180,7 +180,7 @@ class Exchange:
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
-            return response_parts(served.value())
+            return response_parts(served.value(), request.llm.stream if request.llm is not None else None)
         self._live = served
         return None
 
@@ -336,8 +336,12 @@ class RawExchanges:
         return request.result_type, request.failure_data(pieces[2]), where
 
 
-def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
-    """(status, headers, body chunks, streamed) to hand back for a recorded response event's data."""
+def response_parts(recorded: dict[str, Any],
+                   stream: bool | None = None) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """(status, headers, body chunks, streamed) to hand back for a recorded response event's data (stream: whether
+    today's request asks for a stream, which an answer imported from a trace is served as)."""
+    if recorded.get("fromTrace") is True:
+        return _traced_answer_parts(recorded, stream)
     if "result" in recorded and "status" not in recorded:
         result = recorded.get("result") or {}
         body = _body_bytes(result.get("body"))
@@ -357,6 +361,20 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"))
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
+
+
+def _traced_answer_parts(recorded: dict[str, Any],
+                         stream: bool | None) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """An answer imported from a trace (importers.otel): as its server-sent events when today's request streams (or,
+    when it does not say, when the trace says the call streamed) and the import made them, else as one JSON body."""
+    streamed = stream if stream is not None else recorded.get("streamed") is True
+    headers = dict(recorded.get("headers") or {})
+    events = recorded.get("stream")
+    if streamed and isinstance(events, list):
+        headers["content-type"] = "text/event-stream"
+        return recorded.get("status", 200), _headers_for(headers, None), [sse.event_bytes(event) for event in events], True
+    body = _body_bytes(recorded.get("response"))
+    return recorded.get("status", 200), _headers_for(headers, len(body)), [body], False
 
 
 def _recorded_chunks(chunks: list[bytes], recorded: dict[str, Any]) -> "_RecordedChunks":

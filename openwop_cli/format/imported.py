@@ -1,0 +1,49 @@
+"""What an imported capture could not hold, as its manifest's `imported` field says it (one reading for the replay
+and the report).
+
+`imported.from` is where the capture came from (`vcr`, `otel`). An OpenTelemetry trace holds the calls it traced and
+nothing else, so its capture names what it lacks in `imported.notInTrace`:
+
+- `ambient`: clock, random and uuid values (and every other value read without an SDK call);
+- `output`: the program's stdout and stderr;
+- `http`: HTTP requests other than the traced LLM and tool calls;
+- `url`: the URL each LLM request went to (a trace names at most the server);
+- `requestOptions`: request fields the trace's conventions do not record (the GenAI conventions keep a few options);
+  `imported.untracedRequestFields` lists those of them the cache-key recipe reads, which a replay leaves out of
+  today's request's key as the import left them out of the recorded one.
+
+A replay of such a capture reads them live and lists them as "not in the trace"; they are never divergences.
+"""
+
+from typing import Any
+
+AMBIENT, OUTPUT, HTTP, URL, REQUEST_OPTIONS = "ambient", "output", "http", "url", "requestOptions"
+NOT_IN_TRACE = (AMBIENT, OUTPUT, HTTP, URL, REQUEST_OPTIONS)
+
+
+def imported_from(manifest: dict[str, Any]) -> str | None:
+    """Where the capture was imported from (`vcr`, `otel`), or None for a capture wop recorded."""
+    imported = manifest.get("imported")
+    source = imported.get("from") if isinstance(imported, dict) else None
+    return source if isinstance(source, str) else None
+
+
+def not_in_trace(manifest: dict[str, Any]) -> frozenset[str]:
+    """What the capture's trace could not hold (NOT_IN_TRACE's names); empty for a recorded capture."""
+    imported = manifest.get("imported")
+    names = imported.get("notInTrace") if isinstance(imported, dict) else None
+    return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else frozenset()
+
+
+def untraced_request_fields(manifest: dict[str, Any]) -> frozenset[str]:
+    """The request fields an imported capture's cache keys leave out (the trace could not say them)."""
+    imported = manifest.get("imported")
+    names = imported.get("untracedRequestFields") if isinstance(imported, dict) else None
+    return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else frozenset()
+
+
+def traced_part(request: Any, untraced: frozenset[str]) -> Any:
+    """A request without the fields its trace could not say: what a replay keys and compares."""
+    if not untraced or not isinstance(request, dict):
+        return request
+    return {key: value for key, value in request.items() if key not in untraced}
