@@ -65,7 +65,7 @@ def otel(
                                                help="The command that made the trace (kept as the capture's command, "
                                                     "so `wop replay` can run it)."),
     phoenix: Optional[str] = typer.Option(None, "--phoenix", metavar="URL", help="Read the traces from a Phoenix "
-                                          "server instead of a file (with --project)."),
+                                          "server instead of a file (with --project; no SOURCE then)."),
     project: Optional[str] = typer.Option(None, "--project", metavar="NAME", help="The Phoenix project to read."),
     trace_ids: Optional[list[str]] = typer.Option(None, "--trace-id", metavar="ID", help="Import only this trace (an "
                                                   "id or a unique prefix; repeat for more). Default: every trace."),
@@ -103,6 +103,8 @@ def otel(
     from openwop_cli.importers.otel import import_traces
     from openwop_cli.importers.otlp import PhoenixSource, TraceSource
 
+    if phoenix is not None and source is not None:  # with --phoenix there is no SOURCE: the words are the command
+        argv, source = [str(source), *(argv or [])], None
     if (source is None) == (phoenix is None):
         raise UsageError("give a trace file or directory, or --phoenix URL --project NAME (one of them)")
     if phoenix is not None and not project:

@@ -19,6 +19,9 @@ from typing import Any
 
 AMBIENT, OUTPUT, HTTP, URL, REQUEST_OPTIONS = "ambient", "output", "http", "url", "requestOptions"
 NOT_IN_TRACE = (AMBIENT, OUTPUT, HTTP, URL, REQUEST_OPTIONS)
+DESCRIPTIONS = {AMBIENT: "clock, random and uuid values", OUTPUT: "the program's stdout and stderr",
+                HTTP: "HTTP requests it did not trace", URL: "the URL of each LLM request",
+                REQUEST_OPTIONS: "request options its conventions do not keep (only those it holds are compared)"}
 
 
 def imported_from(manifest: dict[str, Any]) -> str | None:
@@ -33,6 +36,13 @@ def not_in_trace(manifest: dict[str, Any]) -> frozenset[str]:
     imported = manifest.get("imported")
     names = imported.get("notInTrace") if isinstance(imported, dict) else None
     return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else frozenset()
+
+
+def hidden_spans(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spans whose content the trace hid ({spanId, name, kind, hidden: [what]}), as the import found them."""
+    imported = manifest.get("imported")
+    spans = imported.get("hidden") if isinstance(imported, dict) else None
+    return [span for span in spans if isinstance(span, dict)] if isinstance(spans, list) else []
 
 
 def untraced_request_fields(manifest: dict[str, Any]) -> frozenset[str]:

@@ -92,8 +92,12 @@ def span_role(span: Span) -> str | None:
 
 
 def traced_llm(span: Span) -> TracedLLM:
-    """The LLM call a span (span_role "llm") holds."""
-    if isinstance(span.attributes.get("openinference.span.kind"), str):
+    """The LLM call a span (span_role "llm") holds. A span with both conventions' attributes is read by the one that
+    wrote it: OpenInference's input.value, else the GenAI operation (Phoenix adds OpenInference names to GenAI spans
+    it ingests, from the GenAI attributes, which it keeps)."""
+    attributes = span.attributes
+    if isinstance(attributes.get("openinference.span.kind"), str) and (
+            "input.value" in attributes or "gen_ai.operation.name" not in attributes):
         return _openinference_llm(span)
     return _genai_llm(span)
 

@@ -519,10 +519,14 @@ def phoenix_span(span: Any) -> Span:
               for event in span.get("events") or [] if isinstance(event, dict)]
     parent = span.get("parent_id")
     code = {"OK": 1, "ERROR": 2}.get(str(span.get("status_code") or "").upper(), 0)
+    attributes = flat_attributes(span.get("attributes") or {})
+    kind = span.get("span_kind")
+    if isinstance(kind, str) and kind.upper() not in ("", "UNKNOWN"):  # Phoenix keeps the OpenInference kind apart
+        attributes.setdefault("openinference.span.kind", kind.upper())
     return Span(_phoenix_id(context.get("trace_id"), 16), _phoenix_id(context.get("span_id"), 8),
                 _phoenix_id(parent, 8) if parent else None, str(span.get("name") or ""),
-                _iso_nanos(span.get("start_time")), _iso_nanos(span.get("end_time")),
-                flat_attributes(span.get("attributes") or {}), events, code, str(span.get("status_message") or ""))
+                _iso_nanos(span.get("start_time")), _iso_nanos(span.get("end_time")), attributes, events, code,
+                str(span.get("status_message") or ""))
 
 
 def flat_attributes(nested: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
 
 EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
+TRACED_TOOL_NOT_CALLED = "traced_tool_not_called"
 PROGRAM_ENDED = "program_ended_after_stop"
 STOP_GRACE_SECONDS = 10.0  # after a strict stop, how long the program may take to end before wop ends it
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
@@ -408,15 +409,25 @@ class ReplayAccount:
         return is_checked(seq, self.from_seq, self.branch) and seq not in self.source.telemetry_seqs
 
     def _missing(self) -> list[Divergence]:
+        """The recorded calls this run never made; a tool call imported from a trace (`ifCalled`: the program may run
+        it as plain code, not through a wop boundary) is a note instead."""
         source = self.source
         found = []
+        not_called: dict[str, list[int]] = {}
         for unit in range(source.unit_count()):
             seq = source.request_seqs[unit]
             if seq not in self._served and self._checked(seq):
                 event = source.event(seq)
+                if event["data"].get("ifCalled") is True:
+                    not_called.setdefault(str(event["data"].get("name")), []).append(seq)
+                    continue
                 found.append(Divergence(EVENT_MISSING, seq, None, None, None,
                                         f"the capture has a {event['type']} at seq {seq} that this run never made",
                                         event["type"], event))
+        for name, seqs in not_called.items():
+            self.notes.append({"code": TRACED_TOOL_NOT_CALLED, "eventSeq": seqs[0], "recorded": None, "observed": None,
+                               "detail": f"the trace has {len(seqs)} call(s) of tool {name!r} this run did not make "
+                                         "through a wop boundary (wop.tool): not served, not compared"})
         return found
 
     def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
