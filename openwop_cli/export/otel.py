@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from openwop_cli.errors import ExportError, IncompleteCapture, UsageError
+from openwop_cli.errors import ExportError, IncompleteCapture, UsageError, WopError
 
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 TRACES_PATH = "/v1/traces"
@@ -136,7 +136,7 @@ def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
         times = [manifest["createdAt"] if type(manifest.get("createdAt")) is int else 0]
     first, last = min(times), max(times)
     root = tracer.start_span(f"wop {manifest.get('name') or 'run'}", start_time=_ns(first),
-                             attributes={**_root_attributes(manifest, rows), **_whole_run(manifest, rows)})
+                             attributes={**_root_attributes(manifest, rows), **_whole_run(manifest, rows, reader.blobs)})
     spans: dict[int, Any] = {}
     by_seq: dict[int, Any] = {}
     endings: list[tuple[Any, int]] = []
@@ -329,21 +329,40 @@ def _root_attributes(manifest: dict[str, Any], rows: list[Any]) -> dict[str, Any
     return attributes
 
 
-def _whole_run(manifest: dict[str, Any], rows: list[Any]) -> dict[str, Any]:
-    """What `wop import otel` needs to give the capture back whole: its manifest's own fields (pinned files by
-    path and sha256, without their stored copies) and its run_start and run_end events."""
-    program = dict(manifest.get("program") or {})
-    for key in ("script", "modules"):
-        if isinstance(program.get(key), list):
-            program[key] = [{name: pin.get(name) for name in ("path", "sha256")} for pin in program[key]
-                            if isinstance(pin, dict)]
-    program.pop("workflow", None)
+def _whole_run(manifest: dict[str, Any], rows: list[Any], blobs: Any) -> dict[str, Any]:
+    """What `wop import otel` needs to give the capture back whole: its manifest's own fields (the pinned files with
+    their stored text in place of a blob reference) and its run_start and run_end events."""
     kept = {key: manifest[key] for key in ("captureId", "name", "status", "ambient") if key in manifest}
-    attributes = {"wop.manifest": orjson.dumps({**kept, "program": program}).decode()}
+    kept["program"] = _pins_with_copies(manifest.get("program") or {}, blobs)
+    attributes = {"wop.manifest": orjson.dumps(kept).decode()}
     for row in rows:
         if row.event["type"] in ("run_start", "run_end"):
             attributes[f"wop.{row.event['type']}_event"] = _whole(row.event)
     return attributes
+
+
+def _pins_with_copies(program: dict[str, Any], blobs: Any) -> dict[str, Any]:
+    """The program with each pinned file's stored copy in place of its blob reference (`copy`, with the reference's
+    `encoding`); a pin whose copy is missing, altered or binary travels without one (by path and sha256)."""
+    travelling = dict(program)
+    for key in ("script", "modules", "workflow"):
+        pins = program.get(key)
+        if pins is None:
+            continue
+        carried = []
+        for pin in pins if isinstance(pins, list) else [pins]:
+            reference = pin.get("blob") if isinstance(pin, dict) else None
+            try:
+                copy = blobs.resolve(reference) if isinstance(reference, dict) else None
+            except WopError:
+                copy = None
+            if isinstance(pin, dict):
+                bare = {name: value for name, value in pin.items() if name != "blob"}
+                encoding = reference.get("encoding") if isinstance(reference, dict) else None
+                kept = isinstance(copy, str) or (copy is not None and encoding == "json")
+                carried.append({**bare, "copy": copy, "encoding": encoding} if kept else bare)
+        travelling[key] = carried if isinstance(pins, list) else (carried[0] if carried else None)
+    return travelling
 
 
 def _whole(event: dict[str, Any]) -> str:

@@ -100,13 +100,41 @@ def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root:
     sink = CaptureSink(target, redactor=Redactor.from_environment(redact))
     imported = {"from": "otel", "source": source, "traceId": root.trace_id, "spans": len(spans), **plan.imported}
     sink.start({"captureId": capture_id, "name": name or plan.name or f"trace-{root.trace_id[:8]}",
-                "program": plan.program, "imported": imported, **plan.manifest_fields})
+                "program": _without_pins(plan.program), "imported": imported, **plan.manifest_fields})
     for ts, event_type, data, origin in plan.events:
         sink.append(event_type, data, ts=ts, origin=origin)
-    manifest = sink.finalize("error" if plan.failed else "ok", program=plan.program)
+    manifest = sink.finalize("error" if plan.failed else "ok", program=_pinned(plan.program, sink.blobs))
     result = ImportedTrace(target, manifest, root.trace_id, len(spans), plan.llm_calls, plan.tool_calls,
                            imported.get("hidden", []))
     return result
+
+
+_PIN_KEYS = ("script", "modules", "workflow")
+
+
+def _without_pins(program: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in program.items() if key not in _PIN_KEYS}
+
+
+def _pinned(program: dict[str, Any], blobs: Any) -> dict[str, Any]:
+    """The program with the pinned files' copies a wop trace carried (export.otel) stored as the capture's blobs;
+    a pin that came without its copy is left out."""
+    pinned = _without_pins(program)
+    for key in _PIN_KEYS:
+        pins = program.get(key)
+        if pins is None:
+            continue
+        stored = []
+        for pin in pins if isinstance(pins, list) else [pins]:
+            if not isinstance(pin, dict) or "copy" not in pin or not isinstance(pin.get("path"), str):
+                continue
+            copy, encoding = pin["copy"], pin.get("encoding") or "utf-8"
+            data = copy.encode() if isinstance(copy, str) and encoding == "utf-8" else orjson.dumps(copy)
+            bare = {name: value for name, value in pin.items() if name not in ("copy", "encoding")}
+            stored.append({**bare, "blob": blobs.put_ref(data, "utf-8" if encoding == "utf-8" else "json")})
+        if stored:
+            pinned[key] = stored if isinstance(pins, list) else stored[0]
+    return pinned
 
 
 def _root(spans: list[Span]) -> Span:
