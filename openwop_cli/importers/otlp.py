@@ -511,15 +511,17 @@ class PhoenixSource:
 
 def phoenix_span(span: Any) -> Span:
     """A span as Phoenix's REST API returns it (nested attributes, ISO times) in the plain form."""
-    if not isinstance(span, dict):
-        raise BadTrace("Phoenix returned a span that is not an object")
-    context = span.get("context") or {}
+    span = _phoenix_object(span, "a span")
+    context = _phoenix_object(span.get("context"), "a span context")
+    events = span.get("events") or []
+    if not isinstance(events, list):
+        raise BadTrace("Phoenix returned span events that are not a list")
     events = [SpanEvent(str(event.get("name") or ""), _iso_nanos(event.get("timestamp")),
-                        flat_attributes(event.get("attributes") or {}))
-              for event in span.get("events") or [] if isinstance(event, dict)]
+                        flat_attributes(_phoenix_object(event.get("attributes") or {}, "event attributes")))
+              for event in map(lambda event: _phoenix_object(event, "a span event"), events)]
     parent = span.get("parent_id")
     code = {"OK": 1, "ERROR": 2}.get(str(span.get("status_code") or "").upper(), 0)
-    attributes = flat_attributes(span.get("attributes") or {})
+    attributes = flat_attributes(_phoenix_object(span.get("attributes") or {}, "span attributes"))
     kind = span.get("span_kind")
     if isinstance(kind, str) and kind.upper() not in ("", "UNKNOWN"):  # Phoenix keeps the OpenInference kind apart
         attributes.setdefault("openinference.span.kind", kind.upper())
@@ -527,6 +529,12 @@ def phoenix_span(span: Any) -> Span:
                 _phoenix_id(parent, 8) if parent else None, str(span.get("name") or ""),
                 _iso_nanos(span.get("start_time")), _iso_nanos(span.get("end_time")), attributes, events, code,
                 str(span.get("status_message") or ""))
+
+
+def _phoenix_object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadTrace(f"Phoenix returned {what} that is not an object")
+    return value
 
 
 def flat_attributes(nested: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
