@@ -1,7 +1,7 @@
 """`wop import vcr CASSETTE [-- CMD…]`: a VCR.py / pytest-recording cassette as a capture `wop replay` serves."""
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -114,14 +114,11 @@ def otel(
     traces = TraceSource(source) if source is not None else PhoenixSource(phoenix, project)
     imported = import_traces(traces, trace_ids=list(trace_ids or []), out=out, store_root=captures_root(), name=name,
                              argv=list(argv or []), redact=redact.value if redact is not None else load_settings().redact)
-    summary = [{"captureId": trace.manifest["captureId"], "name": trace.manifest.get("name"), "path": str(trace.path),
-                "traceId": trace.trace_id, "spans": trace.spans, "events": trace.manifest.get("eventCount"),
-                "llmCalls": trace.llm_calls, "toolCalls": trace.tool_calls, "hidden": trace.hidden,
-                "notInTrace": trace.manifest["imported"].get("notInTrace", [])} for trace in imported]
+    summaries = (_trace_summary(trace) for trace in imported)
     if json_output:
         from openwop_cli.cli.output import print_json
 
-        print_json(summary)
+        print_json(list(summaries))
         return
     from rich.text import Text
 
@@ -129,10 +126,18 @@ def otel(
     from openwop_cli.report.summary import plural
 
     console = make_console()
-    for trace in summary:
+    for trace in summaries:
         calls = f"{plural(trace['llmCalls'], 'LLM call')} and {plural(trace['toolCalls'], 'tool call')}"
         console.print(Text.assemble(("imported trace ", "muted"), trace["traceId"], f" ({calls}) as capture ",
                                     (trace["captureId"], "bold"), "  ", (trace["path"], "path")), soft_wrap=True)
         for span in trace["hidden"]:
             console.print(Text.assemble(("  hidden in the trace: ", "warning"), f"{span['kind']} span {span['spanId']} "
                                         f"{span['name']!r}: {', '.join(span['hidden'])}"), soft_wrap=True)
+
+
+def _trace_summary(trace: Any) -> dict[str, Any]:
+    """What `wop import otel --json` says of one imported trace."""
+    return {"captureId": trace.manifest["captureId"], "name": trace.manifest.get("name"), "path": str(trace.path),
+            "traceId": trace.trace_id, "spans": trace.spans, "events": trace.manifest.get("eventCount"),
+            "llmCalls": trace.llm_calls, "toolCalls": trace.tool_calls, "hidden": trace.hidden,
+            "notInTrace": trace.manifest["imported"].get("notInTrace", [])}

@@ -439,6 +439,9 @@ def _io_value(attributes: dict[str, Any], key: str) -> tuple[Any, str | None]:
 
 
 def _holds_redacted(value: Any) -> bool:
+    """True when a value holds OpenInference's mask anywhere (looked for in its JSON first: most hold none)."""
+    if REDACTED.encode() not in orjson.dumps(value):
+        return False
     stack = [value]
     while stack:
         item = stack.pop()

@@ -19,6 +19,7 @@ values, the program's output, HTTP it did not trace) is listed in `imported.notI
 """
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,20 +53,19 @@ class ImportedTrace:
 
 
 def import_traces(source: Any, *, trace_ids: list[str], out: Path | None, store_root: Path, name: str | None,
-                  argv: list[str], redact: str) -> list[ImportedTrace]:
+                  argv: list[str], redact: str) -> Iterator[ImportedTrace]:
     """Write each trace of source (importers.otlp's TraceSource or PhoenixSource; only trace_ids when given, by id or
-    unique prefix) as a new capture: in out (one trace) or out/<trace id> (several), else in the store."""
+    unique prefix) as a new capture: in out (one trace) or out/<trace id> (several), else in the store. Each is
+    yielded once written (one trace's spans are held at a time); a trace wop cannot read stops the import there."""
     chosen = _chosen(source.trace_ids(), trace_ids, source.path)
-    imported = []
-    for index, trace_id in enumerate(chosen):
+    for trace_id in chosen:
         spans = source.spans(trace_id)
         if not spans:
             continue
         target_name = name if len(chosen) == 1 else f"{name or 'trace'}-{trace_id[:8]}"
         target = out if out is not None and len(chosen) == 1 else (out / trace_id if out is not None else None)
-        imported.append(write_trace(spans, source=str(source.path), out=target, store_root=store_root,
-                                    name=target_name, argv=argv, redact=redact))
-    return imported
+        yield write_trace(spans, source=str(source.path), out=target, store_root=store_root, name=target_name,
+                          argv=argv, redact=redact)
 
 
 def _chosen(available: list[str], wanted: list[str], where: Any) -> list[str]:
@@ -97,7 +97,7 @@ def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root:
     plan = _WopPlan(root, exported) if exported else _TracePlan(spans, root, argv)
     capture_id = new_id()
     target = out if out is not None else store_root / capture_id
-    sink = CaptureSink(target, redactor=Redactor.from_environment(redact))
+    sink = CaptureSink(target, redactor=Redactor.from_environment(redact), durable=False)
     imported = {"from": "otel", "source": source, "traceId": root.trace_id, "spans": len(spans), **plan.imported}
     sink.start({"captureId": capture_id, "name": name or plan.name or f"trace-{root.trace_id[:8]}",
                 "program": _without_pins(plan.program), "imported": imported, **plan.manifest_fields})

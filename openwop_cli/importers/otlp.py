@@ -314,10 +314,10 @@ def _attributes(values: Any, document: _Document) -> dict[str, Any]:
         raise BadTrace(f"{_where(document)}: attributes are not a list of key/value pairs")
     found = {}
     for pair in values:
-        key = _get(pair, "key")
-        if not isinstance(key, str):
+        key = pair.get("key") if type(pair) is dict else None
+        if type(key) is not str:
             raise BadTrace(f"{_where(document)}: an attribute without a string key")
-        found[key] = _value(_get(pair, "value"), document, 0)
+        found[key] = _value(pair.get("value"), document, 0)
     return found
 
 
@@ -326,6 +326,10 @@ _SCALARS = (("stringValue", "string_value"), ("boolValue", "bool_value"), ("doub
 
 def _value(value: Any, document: _Document, depth: int) -> Any:
     """An OTLP AnyValue as a plain value (a kvlist as a dict, bytes as bytes)."""
+    if type(value) is dict and len(value) == 1:  # the common case first: one field, a string
+        text = value.get("stringValue")
+        if type(text) is str:
+            return text
     if depth > MAX_VALUE_DEPTH:
         raise BadTrace(f"{_where(document)}: a value nested deeper than {MAX_VALUE_DEPTH} levels")
     if not isinstance(value, dict) or not value:
