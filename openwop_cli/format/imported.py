@@ -38,6 +38,12 @@ def not_in_trace(manifest: dict[str, Any]) -> frozenset[str]:
     return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else frozenset()
 
 
+def watches_ambient(manifest: dict[str, Any]) -> bool:
+    """Whether a replay intercepts the program's clock, random and uuid reads: the capture recorded them, or its trace
+    could not (each read is then listed, per call site, as not in the trace)."""
+    return manifest.get("ambient") is True or AMBIENT in not_in_trace(manifest)
+
+
 def hidden_spans(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The spans whose content the trace hid ({spanId, name, kind, hidden: [what]}), as the import found them."""
     imported = manifest.get("imported")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
-from openwop_cli.format.imported import traced_part, untraced_request_fields
+from openwop_cli.format.imported import HTTP, not_in_trace, traced_part, untraced_request_fields
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import (
     EVENT_MISSING,
@@ -49,6 +49,7 @@ from openwop_cli.state.reducers import is_entry
 TOOL_RAN_LIVE = "tool_ran_live"
 TELEMETRY_NOT_COMPARED = "telemetry_not_compared"
 TELEMETRY_ACCEPTED = {"status": 202, "headers": {"content-type": "application/json"}, "body": {"status": "ok"}}
+NOT_IN_TRACE = "not_in_trace"
 
 
 class Served:
@@ -122,6 +123,7 @@ class Replayer:
         self._telemetry_noted: set[tuple[str, str]] = set()
         self._blocked: set[str] = set()
         self._untraced = untraced_request_fields(self.source.manifest)
+        self._untraced_http = HTTP in not_in_trace(self.source.manifest)  # an imported trace's: run live, noted
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
         engine.caller_pool_task = current_pool_task
@@ -234,9 +236,15 @@ class Replayer:
         kind, request_type, result_type = ((KIND_LLM, "llm_request", "llm_response") if is_llm
                                            else (KIND_TOOL, "tool_call", "tool_result"))
         data = self._as_traced(data) if is_llm else data
+        live_http = not is_llm and ("http" in self.allow_tools
+                                    or (self._untraced_http and telemetry_of(data) is None))
         with self._lock:
-            match = self._match(kind, request_type, data)
-            if match.live or (not is_llm and "http" in self.allow_tools):
+            match = self._match(kind, request_type, data, live_if_unrecorded=live_http)
+            if match.live or live_http:
+                if not is_llm and match.unit is None and self._untraced_http:
+                    args = data.get("args") or {}
+                    self.note(NOT_IN_TRACE, f"{args.get('method')} {args.get('url')}: an HTTP request the trace does "
+                              "not hold, run live", None)
                 return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
             if not is_llm and self._note_telemetry(data) and match.telemetry:
                 if match.unit is None:  # never recorded: accepted, as a collector would

@@ -27,6 +27,7 @@ from openwop_cli.format.events import (
     STATE_MUTATION,
     TOOL_CALL,
 )
+from openwop_cli.format.imported import watches_ambient
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
@@ -133,7 +134,7 @@ def run_replay(
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
-                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet, launch=launch)
+                               ambient=watches_ambient(source.manifest), quiet=controls.quiet, launch=launch)
         outcome = hooks.outcome(capture)
         if controls.edits:
             outcome.diff = diff_against_source(source_dir, capture.path)

@@ -214,3 +214,49 @@ def test_unreadable_sources_are_one_line_errors(tmp_path):
         assert not (tmp_path / f"out-{name}").exists()
     assert run_wop("import", "otel").returncode == 2
     assert run_wop("import", "otel", "--phoenix", "http://127.0.0.1:9").returncode == 2
+
+
+INTERNAL_API = """
+import os
+
+import httpx
+import openai
+from openinference.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+
+provider = TracerProvider()
+if os.environ.get("OTLP"):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=os.environ["OTLP"] + "/v1/traces")))
+OpenAIInstrumentor().instrument(tracer_provider=provider)
+client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-otel-0123456789abcdef", max_retries=0)
+with provider.get_tracer("agent").start_as_current_span("agent"):
+    order = httpx.get(os.environ["API"] + "/orders/A-1").json()
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
+        {"role": "user", "content": f"summarize {order['path']}"}])
+print(reply.choices[0].message.content)
+provider.shutdown()
+"""
+
+
+def test_http_the_trace_does_not_hold_runs_live_and_is_listed(tmp_path):
+    instrumented("openinference")
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(INTERNAL_API))
+    with FakeProvider() as provider, FakeProvider(prefix="api") as api, \
+            OtlpFileReceiver(tmp_path / "collector") as collector:
+        traced = _python(program, {"BASE": provider.url, "API": api.url, "OTLP": collector.url})
+        assert traced.returncode == 0, traced.stderr
+        base = provider.url
+        summary = import_trace(str(collector.traces), out=tmp_path / "imported", program=program)
+        assert summary["llmCalls"] == 1 and "http" in summary["notInTrace"]
+        # the LLM provider is stopped below; the internal API the trace does not hold stays up
+    with FakeProvider(prefix="api") as api:
+        done, report = replay(tmp_path / "imported", {"BASE": base, "API": api.url}, tmp_path)
+        assert len(api.requests) == 1  # the GET ran live
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert traced.stdout.strip() in done.stderr.splitlines()
+    [note] = [note for note in report["notes"] if note["code"] == "not_in_trace"]
+    assert note["detail"].startswith("GET http://127.0.0.1:") and "/orders/A-1" in note["detail"]

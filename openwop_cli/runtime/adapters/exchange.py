@@ -17,6 +17,7 @@ from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import dumps
+from openwop_cli.runtime.netguard import end_live_call, live_call
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
@@ -107,6 +108,7 @@ class Exchange:
         self._raw_by: int | None = None  # the pid of the process that queued the request as raw pieces
         self._live: Any = None
         self._boundary: Any = None
+        self._passing: Any = None
         self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture not sent raw
         self.finished = False
 
@@ -191,9 +193,12 @@ class Exchange:
 
     def __enter__(self) -> None:
         self._boundary = enter_boundary()
+        self._passing = live_call() if self._live is not None else None  # a replay runs this call live
 
     def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
         exit_boundary(self._boundary)
+        if self._passing is not None:
+            end_live_call(self._passing)
         if exc is not None and not self.finished:
             self.record_failure(exc)
 
