@@ -260,6 +260,12 @@ def _trace_ids(parsed: Any, document: _Document) -> Iterator[str]:
         for scope in _list(resource, "scopeSpans", "scope_spans", document):
             for span in _list(scope, "spans", "spans", document):
                 yield _json_id(_get(span, "traceId", "trace_id"), 16, document, "traceId")
+    for resource in _list(parsed, "resourceLogs", "resource_logs", document):
+        for scope in _list(resource, "scopeLogs", "scope_logs", document):
+            for record in _list(scope, "logRecords", "log_records", document):
+                trace_id = _get(record, "traceId", "trace_id")
+                if trace_id and _get(record, "spanId", "span_id"):
+                    yield _json_id(trace_id, 16, document, "traceId")
 
 
 def _json_spans(parsed: Any, trace_id: str, document: _Document) -> Iterator[Span]:

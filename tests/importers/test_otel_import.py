@@ -36,6 +36,15 @@ if os.environ.get("OTLP"):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=os.environ["OTLP"] + "/v1/traces")))
+if os.environ.get("OTLP_LOGS"):  # GenAI events as log records
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=os.environ["OTLP_LOGS"] + "/v1/logs")))
+    set_logger_provider(logs)
 if os.environ["INSTRUMENT"] == "openinference":
     from openinference.instrumentation.openai import OpenAIInstrumentor
 else:
@@ -144,6 +153,20 @@ def test_a_traced_program_imported_from_an_otlp_file_replays_offline(tmp_path, i
     if instrument == "openinference":  # the request as the program sent it, stream flag included
         assert events[5]["data"]["request"]["stream"] is True and "tools" in events[3]["data"]["request"]
     assert_replays_offline(tmp_path / "imported", env, tmp_path)
+
+
+def test_genai_events_sent_as_log_records_are_read_with_their_spans(tmp_path):
+    instrumented("genai")
+    with FakeProvider() as provider, OtlpFileReceiver(tmp_path / "collector") as collector:
+        program, env = run_agent(tmp_path, "genai", provider.url, OTLP=collector.url, OTLP_LOGS=collector.url,
+                                 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="event_only")
+    spans_only = import_trace(str(collector.traces), out=tmp_path / "spans-only", program=program)
+    assert len(spans_only["hidden"]) == 3  # the messages are in the log records, not on the spans
+    collector.proto.unlink()  # the directory the Collector wrote: traces.jsonl and logs.jsonl
+    summary = import_trace(str(collector.directory), out=tmp_path / "imported", program=program)
+    assert (summary["llmCalls"], summary["hidden"]) == (3, [])
+    assert_replays_offline(tmp_path / "imported", {**env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT":
+                                                   "event_only"}, tmp_path)
 
 
 def test_a_trace_with_hidden_inputs_names_its_spans_and_the_replay_reports_them(tmp_path):
