@@ -37,6 +37,12 @@ GENAI_OPTIONS = {  # gen_ai.request.* → the OpenAI request field
     "gen_ai.request.presence_penalty": "presence_penalty", "gen_ai.request.stop_sequences": "stop",
     "gen_ai.request.seed": "seed",
 }
+# The chat completions request's options (what llm.invocation_parameters may hold beside a framework's own keys)
+CHAT_OPTIONS = frozenset({
+    "model", "temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "stop", "seed", "presence_penalty",
+    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
+    "tool_choice", "parallel_tool_calls", "user", "service_tier", "reasoning_effort", "metadata", "store",
+    "modalities", "audio", "prediction", "verbosity", "web_search_options"})
 # Request fields the GenAI conventions cannot say, among those the cache-key recipe reads (tools: when the trace has
 # no gen_ai.tool.definitions)
 GENAI_UNTRACED = ("response_format",)
@@ -130,12 +136,12 @@ def _openinference_llm(span: Span) -> TracedLLM:
     model = _string(attributes.get("llm.model_name"))
     hidden: list[str] = []
     body, body_hidden = _io_value(attributes, "input.value")
-    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+    if _provider_body(body):
         request, whole = body, True
-    else:
+    else:  # a framework's span (LangChain's input.value is its own messages) or a hidden body: the llm.* attributes
         if body_hidden is not None and body_hidden != " (hidden)":
             hidden.append(f"input{body_hidden}")
-        request, whole = _openinference_request(attributes, model, hidden), True
+        request, whole = _openinference_request(attributes, model, hidden), False
     model = model or _string((request or {}).get("model"))
     if request is not None:
         request.setdefault("model", model)
@@ -158,8 +164,15 @@ def _openinference_llm(span: Span) -> TracedLLM:
     return TracedLLM("openinference", provider, model, request, response, streamed, whole, set(), _unique(hidden))
 
 
+def _provider_body(body: Any) -> bool:
+    """Whether input.value is the request body an SDK sent (its messages have roles), not a framework's own input."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return isinstance(messages, list) and all(isinstance(message, dict) and "role" in message for message in messages)
+
+
 def _openinference_request(attributes: dict[str, Any], model: str, hidden: list[str]) -> dict[str, Any] | None:
-    """The request rebuilt from llm.input_messages.*, llm.invocation_parameters and llm.tools.*."""
+    """The request rebuilt from llm.input_messages.*, llm.invocation_parameters (the chat completions options
+    among them: a framework adds its own) and llm.tools.*."""
     messages = _indexed(attributes, "llm.input_messages.")
     if not messages:
         hidden.append("input (hidden)")
@@ -167,7 +180,7 @@ def _openinference_request(attributes: dict[str, Any], model: str, hidden: list[
     request: dict[str, Any] = {"model": model}
     parameters, _ = _io_value(attributes, "llm.invocation_parameters")
     if isinstance(parameters, dict):
-        request.update(parameters)
+        request.update({key: value for key, value in parameters.items() if key in CHAT_OPTIONS and value is not None})
     request["messages"] = [_openinference_message(message) for message in messages]
     tools = [_json_or_text(tool.get("tool.json_schema")) for tool in _indexed(attributes, "llm.tools.")]
     if tools:
@@ -176,15 +189,19 @@ def _openinference_request(attributes: dict[str, Any], model: str, hidden: list[
 
 
 def _openinference_message(flat: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": flat.get("message.role")}
+    """A message of llm.input_messages/llm.output_messages in the chat completions shape: an assistant message with
+    tool calls and no text has content null, and a tool message no name (the API has none: LangChain records it)."""
+    role = flat.get("message.role")
+    message: dict[str, Any] = {"role": role}
     contents = _indexed(flat, "message.contents.")
     if contents:
         message["content"] = [_content_block(block) for block in contents]
-    elif "message.content" in flat:
-        message["content"] = flat["message.content"]
-    for key, name in (("message.name", "name"), ("message.tool_call_id", "tool_call_id")):
-        if key in flat:
-            message[name] = flat[key]
+    else:
+        message["content"] = flat.get("message.content")
+    if "message.name" in flat and role != "tool":
+        message["name"] = flat["message.name"]
+    if "message.tool_call_id" in flat:
+        message["tool_call_id"] = flat["message.tool_call_id"]
     calls = _indexed(flat, "message.tool_calls.")
     if calls:
         message["tool_calls"] = [{"id": call.get("tool_call.id"), "type": "function",

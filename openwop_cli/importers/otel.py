@@ -162,27 +162,30 @@ class _TracePlan:
             conventions.add(call.convention)
             if isinstance(call, TracedLLM):
                 untraced |= call.untraced
-        timed: list[tuple[tuple[int, int, int], str, dict[str, Any]]] = []
+        timed: list[tuple[tuple[int, int, int], str, dict[str, Any], dict[str, Any] | None]] = []
         for order, (span, call) in enumerate(traced):
+            origin = None
             if isinstance(call, TracedLLM):
                 self.llm_calls += 1
                 request, response = _llm_events(span, call, self.llm_calls, frozenset(untraced))
             else:
                 self.tool_calls += 1
                 request, response = _tool_events(span, call, self.tool_calls)
+                origin = {"thread": f"traced tool {span.span_id}"}  # a queue of its own: a call the program may not
+                # make through a boundary never holds back the calls after it
             if call.hidden:
                 hidden.append({"spanId": span.span_id, "name": span.name, "kind": "llm" if isinstance(call, TracedLLM)
                                else "tool", "hidden": call.hidden})
             end = max(span.end_ns, span.start_ns)
-            timed.append(((span.start_ns, 1, order), request[0], request[1]))
-            timed.append(((end, 0 if end > span.start_ns else 2, order), response[0], response[1]))
+            timed.append(((span.start_ns, 1, order), request[0], request[1], origin))
+            timed.append(((end, 0 if end > span.start_ns else 2, order), response[0], response[1], origin))
         timed.sort(key=lambda item: item[0])
         start_ms, end_ms = root.start_ns // 1_000_000, max(root.end_ns, root.start_ns) // 1_000_000
         self.events: list[tuple[int, str, dict[str, Any], dict[str, Any] | None]] = [
             (start_ms, RUN_START, {"argv": self.program["argv"], "cwd": self.program["cwd"], "python": None,
                                    "env": []}, None)]
-        self.events += [(max(start_ms, min(key[0] // 1_000_000, end_ms)), event_type, data, None)
-                        for key, event_type, data in timed]
+        self.events += [(max(start_ms, min(key[0] // 1_000_000, end_ms)), event_type, data, origin)
+                        for key, event_type, data, origin in timed]
         exit_code = root.attributes.get("process.exit.code")
         end = {"exitCode": exit_code if type(exit_code) is int else None, "status": "error" if self.failed else "ok",
                "durationMs": end_ms - start_ms}

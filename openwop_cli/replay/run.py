@@ -195,6 +195,7 @@ class ReplayAccount:
         self.early_exit: dict[str, Any] | None = None
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
+        self._not_called: set[int] = set()  # imported tool calls (ifCalled) the run did not make: out of the score
         self._last_seq_by_pid: dict[Any, int] = {}
         self._run_id = ""
         self._live: dict[tuple, dict[str, Any]] = {}
@@ -421,6 +422,7 @@ class ReplayAccount:
                 event = source.event(seq)
                 if event["data"].get("ifCalled") is True:
                     not_called.setdefault(str(event["data"].get("name")), []).append(seq)
+                    self._not_called.add(seq)
                     continue
                 found.append(Divergence(EVENT_MISSING, seq, None, None, None,
                                         f"the capture has a {event['type']} at seq {seq} that this run never made",
@@ -437,7 +439,7 @@ class ReplayAccount:
         without a divergence. A replay that diverged never scores 1."""
         source = self.source
         checked = {source.request_seqs[unit] for unit in range(source.unit_count())
-                   if self._checked(source.request_seqs[unit])}
+                   if self._checked(source.request_seqs[unit])} - self._not_called
         diverged = {d.event_seq for d in self.divergences if d.code not in EXTRA_CODES and d.event_seq in checked}
         beyond = sum(1 for d in self.divergences if d.code in EXTRA_CODES or d.event_seq not in checked)
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)

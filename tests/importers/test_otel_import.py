@@ -283,3 +283,124 @@ def test_http_the_trace_does_not_hold_runs_live_and_is_listed(tmp_path):
     assert traced.stdout.strip() in done.stderr.splitlines()
     [note] = [note for note in report["notes"] if note["code"] == "not_in_trace"]
     assert note["detail"].startswith("GET http://127.0.0.1:") and "/orders/A-1" in note["detail"]
+
+
+LANGGRAPH_TRACED = """
+import json
+import os
+from typing import Annotated, TypedDict
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+
+provider = TracerProvider()
+if os.environ.get("OTLP"):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=os.environ["OTLP"] + "/v1/traces")))
+LangChainInstrumentor().instrument(tracer_provider=provider)
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Find an order by its id.\"\"\"
+    return json.dumps({"id": order_id, "status": "shipped"})
+
+
+class State(TypedDict):
+    messages: Annotated[list, add_messages]
+
+
+model = ChatOpenAI(model="gpt-4o-mini", base_url=os.environ["BASE"] + "/v1", api_key="sk-test-lg-0123456789abcdef",
+                   max_retries=0).bind_tools([lookup_order])
+graph = StateGraph(State)
+graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+graph.add_node("tools", ToolNode([lookup_order]))
+graph.add_edge(START, "agent")
+graph.add_conditional_edges("agent", tools_condition)
+graph.add_edge("tools", "agent")
+result = graph.compile().invoke({"messages": [HumanMessage(os.environ.get("PROMPT", "Where is order A-1?"))]})
+provider.shutdown()
+print(" | ".join(f"{message.type}: {message.content}" for message in result["messages"]))
+"""
+
+
+def test_a_langgraph_trace_from_the_langchain_instrumentation_replays_with_its_tool_listed(tmp_path):
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langchain_openai")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(LANGGRAPH_TRACED))
+    with FakeProvider() as provider, OtlpFileReceiver(tmp_path / "collector") as collector:
+        traced = _python(program, {"BASE": provider.url, "OTLP": collector.url})
+        base = provider.url
+    assert traced.returncode == 0, traced.stderr
+    summary = import_trace(str(collector.traces), out=tmp_path / "imported", program=program)
+    assert (summary["llmCalls"], summary["toolCalls"], summary["hidden"]) == (2, 1, [])
+    events = list(CaptureReader(tmp_path / "imported"))
+    [tool_call] = [event["data"] for event in events if event["type"] == "tool_call"]
+    assert tool_call["name"] == "lookup_order" and tool_call["ifCalled"] is True
+    second = [event["data"] for event in events if event["type"] == "llm_request"][1]
+    # LangChain's span holds its own messages in input.value: the request is rebuilt from llm.input_messages.*
+    assert [message["role"] for message in second["request"]["messages"]] == ["user", "assistant", "tool"]
+    assert second["request"]["tools"][0]["function"]["name"] == "lookup_order"
+
+    done, report = replay(tmp_path / "imported", {"BASE": base}, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert traced.stdout.strip() in done.stderr.splitlines()
+    assert report["score"]["matchedEvents"] == report["score"]["comparedEvents"] == 2
+    [note] = [note for note in report["notes"] if note["code"] == "traced_tool_not_called"]
+    assert "'lookup_order'" in note["detail"]
+    changed, report = replay(tmp_path / "imported", {"BASE": base, "PROMPT": "Where is order B-2?"}, tmp_path)
+    assert changed.returncode == 1
+    assert report["divergences"][0]["jsonPath"] == "$.messages[0].content"
+
+
+TRACED_TOOL = """
+import os
+
+import openwop_cli as wop
+from openinference.instrumentation import OITracer, TraceConfig
+from opentelemetry.sdk.trace import TracerProvider
+
+provider = TracerProvider()
+if os.environ.get("OTLP"):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=os.environ["OTLP"] + "/v1/traces")))
+tracer = OITracer(provider.get_tracer("agent"), config=TraceConfig())
+
+
+@wop.tool
+@tracer.tool
+def lookup_order(order_id):
+    return {"id": order_id, "status": os.environ.get("STATUS", "shipped")}
+
+
+with tracer.start_as_current_span("agent", openinference_span_kind="chain"):
+    print(lookup_order(order_id="A-1")["status"])
+provider.shutdown()
+"""
+
+
+def test_a_traced_tool_is_served_when_the_program_calls_it_through_a_boundary(tmp_path):
+    instrumented("openinference")
+    program = tmp_path / "agent.py"
+    program.write_text(textwrap.dedent(TRACED_TOOL))
+    with OtlpFileReceiver(tmp_path / "collector") as collector:
+        traced = _python(program, {"OTLP": collector.url})
+    assert traced.returncode == 0 and traced.stdout.strip() == "shipped", traced.stderr
+    summary = import_trace(str(collector.traces), out=tmp_path / "imported", program=program)
+    assert (summary["llmCalls"], summary["toolCalls"]) == (0, 1)
+    done, report = replay(tmp_path / "imported", {"STATUS": "lost"}, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "shipped" in done.stderr.splitlines()  # the traced result, not today's function
+    assert report["score"]["matchedEvents"] == 1 and report["notes"] == []
