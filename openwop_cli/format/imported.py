@@ -8,9 +8,10 @@ nothing else, so its capture names what it lacks in `imported.notInTrace`:
 - `output`: the program's stdout and stderr;
 - `http`: HTTP requests other than the traced LLM and tool calls;
 - `url`: the URL each LLM request went to (a trace names at most the server);
-- `requestOptions`: request fields the trace's conventions do not record (the GenAI conventions keep a few options);
-  `imported.untracedRequestFields` lists those of them the cache-key recipe reads, which a replay leaves out of
-  today's request's key as the import left them out of the recorded one.
+- `requestOptions`: request fields the trace's conventions do not record (the GenAI conventions keep a few options;
+  a framework's span its own): `imported.tracedRequestFields` lists the fields the trace does say, and a replay
+  keys and compares only those of today's request (the others are kept aside on the observed event), as the import
+  keyed the recorded one.
 
 A replay of such a capture reads them live and lists them as "not in the trace"; they are never divergences.
 """
@@ -51,15 +52,16 @@ def hidden_spans(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     return [span for span in spans if isinstance(span, dict)] if isinstance(spans, list) else []
 
 
-def untraced_request_fields(manifest: dict[str, Any]) -> frozenset[str]:
-    """The request fields an imported capture's cache keys leave out (the trace could not say them)."""
+def traced_request_fields(manifest: dict[str, Any]) -> frozenset[str] | None:
+    """The request fields an imported capture's trace says (its keys and comparisons cover only those); None when it
+    holds whole requests (or is no import)."""
     imported = manifest.get("imported")
-    names = imported.get("untracedRequestFields") if isinstance(imported, dict) else None
-    return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else frozenset()
+    names = imported.get("tracedRequestFields") if isinstance(imported, dict) else None
+    return frozenset(name for name in names if isinstance(name, str)) if isinstance(names, list) else None
 
 
-def traced_part(request: Any, untraced: frozenset[str]) -> Any:
-    """A request without the fields its trace could not say: what a replay keys and compares."""
-    if not untraced or not isinstance(request, dict):
+def traced_part(request: Any, traced: frozenset[str] | None) -> Any:
+    """A request with only the fields its trace says: what a replay keys and compares."""
+    if traced is None or not isinstance(request, dict):
         return request
-    return {key: value for key, value in request.items() if key not in untraced}
+    return {key: value for key, value in request.items() if key in traced}

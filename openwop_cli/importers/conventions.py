@@ -8,7 +8,7 @@
   `gen_ai.input.messages`/`gen_ai.output.messages`/`gen_ai.system_instructions`/`gen_ai.tool.definitions` as
   attributes or on a `gen_ai.client.inference.operation.details` event, the older per-message events
   (`gen_ai.user.message`, `gen_ai.choice`, …, as span events or log records) and `gen_ai.prompt.N.*` attributes.
-  These conventions keep only some request options: what they cannot say is listed (`untraced`).
+  These conventions keep only some request options: the fields they can say are listed (`traced`).
 
 Requests and answers come out in the OpenAI chat completions shape (the provider's own body where the trace kept
 it), so a replay serves them to the SDK as the provider would have.
@@ -43,9 +43,11 @@ CHAT_OPTIONS = frozenset({
     "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
     "tool_choice", "parallel_tool_calls", "user", "service_tier", "reasoning_effort", "metadata", "store",
     "modalities", "audio", "prediction", "verbosity", "web_search_options"})
-# Request fields the GenAI conventions cannot say, among those the cache-key recipe reads (tools: when the trace has
-# no gen_ai.tool.definitions)
-GENAI_UNTRACED = ("response_format",)
+# What a request rebuilt from llm.* attributes says: its messages, tools and options (an option absent was not set)
+REBUILT_TRACED = frozenset({"messages", "tools", *CHAT_OPTIONS})
+# The request fields the GenAI conventions say (an option absent from the span was not set), tools only with
+# gen_ai.tool.definitions
+GENAI_TRACED = frozenset({"model", "messages", "n", *GENAI_OPTIONS.values()})
 _LEGACY_MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                           "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -54,8 +56,8 @@ _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 @dataclass(slots=True)
 class TracedLLM:
     """An LLM call as a span holds it. request/response: OpenAI-shaped bodies (None where the trace hid them);
-    streamed: whether the program streamed it (None: the trace does not say); untraced: request fields the trace
-    cannot tell; hidden: what the trace left out ("input", "output", "input (truncated)", …)."""
+    streamed: whether the program streamed it (None: the trace does not say); traced: the request fields the trace
+    can tell (None: the whole request); hidden: what the trace left out ("input", "output", "input (truncated)", …)."""
 
     convention: str
     provider: str
@@ -63,10 +65,10 @@ class TracedLLM:
     request: dict[str, Any] | None
     response: dict[str, Any] | None
     streamed: bool | None
-    whole_request: bool
-    untraced: set[str] = field(default_factory=set)
+    traced: frozenset[str] | None
     hidden: list[str] = field(default_factory=list)
     server: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the request's options a trace keeps when it hides its input
 
 
 @dataclass(slots=True)
@@ -136,12 +138,13 @@ def _openinference_llm(span: Span) -> TracedLLM:
     model = _string(attributes.get("llm.model_name"))
     hidden: list[str] = []
     body, body_hidden = _io_value(attributes, "input.value")
+    traced: frozenset[str] | None = None
     if _provider_body(body):
-        request, whole = body, True
+        request = body
     else:  # a framework's span (LangChain's input.value is its own messages) or a hidden body: the llm.* attributes
         if body_hidden is not None and body_hidden != " (hidden)":
             hidden.append(f"input{body_hidden}")
-        request, whole = _openinference_request(attributes, model, hidden), False
+        request, traced = _openinference_request(attributes, model, hidden), REBUILT_TRACED
     model = model or _string((request or {}).get("model"))
     if request is not None:
         request.setdefault("model", model)
@@ -158,10 +161,13 @@ def _openinference_llm(span: Span) -> TracedLLM:
     if response is not None:
         response.setdefault("model", model)
         _fill_usage(response, attributes.get("llm.token_count.prompt"), attributes.get("llm.token_count.completion"))
-    streamed = (request or {}).get("stream") if isinstance((request or {}).get("stream"), bool) else None
+    options = _chat_options(attributes) if request is None else {}
+    known = request if request is not None else options
+    streamed = known.get("stream") if isinstance(known.get("stream"), bool) else None
     if streamed is None and any("stream" in event.name.lower() for event in span.events):
         streamed = True
-    return TracedLLM("openinference", provider, model, request, response, streamed, whole, set(), _unique(hidden))
+    return TracedLLM("openinference", provider, model, request, response, streamed, traced, _unique(hidden),
+                     options=options)
 
 
 def _provider_body(body: Any) -> bool:
@@ -177,15 +183,20 @@ def _openinference_request(attributes: dict[str, Any], model: str, hidden: list[
     if not messages:
         hidden.append("input (hidden)")
         return None
-    request: dict[str, Any] = {"model": model}
-    parameters, _ = _io_value(attributes, "llm.invocation_parameters")
-    if isinstance(parameters, dict):
-        request.update({key: value for key, value in parameters.items() if key in CHAT_OPTIONS and value is not None})
+    request: dict[str, Any] = {"model": model, **_chat_options(attributes)}
     request["messages"] = [_openinference_message(message) for message in messages]
     tools = [_json_or_text(tool.get("tool.json_schema")) for tool in _indexed(attributes, "llm.tools.")]
     if tools:
         request["tools"] = tools
     return request
+
+
+def _chat_options(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The chat completions options among llm.invocation_parameters (a framework adds keys of its own)."""
+    parameters, _ = _io_value(attributes, "llm.invocation_parameters")
+    if not isinstance(parameters, dict):
+        return {}
+    return {key: value for key, value in parameters.items() if key in CHAT_OPTIONS and value is not None}
 
 
 def _openinference_message(flat: dict[str, Any]) -> dict[str, Any]:
@@ -246,7 +257,7 @@ def _genai_llm(span: Span) -> TracedLLM:
     provider = _provider(attributes.get("gen_ai.provider.name"), attributes.get("gen_ai.system"))
     model = _string(attributes.get("gen_ai.request.model")) or _string(attributes.get("gen_ai.response.model"))
     hidden: list[str] = []
-    untraced = set(GENAI_UNTRACED)
+    traced = GENAI_TRACED
     messages = _genai_input(attributes, span)
     request: dict[str, Any] | None = None
     if messages is None:
@@ -260,10 +271,10 @@ def _genai_llm(span: Span) -> TracedLLM:
         if type(count) is int and count != 1:
             request["n"] = count
         tools = _genai_tools(attributes.get("gen_ai.tool.definitions"))
-        if tools is None:
-            untraced.add("tools")
-        elif tools:
-            request["tools"] = tools
+        if tools is not None:
+            traced = traced | {"tools"}
+            if tools:
+                request["tools"] = tools
     choices = _genai_output(attributes, span)
     response = None
     if choices is None:
@@ -275,7 +286,7 @@ def _genai_llm(span: Span) -> TracedLLM:
     streamed = attributes.get("gen_ai.request.stream")
     server = _server(attributes.get("server.address"), attributes.get("server.port"))
     return TracedLLM("genai", provider, model, request, response, streamed if isinstance(streamed, bool) else None,
-                     False, untraced, hidden, server)
+                     traced, hidden, server)
 
 
 def _genai_input(attributes: dict[str, Any], span: Span) -> list[dict[str, Any]] | None:
@@ -457,8 +468,11 @@ def _io_value(attributes: dict[str, Any], key: str) -> tuple[Any, str | None]:
 
 def _holds_redacted(value: Any) -> bool:
     """True when a value holds OpenInference's mask anywhere (looked for in its JSON first: most hold none)."""
-    if REDACTED.encode() not in orjson.dumps(value):
-        return False
+    try:
+        if REDACTED.encode() not in orjson.dumps(value):
+            return False
+    except TypeError:  # not JSON as orjson writes it (an integer beyond 64 bits): walked
+        pass
     stack = [value]
     while stack:
         item = stack.pop()

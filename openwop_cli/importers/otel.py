@@ -154,20 +154,18 @@ class _TracePlan:
         self.llm_calls = self.tool_calls = 0
         self.failed = root.status_code == 2
         hidden: list[dict[str, Any]] = []
-        untraced: set[str] = set()
         conventions: set[str] = set()
         calls = _calls(spans)
         traced = [(span, traced_llm(span)) if role == "llm" else (span, traced_tool(span)) for span, role in calls]
         for _span, call in traced:
             conventions.add(call.convention)
-            if isinstance(call, TracedLLM):
-                untraced |= call.untraced
+        fields = _traced_fields([call for _span, call in traced if isinstance(call, TracedLLM)])
         timed: list[tuple[tuple[int, int, int], str, dict[str, Any], dict[str, Any] | None]] = []
         for order, (span, call) in enumerate(traced):
             origin = None
             if isinstance(call, TracedLLM):
                 self.llm_calls += 1
-                request, response = _llm_events(span, call, self.llm_calls, frozenset(untraced))
+                request, response = _llm_events(span, call, self.llm_calls, fields)
             else:
                 self.tool_calls += 1
                 request, response = _tool_events(span, call, self.tool_calls)
@@ -193,11 +191,21 @@ class _TracePlan:
             end["error"] = root.status_message or "the trace's root span ended with an error"
         self.events.append((end_ms, RUN_END, end, None))
         missing = [not_in.AMBIENT, not_in.OUTPUT, not_in.HTTP, not_in.URL]
-        if untraced or any(isinstance(call, TracedLLM) and not call.whole_request for _span, call in traced):
-            missing.append(not_in.REQUEST_OPTIONS)
-        self.imported: dict[str, Any] = {"producer": sorted(conventions), "notInTrace": missing,
-                                         "untracedRequestFields": sorted(untraced), "hidden": hidden,
+        self.imported: dict[str, Any] = {"producer": sorted(conventions), "notInTrace": missing, "hidden": hidden,
                                          "llmCalls": self.llm_calls, "toolCalls": self.tool_calls}
+        if fields is not None:
+            missing.append(not_in.REQUEST_OPTIONS)
+            self.imported["tracedRequestFields"] = sorted(fields)
+
+
+def _traced_fields(calls: list[TracedLLM]) -> frozenset[str] | None:
+    """The request fields the capture's keys and a replay's comparisons cover: every field when each LLM span held its
+    whole request, else those that all its spans can say (one capture, one rule: a replay does not know beforehand
+    which recorded call today's request is)."""
+    partial = [call.traced for call in calls if call.traced is not None]
+    if not partial:
+        return None
+    return frozenset.intersection(*partial)
 
 
 def _calls(spans: list[Span]) -> list[tuple[Span, str]]:
@@ -225,17 +233,18 @@ def _command(root: Span) -> list[str]:
 
 
 def _llm_events(span: Span, call: TracedLLM, number: int,
-                untraced: frozenset[str]) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+                fields: frozenset[str] | None) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
     from openwop_cli.runtime.providers import request_keys
 
     context = {"provider": call.provider, "model": call.model, "callId": f"llm{number}"}
     request = call.request
     if request is None:
-        request = {"model": call.model, "messages": f"(hidden in the trace: span {span.span_id} {span.name!r} did "
-                                                    f"not record its input: {', '.join(call.hidden)})"}
+        request = {"model": call.model, **call.options,
+                   "messages": f"(hidden in the trace: span {span.span_id} {span.name!r} did not record its input: "
+                               f"{', '.join(call.hidden)})"}
         keys: dict[str, Any] = {"cacheKey": None}
     else:
-        keys = request_keys(call.provider, call.model, not_in.traced_part(request, untraced))
+        keys = request_keys(call.provider, call.model, not_in.traced_part(request, fields))
     url = (call.server or DEFAULT_SERVERS.get(call.provider, DEFAULT_SERVERS["openai"])) + _path(call.provider)
     request_data = {**context, **keys, "request": request, "http": {"method": "POST", "url": url},
                     "span": span.span_id}

@@ -33,6 +33,7 @@ MAX_SPANS_PER_TRACE = 200_000
 MAX_VALUE_DEPTH = 32
 PHOENIX_PAGE = 10_000
 _PREFIX = struct.Struct(">I")
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,9 +348,12 @@ def _value(value: Any, document: _Document, depth: int) -> Any:
     number = _get(value, "intValue", "int_value")
     if number is not None:
         try:
-            return int(number)
+            number = int(number)
         except (TypeError, ValueError):
             raise BadTrace(f"{_where(document)}: intValue {_short(number)} is not an integer") from None
+        if not _INT64[0] <= number <= _INT64[1]:
+            raise BadTrace(f"{_where(document)}: intValue {_short(number)} is not a 64-bit integer")
+        return number
     array = _get(value, "arrayValue", "array_value")
     if array is not None:
         return [_value(item, document, depth + 1) for item in _list(array, "values", "values", document)]
@@ -560,6 +564,8 @@ def flat_attributes(nested: Any, prefix: str = "", depth: int = 0) -> dict[str, 
         if isinstance(value, dict) or (isinstance(value, list) and value and all(isinstance(item, dict)
                                                                                   for item in value)):
             flat.update(flat_attributes(value, name + ".", depth + 1))
+        elif type(value) is int and not _INT64[0] <= value <= _INT64[1]:
+            raise BadTrace(f"Phoenix returned attribute {name} = {_short(value)}, not a 64-bit integer")
         else:
             flat[name] = value
     return flat

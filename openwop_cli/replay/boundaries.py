@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
-from openwop_cli.format.imported import HTTP, not_in_trace, traced_part, untraced_request_fields
+from openwop_cli.format.imported import HTTP, URL, not_in_trace, traced_part, traced_request_fields
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import (
     EVENT_MISSING,
@@ -122,8 +122,10 @@ class Replayer:
         self._workflow_reported = False
         self._telemetry_noted: set[tuple[str, str]] = set()
         self._blocked: set[str] = set()
-        self._untraced = untraced_request_fields(self.source.manifest)
-        self._untraced_http = HTTP in not_in_trace(self.source.manifest)  # an imported trace's: run live, noted
+        missing = not_in_trace(self.source.manifest)
+        self._traced_fields = traced_request_fields(self.source.manifest)
+        self._untraced_url = URL in missing
+        self._untraced_http = HTTP in missing  # an imported trace's: run live, noted
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
         engine.caller_pool_task = current_pool_task
@@ -274,17 +276,25 @@ class Replayer:
         return True
 
     def _as_traced(self, data: dict[str, Any]) -> dict[str, Any]:
-        """An LLM request as a capture imported from a trace can know it (format.imported): without the fields its
-        trace could not say, which are kept aside (`requestNotInTrace`), and keyed without them as the import was."""
-        if not self._untraced or not isinstance(data.get("request"), dict):
+        """An LLM request as a capture imported from a trace knows it (format.imported): only the request fields its
+        trace says, keyed on those as the import was, and no URL when the trace has none; what it cannot say is kept
+        aside on the observed event (`notInTrace`), neither keyed nor compared."""
+        if (self._traced_fields is None and not self._untraced_url) or not isinstance(data.get("request"), dict):
             return data
-        from openwop_cli.runtime.providers import request_keys
-
         request = data["request"]
-        traced = traced_part(request, self._untraced)
-        aside = {key: value for key, value in request.items() if key not in traced}
-        keys = request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced)
-        return {**data, **keys, "request": traced, **({"requestNotInTrace": aside} if aside else {})}
+        traced = traced_part(request, self._traced_fields)
+        shaped = {**data, "request": traced}
+        aside: dict[str, Any] = {}
+        if traced is not request:
+            from openwop_cli.runtime.providers import request_keys
+
+            shaped.update(request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced))
+            aside["request"] = {key: value for key, value in request.items() if key not in traced}
+        if self._untraced_url and "http" in shaped:
+            aside["http"] = shaped.pop("http")
+        if aside:
+            shaped["notInTrace"] = aside
+        return shaped
 
     def _lasted(self, match: Match) -> float:
         """How long (seconds) the recorded call lasted, from its request to its answer."""
