@@ -94,7 +94,7 @@ def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root:
 
     root = _root(spans)
     exported = _exported_events(spans)
-    plan = _WopPlan(root, exported) if exported else _TracePlan(spans, root, argv)
+    plan = _WopPlan(root, exported, argv) if exported else _TracePlan(spans, root, argv)
     capture_id = new_id()
     target = out if out is not None else store_root / capture_id
     sink = CaptureSink(target, redactor=Redactor.from_environment(redact), durable=False)
@@ -104,9 +104,8 @@ def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root:
     for ts, event_type, data, origin in plan.events:
         sink.append(event_type, data, ts=ts, origin=origin)
     manifest = sink.finalize("error" if plan.failed else "ok", program=_pinned(plan.program, sink.blobs))
-    result = ImportedTrace(target, manifest, root.trace_id, len(spans), plan.llm_calls, plan.tool_calls,
-                           imported.get("hidden", []))
-    return result
+    return ImportedTrace(target, manifest, root.trace_id, len(spans), plan.llm_calls, plan.tool_calls,
+                         imported.get("hidden", []))
 
 
 _PIN_KEYS = ("script", "modules", "workflow")
@@ -148,7 +147,7 @@ class _TracePlan:
     """The events of a trace made by instrumentations (see the module docstring)."""
 
     def __init__(self, spans: list[Span], root: Span, argv: list[str]) -> None:
-        self.program = {"argv": argv or _command(root), "cwd": os.getcwd()}
+        self.program = {"argv": argv, "cwd": os.getcwd()}
         self.name = None
         self.manifest_fields: dict[str, Any] = {}
         self.llm_calls = self.tool_calls = 0
@@ -192,7 +191,8 @@ class _TracePlan:
         self.events.append((end_ms, RUN_END, end, None))
         missing = [not_in.AMBIENT, not_in.OUTPUT, not_in.HTTP, not_in.URL]
         self.imported: dict[str, Any] = {"producer": sorted(conventions), "notInTrace": missing, "hidden": hidden,
-                                         "llmCalls": self.llm_calls, "toolCalls": self.tool_calls}
+                                         "llmCalls": self.llm_calls, "toolCalls": self.tool_calls,
+                                         "command": _command(root)}
         if fields is not None:
             missing.append(not_in.REQUEST_OPTIONS)
             self.imported["tracedRequestFields"] = sorted(fields)
@@ -228,6 +228,8 @@ def _calls(spans: list[Span]) -> list[tuple[Span, str]]:
 
 
 def _command(root: Span) -> list[str]:
+    """The command the trace says it ran (process.command_args): for people to read; a replay runs only a command
+    given to `wop import otel` or `wop replay`, never one a trace names."""
     args = root.attributes.get("process.command_args")
     return [str(arg) for arg in args] if isinstance(args, list) else []
 
@@ -323,13 +325,14 @@ def _wop_event(value: Any, span: Span) -> dict[str, Any]:
 class _WopPlan:
     """A trace wop exported: its capture's events and the manifest fields it carried."""
 
-    def __init__(self, root: Span, events: list[dict[str, Any]]) -> None:
+    def __init__(self, root: Span, events: list[dict[str, Any]], argv: list[str]) -> None:
         try:
             manifest = orjson.loads(root.attributes.get("wop.manifest") or "{}")
         except orjson.JSONDecodeError:
             raise BadTrace(f"the root span {root.span_id} carries a wop manifest that is not whole") from None
         manifest = manifest if isinstance(manifest, dict) else {}
-        self.program = manifest.get("program") if isinstance(manifest.get("program"), dict) else {"argv": []}
+        carried = manifest.get("program") if isinstance(manifest.get("program"), dict) else {}
+        self.program = {**carried, "argv": argv}  # a command runs only when given, never as the trace names it
         self.name = manifest.get("name") if isinstance(manifest.get("name"), str) else None
         self.manifest_fields = {key: manifest[key] for key in ("ambient",) if key in manifest}
         self.events = [(event["ts"], event["type"], event["data"], event.get("origin")) for event in events]
@@ -338,4 +341,4 @@ class _WopPlan:
         self.failed = manifest.get("status") == "error"
         self.imported = {"producer": ["wop"], "notInTrace": [not_in.OUTPUT],
                          "capturedFrom": manifest.get("captureId"), "hidden": [],
-                         "llmCalls": self.llm_calls, "toolCalls": self.tool_calls}
+                         "llmCalls": self.llm_calls, "toolCalls": self.tool_calls, "command": carried.get("argv")}

@@ -16,6 +16,7 @@ import pytest
 from openwop_cli.format.reader import CaptureReader
 from tests.conftest import run_wop
 from tests.fake_provider import FakeProvider
+from tests.importers.agents import LANGGRAPH_TRACED
 from tests.otlp_receiver import OtlpFileReceiver
 
 pytest.importorskip("openai")
@@ -283,53 +284,6 @@ def test_http_the_trace_does_not_hold_runs_live_and_is_listed(tmp_path):
     assert traced.stdout.strip() in done.stderr.splitlines()
     [note] = [note for note in report["notes"] if note["code"] == "not_in_trace"]
     assert note["detail"].startswith("GET http://127.0.0.1:") and "/orders/A-1" in note["detail"]
-
-
-LANGGRAPH_TRACED = """
-import json
-import os
-from typing import Annotated, TypedDict
-
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langgraph.graph import START, StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, tools_condition
-from openinference.instrumentation.langchain import LangChainInstrumentor
-from opentelemetry.sdk.trace import TracerProvider
-
-provider = TracerProvider()
-if os.environ.get("OTLP"):
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=os.environ["OTLP"] + "/v1/traces")))
-LangChainInstrumentor().instrument(tracer_provider=provider)
-
-
-@tool
-def lookup_order(order_id: str) -> str:
-    \"\"\"Find an order by its id.\"\"\"
-    return json.dumps({"id": order_id, "status": "shipped"})
-
-
-class State(TypedDict):
-    messages: Annotated[list, add_messages]
-
-
-model = ChatOpenAI(model="gpt-4o-mini", base_url=os.environ["BASE"] + "/v1", api_key="sk-test-lg-0123456789abcdef",
-                   max_retries=0).bind_tools([lookup_order])
-graph = StateGraph(State)
-graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
-graph.add_node("tools", ToolNode([lookup_order]))
-graph.add_edge(START, "agent")
-graph.add_conditional_edges("agent", tools_condition)
-graph.add_edge("tools", "agent")
-result = graph.compile().invoke({"messages": [HumanMessage(os.environ.get("PROMPT", "Where is order A-1?"))]})
-provider.shutdown()
-print(" | ".join(f"{message.type}: {message.content}" for message in result["messages"]))
-"""
 
 
 def test_a_langgraph_trace_from_the_langchain_instrumentation_replays_with_its_tool_listed(tmp_path):

@@ -15,55 +15,19 @@ import pytest
 from openwop_cli.format.reader import CaptureReader
 from tests.conftest import run_wop
 from tests.fake_provider import FakeProvider
+from tests.importers.agents import LANGGRAPH_AGENT
 
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-AGENT = """
-import json
-import os
-from typing import Annotated, TypedDict
-
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import MemorySaver
-from langgraph.graph import START, StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, tools_condition
-
-
-@tool
-def lookup_order(order_id: str) -> str:
-    \"\"\"Find an order by its id.\"\"\"
-    return json.dumps({"id": order_id, "status": "shipped"})
-
-
-class State(TypedDict):
-    messages: Annotated[list, add_messages]
-
-
-model = ChatOpenAI(model="gpt-4o-mini", base_url=os.environ["BASE"] + "/v1", api_key="sk-test-lg-0123456789abcdef",
-                   max_retries=0).bind_tools([lookup_order])
-graph = StateGraph(State)
-graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
-graph.add_node("tools", ToolNode([lookup_order]))
-graph.add_edge(START, "agent")
-graph.add_conditional_edges("agent", tools_condition)
-graph.add_edge("tools", "agent")
-app = graph.compile(checkpointer=MemorySaver())
-result = app.invoke({"messages": [HumanMessage(os.environ.get("PROMPT", "Where is order A-1?"))]},
-                    {"configurable": {"thread_id": "t1"}})
-print(" | ".join(f"{message.type}: {message.content}" for message in result["messages"]))
-"""
 EXPECTED = 'human: Where is order A-1? | ai:  | tool: {"id": "A-1", "status": "shipped"} | ai: answer to Where is order A-1?'
 
 
 def captured_agent(tmp_path: Path) -> tuple[Path, str]:
     """The LangGraph agent captured by wop against the fake provider (stopped afterwards); the capture, the base URL."""
     program = tmp_path / "agent.py"
-    program.write_text(textwrap.dedent(AGENT))
+    program.write_text(textwrap.dedent(LANGGRAPH_AGENT))
     with FakeProvider() as provider:
         done = run_wop("capture", "--name", "langgraph", "--out", str(tmp_path / "captured"), "--", sys.executable,
                        str(program), env={"BASE": provider.url}, cwd=tmp_path)
@@ -102,17 +66,23 @@ def test_a_langgraph_capture_exported_to_a_file_and_imported_replays_exactly(tmp
     trace = tmp_path / "trace.jsonl"
     exported = run_wop("export", "otel", str(captured), "--file", str(trace), "--json")
     assert exported.returncode == 0, exported.stderr
-    done = run_wop("import", "otel", str(trace), "--out", str(tmp_path / "imported"), "--json")
+    program = [sys.executable, str(tmp_path / "agent.py")]
+    done = run_wop("import", "otel", str(trace), "--out", str(tmp_path / "imported"), "--json", "--", *program)
     assert done.returncode == 0, done.stderr
     [summary] = orjson.loads(done.stdout)
     assert summary["traceId"] == orjson.loads(exported.stdout)[0]["traceId"] and summary["llmCalls"] == 2
     manifest = orjson.loads((tmp_path / "imported" / "manifest.json").read_bytes())
     original = orjson.loads((captured / "manifest.json").read_bytes())
     assert manifest["imported"]["capturedFrom"] == original["captureId"] and manifest["name"] == "langgraph"
-    assert manifest["program"]["argv"] == original["program"]["argv"]
+    assert manifest["program"]["argv"] == original["program"]["argv"] == manifest["imported"]["command"]
     assert manifest["program"]["script"] == original["program"]["script"]  # the pinned copy came along
     assert_same_events(captured, tmp_path / "imported")
     assert_replays_exactly(tmp_path / "imported", base, tmp_path)
+    # the command a trace names is never run: without one given, a replay asks for it
+    assert run_wop("import", "otel", str(trace), "--out", str(tmp_path / "no-command")).returncode == 0
+    assert orjson.loads((tmp_path / "no-command" / "manifest.json").read_bytes())["program"]["argv"] == []
+    refused = run_wop("replay", str(tmp_path / "no-command"), "--out", str(tmp_path / "never"), env={"BASE": base})
+    assert refused.returncode == 2 and "give it after --" in refused.stderr
 
 
 def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tmp_path, phoenix):
@@ -124,7 +94,7 @@ def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tm
     deadline = time.monotonic() + 60
     while True:
         done = run_wop("import", "otel", "--phoenix", phoenix, "--project", project, "--out",
-                       str(tmp_path / "imported"), "--json")
+                       str(tmp_path / "imported"), "--json", "--", sys.executable, str(tmp_path / "agent.py"))
         if done.returncode == 0 and orjson.loads(done.stdout)[0]["spans"] == spans:
             break
         assert time.monotonic() < deadline, done.stdout + done.stderr
