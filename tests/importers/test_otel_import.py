@@ -358,3 +358,32 @@ def test_a_traced_tool_is_served_when_the_program_calls_it_through_a_boundary(tm
     assert done.returncode == 0, done.stdout + done.stderr
     assert "shipped" in done.stderr.splitlines()  # the traced result, not today's function
     assert report["score"]["matchedEvents"] == 1 and report["notes"] == []
+
+
+def openinference_span(trace: str, span: str, parent: str | None, text: str) -> dict:
+    """An OTLP JSON LLM span as openinference-instrumentation-openai writes one (hand-made, for trace selection)."""
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
+    answer = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": f"answer to {text}"}}]}
+    attributes = {"openinference.span.kind": "LLM", "llm.system": "openai", "llm.model_name": "gpt-4o-mini",
+                  "input.value": orjson.dumps(body).decode(), "output.value": orjson.dumps(answer).decode()}
+    return {"traceId": trace, "spanId": span, "parentSpanId": parent or "", "name": "ChatCompletion",
+            "startTimeUnixNano": "1763875573000000000", "endTimeUnixNano": "1763875573100000000",
+            "attributes": [{"key": key, "value": {"stringValue": value}} for key, value in attributes.items()]}
+
+
+def test_trace_ids_choose_what_is_imported_and_several_go_to_a_folder_each(tmp_path):
+    first, second = "4bf92f3577b34da6a3ce929d0e0e4736", "4c00000000000000000000000000beef"
+    spans = [openinference_span(first, "1" * 16, None, "one"), openinference_span(second, "2" * 16, None, "two")]
+    source = tmp_path / "traces.jsonl"
+    source.write_text(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).decode() + "\n")
+    chosen = import_trace(str(source), "--trace-id", "4c00", out=tmp_path / "one", program=tmp_path / "agent.py")
+    assert chosen["traceId"] == second and chosen["llmCalls"] == 1
+    both = run_wop("import", "otel", str(source), "--out", str(tmp_path / "both"), "--name", "incident", "--json")
+    assert both.returncode == 0, both.stderr
+    assert [(trace["traceId"], trace["path"], trace["name"]) for trace in orjson.loads(both.stdout)] == [
+        (first, str(tmp_path / "both" / first), "incident-4bf92f35"),
+        (second, str(tmp_path / "both" / second), "incident-4c000000")]
+    for wanted, problem in (("4", "ambiguous"), ("ffff", "no trace ffff")):
+        done = run_wop("import", "otel", str(source), "--trace-id", wanted, "--out", str(tmp_path / wanted))
+        assert done.returncode == 2 and problem in done.stderr and not (tmp_path / wanted).exists()
