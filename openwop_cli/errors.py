@@ -42,6 +42,10 @@ class BadCassette(UsageError):
     """A VCR.py cassette that cannot be imported (unreadable, not a cassette, a field of the wrong type)."""
 
 
+class BadTrace(UsageError):
+    """An OpenTelemetry trace that cannot be imported (unreadable, not OTLP, a field of the wrong type, too big)."""
+
+
 class ExportError(UsageError):
     """An export could not be delivered (the endpoint is unreachable or refused it)."""
 

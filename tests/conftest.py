@@ -18,6 +18,7 @@ import pytest
 
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
+from tests.phoenix_server import phoenix  # noqa: F401 (the fixture, for tests/export and tests/importers)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -73,8 +73,10 @@ GROUPS = (
      "Send captures to other tools.\n\nwop export otel: each capture as an OpenTelemetry trace, over OTLP/HTTP.",
      (("otel", export.otel, "captures as OpenTelemetry traces (OTLP/HTTP)"),)),
     ("import", "bring in recordings made by other tools",
-     "Bring in recordings made by other tools.\n\nwop import vcr: a VCR.py or pytest-recording cassette as a capture.",
-     (("vcr", importing.vcr, "a VCR.py cassette as a capture"),)),
+     "Bring in recordings made by other tools.\n\nwop import vcr: a VCR.py or pytest-recording cassette as a capture.\n"
+     "wop import otel: OpenTelemetry / OpenInference traces as captures.",
+     (("vcr", importing.vcr, "a VCR.py cassette as a capture"),
+      ("otel", importing.otel, "OpenTelemetry traces as captures (OTLP files, Phoenix)"))),
 )
 for group_name, group_summary, group_help, commands in GROUPS:
     group = typer.Typer(name=group_name, help=group_help, no_args_is_help=True, rich_markup_mode=None)

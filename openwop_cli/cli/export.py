@@ -1,6 +1,7 @@
 """`wop export otel CAPTURE…`: captures as OpenTelemetry traces, sent over OTLP/HTTP (Phoenix, Jaeger, collectors)."""
 
 import os
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -13,6 +14,8 @@ def otel(
                                            "OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)."),
     project: Optional[str] = typer.Option(None, "--project", metavar="NAME",
                                           help="The Phoenix project the traces go to (openinference.project.name)."),
+    file: Optional[Path] = typer.Option(None, "--file", metavar="PATH", help="Write the traces to PATH as OTLP JSON "
+                                        "lines (the Collector's file exporter format) instead of sending them."),
     json_output: bool = typer.Option(False, "--json", help="Print what was exported as JSON."),
 ) -> None:
     """Send each capture as one trace: a root span for the run, a span per LLM call, tool call and HTTP request.
@@ -23,19 +26,26 @@ def otel(
     input.value/output.value); state writes, recorded values and replay divergences are span events.
     Values go out as the capture holds them, redactions included. Needs the otel extra:
     pip install 'openwop-cli[otel]'. OTEL_EXPORTER_OTLP_HEADERS adds headers (an API key). When the
-    endpoint cannot be reached nothing is sent and wop exits 2.
+    endpoint cannot be reached nothing is sent and wop exits 2. Every event also travels whole
+    (wop.request_event, wop.result_event, wop.event, wop.manifest), so `wop import otel` gives
+    the capture back exactly.
 
     \b
     Examples:
       wop export otel last --endpoint http://127.0.0.1:6006
       wop export otel tests/runs/* --project agent-ci
       OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 wop export otel support --json
+      wop export otel last --file run.jsonl && wop import otel run.jsonl
     """
+    from openwop_cli.errors import UsageError
     from openwop_cli.export.otel import endpoint_url, export_captures
     from openwop_cli.store import resolve_capture
 
-    url = endpoint_url(endpoint, dict(os.environ))
-    traces = export_captures([resolve_capture(capture) for capture in captures], url, project)
+    if file is not None and endpoint:
+        raise UsageError("--file and --endpoint do not go together: write the traces to a file or send them")
+    url = endpoint_url(endpoint, dict(os.environ)) if file is None else str(file)
+    traces = export_captures([resolve_capture(capture) for capture in captures], None if file else url, project,
+                             file=file)
     if json_output:
         from openwop_cli.cli.output import print_json
 

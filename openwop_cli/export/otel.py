@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from openwop_cli.errors import ExportError, IncompleteCapture, UsageError
+from openwop_cli.errors import ExportError, IncompleteCapture, UsageError, WopError
 
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 TRACES_PATH = "/v1/traces"
@@ -72,8 +72,10 @@ def check_reachable(url: str) -> None:
         raise ExportError(f"cannot reach the OTLP endpoint {url} ({reason}); nothing was exported") from None
 
 
-def export_captures(captures: list[Path], url: str, project: str | None = None) -> list[ExportedTrace]:
-    """Send each capture as one trace to url (see the module docstring); returns what was sent."""
+def export_captures(captures: list[Path], url: str | None, project: str | None = None,
+                    file: Path | None = None) -> list[ExportedTrace]:
+    """Send each capture as one trace to url, or write them to file as OTLP JSON lines (the Collector's file exporter
+    format; see the module docstring); returns what was sent."""
     sdk = _sdk()
     collected: list[Any] = []
     provider = sdk.tracer_provider(collected, project)
@@ -83,6 +85,11 @@ def export_captures(captures: list[Path], url: str, project: str | None = None) 
         before = len(collected)
         capture_id, trace_id = _trace(tracer, sdk, capture)
         traces.append(ExportedTrace(capture, capture_id, trace_id, len(collected) - before))
+    if file is not None:
+        _write_file(collected, file)
+        provider.shutdown()
+        return traces
+    assert url is not None
     check_reachable(url)
     exporter = sdk.exporter(url)
     try:
@@ -94,6 +101,21 @@ def export_captures(captures: list[Path], url: str, project: str | None = None) 
         exporter.shutdown()
         provider.shutdown()
     return traces
+
+
+def _write_file(spans: list[Any], file: Path) -> None:
+    """The spans as OTLP JSON, one ExportTraceServiceRequest of up to SPANS_PER_REQUEST spans a line."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from openwop_cli.export.otlp_json import otlp_json
+
+    lines = [orjson.dumps(otlp_json(encode_spans(spans[start:start + SPANS_PER_REQUEST]))) + b"\n"
+             for start in range(0, len(spans), SPANS_PER_REQUEST)]
+    try:
+        with open(file, "wb") as written:
+            written.writelines(lines)
+    except OSError as exc:
+        raise ExportError(f"cannot write {file}: {exc.strerror or exc}; nothing was exported") from None
 
 
 def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
@@ -114,7 +136,7 @@ def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
         times = [manifest["createdAt"] if type(manifest.get("createdAt")) is int else 0]
     first, last = min(times), max(times)
     root = tracer.start_span(f"wop {manifest.get('name') or 'run'}", start_time=_ns(first),
-                             attributes=_root_attributes(manifest, rows))
+                             attributes={**_root_attributes(manifest, rows), **_whole_run(manifest, rows, reader.blobs)})
     spans: dict[int, Any] = {}
     by_seq: dict[int, Any] = {}
     endings: list[tuple[Any, int]] = []
@@ -129,7 +151,8 @@ def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
             endings.append((span, _ns(row.result["ts"]) if row.result is not None else _ns(last)))
         elif event["type"] in _EVENT_NAMES:
             target = _divergence_target(event, by_seq, root) if event["type"] == "replay_diverged" else parent
-            target.add_event(_EVENT_NAMES[event["type"]], _event_attributes(event), timestamp=_ns(event["ts"]))
+            target.add_event(_EVENT_NAMES[event["type"]], {**_event_attributes(event), "wop.event": _whole(event)},
+                             timestamp=_ns(event["ts"]))
             if event["type"] == "replay_diverged":
                 target.set_status(sdk.error(str(event["data"].get("code", "diverged"))))
                 root.set_status(sdk.error("the replay diverged"))
@@ -151,8 +174,11 @@ def _call_span(tracer: Any, sdk: Any, row: Any, parent: Any) -> Any:
     else:
         name, kind, attributes = _tool(data, result)
     attributes.update(_where(row))
+    attributes["wop.request_event"] = _whole(row.event)
     if row.result is None:
         attributes["wop.result_missing"] = True
+    else:
+        attributes["wop.result_event"] = _whole(row.result)
     span = tracer.start_span(name, context=sdk.context_of(parent), kind=sdk.kind(kind), attributes=attributes,
                              start_time=_ns(row.event["ts"]))
     if result.get("ok") is False:
@@ -301,6 +327,47 @@ def _root_attributes(manifest: dict[str, Any], rows: list[Any]) -> dict[str, Any
     if isinstance(score, dict) and isinstance(score.get("score"), (int, float)):
         attributes["wop.replay.score"] = float(score["score"])
     return attributes
+
+
+def _whole_run(manifest: dict[str, Any], rows: list[Any], blobs: Any) -> dict[str, Any]:
+    """What `wop import otel` needs to give the capture back whole: its manifest's own fields (the pinned files with
+    their stored text in place of a blob reference) and its run_start and run_end events."""
+    kept = {key: manifest[key] for key in ("captureId", "name", "status", "ambient") if key in manifest}
+    kept["program"] = _pins_with_copies(manifest.get("program") or {}, blobs)
+    attributes = {"wop.manifest": orjson.dumps(kept).decode()}
+    for row in rows:
+        if row.event["type"] in ("run_start", "run_end"):
+            attributes[f"wop.{row.event['type']}_event"] = _whole(row.event)
+    return attributes
+
+
+def _pins_with_copies(program: dict[str, Any], blobs: Any) -> dict[str, Any]:
+    """The program with each pinned file's stored copy in place of its blob reference (`copy`, with the reference's
+    `encoding`); a pin whose copy is missing, altered or binary travels without one (by path and sha256)."""
+    travelling = dict(program)
+    for key in ("script", "modules", "workflow"):
+        pins = program.get(key)
+        if pins is None:
+            continue
+        carried = []
+        for pin in pins if isinstance(pins, list) else [pins]:
+            reference = pin.get("blob") if isinstance(pin, dict) else None
+            try:
+                copy = blobs.resolve(reference) if isinstance(reference, dict) else None
+            except WopError:
+                copy = None
+            if isinstance(pin, dict):
+                bare = {name: value for name, value in pin.items() if name != "blob"}
+                encoding = reference.get("encoding") if isinstance(reference, dict) else None
+                kept = isinstance(copy, str) or (copy is not None and encoding == "json")
+                carried.append({**bare, "copy": copy, "encoding": encoding} if kept else bare)
+        travelling[key] = carried if isinstance(pins, list) else (carried[0] if carried else None)
+    return travelling
+
+
+def _whole(event: dict[str, Any]) -> str:
+    """An event as JSON, whole (never cut: the import rebuilds the capture from it)."""
+    return orjson.dumps({key: event[key] for key in ("seq", "ts", "type", "data", "origin") if key in event}).decode()
 
 
 def _event_attributes(event: dict[str, Any]) -> dict[str, Any]:

@@ -67,8 +67,12 @@ class CaptureSink:
         blob_threshold: int = DEFAULT_THRESHOLD,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         on_warning: Callable[[str], None] | None = None,
+        durable: bool = True,
     ) -> None:
+        """durable=False: no fsync and no disk reserve, for a capture made anew from a source that stays (an import:
+        thousands of captures in one run, each written again from its trace if the machine goes down meanwhile)."""
         self.capture_dir = Path(capture_dir)
+        self.durable = durable
         self.redactor = redactor if redactor is not None else Redactor.from_environment()
         self.blobs = BlobStore(self.capture_dir)
         self.blob_threshold = blob_threshold
@@ -130,7 +134,8 @@ class CaptureSink:
             write_manifest_atomic(self.capture_dir, self.manifest, durable=False)  # finalize's is the durable one
         except OSError as exc:
             raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
-        _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
+        if self.durable:
+            _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
         return self.manifest
 
     def append(
@@ -258,7 +263,8 @@ class CaptureSink:
             )
             if error is not None:
                 manifest["error"] = self.redactor.scrub_text(error)
-            (self.capture_dir / RESERVE_NAME).unlink(missing_ok=True)
+            if self.durable:
+                (self.capture_dir / RESERVE_NAME).unlink(missing_ok=True)
             if not self._write_line_checksums():
                 manifest["integrity"].pop("lineChecksums", None)
             if self._failure is not None:
@@ -266,7 +272,7 @@ class CaptureSink:
                 manifest["lost"] = self._lost_report()
                 manifest["error"] = manifest["lost"]["reason"]
             try:
-                write_manifest_atomic(self.capture_dir, manifest)
+                write_manifest_atomic(self.capture_dir, manifest, durable=self.durable)
             except OSError as exc:
                 self._warn(f"wop: could not finalize the capture manifest in {self.capture_dir}: {exc}")
             self.manifest = manifest
@@ -372,7 +378,8 @@ class CaptureSink:
         if self._file is None or self._file.closed:
             return
         try:
-            os.fsync(self._file.fileno())
+            if self.durable:
+                os.fsync(self._file.fileno())
         except OSError as exc:
             if self._failure is None:
                 self._fail(self._next_seq, exc)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
+from openwop_cli.format.imported import HTTP, URL, not_in_trace, traced_part, traced_request_fields
 from openwop_cli.replay.ambient import AmbientValues
 from openwop_cli.replay.divergence import (
     EVENT_MISSING,
@@ -48,6 +49,7 @@ from openwop_cli.state.reducers import is_entry
 TOOL_RAN_LIVE = "tool_ran_live"
 TELEMETRY_NOT_COMPARED = "telemetry_not_compared"
 TELEMETRY_ACCEPTED = {"status": 202, "headers": {"content-type": "application/json"}, "body": {"status": "ok"}}
+NOT_IN_TRACE = "not_in_trace"
 
 
 class Served:
@@ -120,6 +122,10 @@ class Replayer:
         self._workflow_reported = False
         self._telemetry_noted: set[tuple[str, str]] = set()
         self._blocked: set[str] = set()
+        missing = not_in_trace(self.source.manifest)
+        self._traced_fields = traced_request_fields(self.source.manifest)
+        self._untraced_url = URL in missing
+        self._untraced_http = HTTP in missing  # an imported trace's: run live, noted
         engine.on_divergence = self._pending.append
         engine.caller_origin = session.origin
         engine.caller_pool_task = current_pool_task
@@ -192,7 +198,7 @@ class Replayer:
 
     @_debuggable
     def llm(self, context: dict[str, Any], request: dict[str, Any], keys: dict[str, Any]) -> Served:
-        data = {**context, **keys, "request": request}
+        data = self._as_traced({**context, **keys, "request": request})
         with self._lock:
             match = self._match(KIND_LLM, "llm_request", data)
             if match.live:
@@ -231,9 +237,16 @@ class Replayer:
         """
         kind, request_type, result_type = ((KIND_LLM, "llm_request", "llm_response") if is_llm
                                            else (KIND_TOOL, "tool_call", "tool_result"))
+        data = self._as_traced(data) if is_llm else data
+        live_http = not is_llm and ("http" in self.allow_tools
+                                    or (self._untraced_http and telemetry_of(data) is None))
         with self._lock:
-            match = self._match(kind, request_type, data)
-            if match.live or (not is_llm and "http" in self.allow_tools):
+            match = self._match(kind, request_type, data, live_if_unrecorded=live_http)
+            if match.live or live_http:
+                if not is_llm and match.unit is None and self._untraced_http:
+                    args = data.get("args") or {}
+                    self.note(NOT_IN_TRACE, f"{args.get('method')} {args.get('url')}: an HTTP request the trace does "
+                              "not hold, run live", None)
                 return Served(finish=lambda result: self._record_live_exchange(result_type, result, data, is_llm))
             if not is_llm and self._note_telemetry(data) and match.telemetry:
                 if match.unit is None:  # never recorded: accepted, as a collector would
@@ -261,6 +274,27 @@ class Replayer:
         self.note(TELEMETRY_NOT_COMPARED, f"telemetry to {host} ({service}) is served from the capture without "
                   "comparing its bodies, count or order: ids and times in it change on every run", None)
         return True
+
+    def _as_traced(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An LLM request as a capture imported from a trace knows it (format.imported): only the request fields its
+        trace says, keyed on those as the import was, and no URL when the trace has none; what it cannot say is kept
+        aside on the observed event (`notInTrace`), neither keyed nor compared."""
+        if (self._traced_fields is None and not self._untraced_url) or not isinstance(data.get("request"), dict):
+            return data
+        request = data["request"]
+        traced = traced_part(request, self._traced_fields)
+        shaped = {**data, "request": traced}
+        aside: dict[str, Any] = {}
+        if traced is not request:
+            from openwop_cli.runtime.providers import request_keys
+
+            shaped.update(request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced))
+            aside["request"] = {key: value for key, value in request.items() if key not in traced}
+        if self._untraced_url and "http" in shaped:
+            aside["http"] = shaped.pop("http")
+        if aside:
+            shaped["notInTrace"] = aside
+        return shaped
 
     def _lasted(self, match: Match) -> float:
         """How long (seconds) the recorded call lasted, from its request to its answer."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from openwop_cli.errors import UsageError
+from openwop_cli.format.imported import watches_ambient
 from openwop_cli.format.manifest import manifest_hint
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
@@ -47,7 +48,7 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
     if not command or (program.get("pytest") and not argv) or not starts_own_python(command):
         return None
     try:
-        launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=manifest.get("ambient") is True,
+        launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=watches_ambient(manifest),
                              extra_env=replay_environment(source_dir, policy, 0, False, {}, allow_tools, controls),
                              keep_stderr_tail=True, output_to_stderr=output_to_stderr, quiet=controls.quiet)
     except UsageError:

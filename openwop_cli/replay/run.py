@@ -27,6 +27,7 @@ from openwop_cli.format.events import (
     STATE_MUTATION,
     TOOL_CALL,
 )
+from openwop_cli.format.imported import watches_ambient
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
 
 EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
+TRACED_TOOL_NOT_CALLED = "traced_tool_not_called"
 PROGRAM_ENDED = "program_ended_after_stop"
 STOP_GRACE_SECONDS = 10.0  # after a strict stop, how long the program may take to end before wop ends it
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
@@ -132,7 +134,7 @@ def run_replay(
                                redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
-                               ambient=source.manifest.get("ambient") is True, quiet=controls.quiet, launch=launch,
+                               ambient=watches_ambient(source.manifest), quiet=controls.quiet, launch=launch,
                                record_output=not controls.debugging)  # pdb talks to the terminal itself
         outcome = hooks.outcome(capture)
         if controls.edits:
@@ -194,6 +196,7 @@ class ReplayAccount:
         self.early_exit: dict[str, Any] | None = None
         self.score: dict[str, Any] = {}
         self._served: set[int] = set()
+        self._not_called: set[int] = set()  # imported tool calls (ifCalled) the run did not make: out of the score
         self._last_seq_by_pid: dict[Any, int] = {}
         self._run_id = ""
         self._live: dict[tuple, dict[str, Any]] = {}
@@ -410,15 +413,26 @@ class ReplayAccount:
         return is_checked(seq, self.from_seq, self.branch) and seq not in self.source.telemetry_seqs
 
     def _missing(self) -> list[Divergence]:
+        """The recorded calls this run never made; a tool call imported from a trace (`ifCalled`: the program may run
+        it as plain code, not through a wop boundary) is a note instead."""
         source = self.source
         found = []
+        not_called: dict[str, list[int]] = {}
         for unit in range(source.unit_count()):
             seq = source.request_seqs[unit]
             if seq not in self._served and self._checked(seq):
                 event = source.event(seq)
+                if event["data"].get("ifCalled") is True:
+                    not_called.setdefault(str(event["data"].get("name")), []).append(seq)
+                    self._not_called.add(seq)
+                    continue
                 found.append(Divergence(EVENT_MISSING, seq, None, None, None,
                                         f"the capture has a {event['type']} at seq {seq} that this run never made",
                                         event["type"], event))
+        for name, seqs in not_called.items():
+            self.notes.append({"code": TRACED_TOOL_NOT_CALLED, "eventSeq": seqs[0], "recorded": None, "observed": None,
+                               "detail": f"the trace has {len(seqs)} call(s) of tool {name!r} this run did not make "
+                                         "through a wop boundary (wop.tool): not served, not compared"})
         return found
 
     def _score(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -427,7 +441,7 @@ class ReplayAccount:
         without a divergence. A replay that diverged never scores 1."""
         source = self.source
         checked = {source.request_seqs[unit] for unit in range(source.unit_count())
-                   if self._checked(source.request_seqs[unit])}
+                   if self._checked(source.request_seqs[unit])} - self._not_called
         diverged = {d.event_seq for d in self.divergences if d.code not in EXTRA_CODES and d.event_seq in checked}
         beyond = sum(1 for d in self.divergences if d.code in EXTRA_CODES or d.event_seq not in checked)
         matched = sum(1 for seq in checked if seq in self._served and seq not in diverged)

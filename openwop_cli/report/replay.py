@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from openwop_cli.format.imported import DESCRIPTIONS, NOT_IN_TRACE, hidden_spans, not_in_trace
 from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.report.console import clean
 from openwop_cli.report.replay_lines import header_lines, stopping_divergence, verdict_line
@@ -53,11 +54,16 @@ def render_replay(console: Console, outcome: Any) -> None:
         for changed in outcome.changed_files:
             state = "deleted" if changed["today"] is None else "changed"
             console.print(Text.assemble("  ", (clean(changed["path"]), "path"), f"  {state}"))
+    traced = _from_trace(outcome)
+    if traced is not None:
+        console.print(traced)
     live = outcome.live_values
     if live:
         reads = sum(note["count"] for note in live)
-        console.print(Text(f"{reads} clock/uuid/random read{'s' if reads != 1 else ''} got a live value: the capture "
-                           "has no (more) values recorded at these call sites (new or moved code):", style="warning"))
+        why = ("not in the trace" if not_in_trace(outcome.source_manifest) else
+               "the capture has no (more) values recorded at these call sites (new or moved code)")
+        console.print(Text(f"{reads} clock/uuid/random read{'s' if reads != 1 else ''} got a live value: {why}:",
+                           style="muted" if not_in_trace(outcome.source_manifest) else "warning"))
         for note in live[:MAX_PANELS]:
             console.print(Text.assemble("  ", (clean(site_text(note.get("site"))), "path"),
                                         clean(f"  {note.get('source')} {note.get('key')} ×{note.get('count')}")))
@@ -102,7 +108,27 @@ def replay_json(outcome: Any) -> dict[str, Any]:
         "sourceChange": outcome.source_change,
         "liveValues": outcome.live_values,
         "compared": outcome.compared,
+        "notInTrace": sorted(not_in_trace(outcome.source_manifest)),
+        "hiddenInTrace": hidden_spans(outcome.source_manifest),
     }
+
+
+def _from_trace(outcome: Any) -> Group | None:
+    """For a capture imported from a trace: what the trace could not hold (read live, never a divergence) and the
+    spans whose content it hid (their calls cannot be compared or served)."""
+    missing = not_in_trace(outcome.source_manifest)
+    if not missing:
+        return None
+    listed = "; ".join(DESCRIPTIONS.get(name, name) for name in NOT_IN_TRACE if name in missing)
+    lines: list[Any] = [Text(f"imported from a trace; not in the trace (read live, not compared): {listed}",
+                             style="muted")]
+    hidden = hidden_spans(outcome.source_manifest)
+    if hidden:
+        lines.append(Text(f"the trace hid the content of {plural(len(hidden), 'span')}:", style="warning"))
+        for span in hidden[:MAX_PANELS]:
+            lines.append(Text.assemble("  ", clean(f"{span.get('kind')} span {span.get('spanId')} {span.get('name')!r}: "
+                                                   f"{', '.join(map(str, span.get('hidden') or []))}")))
+    return Group(*lines)
 
 
 def _early_exit(outcome: Any) -> Group:

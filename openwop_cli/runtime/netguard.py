@@ -4,7 +4,9 @@ Internet sockets (IPv4/IPv6) may not connect and host names other than localhost
 resolved; the error names the host and port and says the call is not in the capture. Unix
 sockets (local IPC) and wop's own addresses (its channel over TCP, the --proxy) stay open. Each
 blocked attempt is also handed to `on_blocked(host, port, site)` — site: the first frame outside
-the standard library that made it — so the replay reports it as a divergence of its own.
+the standard library that made it — so the replay reports it as a divergence of its own. A call the
+replay lets run live (an --allow-tool http request, one an imported trace does not hold) connects
+inside `live_call()`.
 
 With `may_serve(host, port)` (a replay of a capture whose raw-socket HTTP the socket recorder kept), a
 blocking TCP connection it allows is not refused but answered from the capture (adapters.raw_socket.serve),
@@ -13,6 +15,7 @@ client gets as far as its connection; refused ones are reported by that name.
 """
 
 import socket
+from contextvars import ContextVar
 from typing import Any, Callable, Collection
 
 from openwop_cli.runtime.callsite import opening_site
@@ -21,8 +24,20 @@ _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
 _STAND_INS = 254  # host names a replay resolves to stand-in addresses (192.0.2.1…254); later ones are refused
 
 
+_LIVE = ContextVar("wop_live_call", default=False)
+
+
 class NetworkBlocked(ConnectionRefusedError):
     """A connection attempt during replay: it would reach the network, and its answer is not in the capture."""
+
+
+def live_call() -> Any:
+    """Mark the calling thread/task as making a call the replay runs live, until `end_live_call(token)`."""
+    return _LIVE.set(True)
+
+
+def end_live_call(token: Any) -> None:
+    _LIVE.reset(token)
 
 
 def block_network(allowed: Collection[tuple[str, int]] = (),
@@ -45,7 +60,7 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
 
     def refuse(sock: Any, address: Any) -> bool:
         """False to connect, True when the capture answers the connection; raises for a refused one."""
-        if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed or _LIVE.get():
             return False
         host, port = address[0], address[1]
         if (may_serve is not None and sock.type == socket.SOCK_STREAM and sock.gettimeout() != 0.0
@@ -70,7 +85,7 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
-        if name not in _LOCAL_NAMES and not _is_numeric(name):
+        if name not in _LOCAL_NAMES and not _is_numeric(name) and not _LIVE.get():
             if may_serve is None or len(stand_ins) >= _STAND_INS:
                 raise blocked(name, port, 1)
             address = next((stand_in for stand_in, known in stand_ins.items() if known == name), None)

@@ -17,6 +17,7 @@ from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import dumps
+from openwop_cli.runtime.netguard import end_live_call, live_call
 from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
@@ -107,6 +108,7 @@ class Exchange:
         self._raw_by: int | None = None  # the pid of the process that queued the request as raw pieces
         self._live: Any = None
         self._boundary: Any = None
+        self._passing: Any = None
         self._origin: dict[str, Any] | None = None  # the request's without its site, in a capture not sent raw
         self.finished = False
 
@@ -180,7 +182,7 @@ class Exchange:
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
-            return response_parts(served.value())
+            return response_parts(served.value(), request.llm.stream if request.llm is not None else None)
         self._live = served
         return None
 
@@ -191,9 +193,12 @@ class Exchange:
 
     def __enter__(self) -> None:
         self._boundary = enter_boundary()
+        self._passing = live_call() if self._live is not None else None  # a replay runs this call live
 
     def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
         exit_boundary(self._boundary)
+        if self._passing is not None:
+            end_live_call(self._passing)
         if exc is not None and not self.finished:
             self.record_failure(exc)
 
@@ -336,8 +341,12 @@ class RawExchanges:
         return request.result_type, request.failure_data(pieces[2]), where
 
 
-def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
-    """(status, headers, body chunks, streamed) to hand back for a recorded response event's data."""
+def response_parts(recorded: dict[str, Any],
+                   stream: bool | None = None) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """(status, headers, body chunks, streamed) to hand back for a recorded response event's data (stream: whether
+    today's request asks for a stream, which an answer imported from a trace is served as)."""
+    if recorded.get("fromTrace") is True:
+        return _traced_answer_parts(recorded, stream)
     if "result" in recorded and "status" not in recorded:
         result = recorded.get("result") or {}
         body = _body_bytes(result.get("body"), result)
@@ -357,6 +366,20 @@ def response_parts(recorded: dict[str, Any]) -> tuple[int, list[tuple[str, str]]
         return recorded.get("status", 200), _headers_for(recorded.get("headers"), None), chunks, True
     body = _body_bytes(recorded.get("response"), recorded)
     return recorded.get("status", 200), _headers_for(recorded.get("headers"), len(body)), [body], False
+
+
+def _traced_answer_parts(recorded: dict[str, Any],
+                         stream: bool | None) -> tuple[int, list[tuple[str, str]], list[bytes], bool]:
+    """An answer imported from a trace (importers.otel): as its server-sent events when today's request streams (or,
+    when it does not say, when the trace says the call streamed) and the import made them, else as one JSON body."""
+    streamed = stream if stream is not None else recorded.get("streamed") is True
+    headers = dict(recorded.get("headers") or {})
+    events = recorded.get("stream")
+    if streamed and isinstance(events, list):
+        headers["content-type"] = "text/event-stream"
+        return recorded.get("status", 200), _headers_for(headers, None), [sse.event_bytes(event) for event in events], True
+    body = _body_bytes(recorded.get("response"))
+    return recorded.get("status", 200), _headers_for(headers, len(body)), [body], False
 
 
 def _recorded_chunks(chunks: list[bytes], recorded: dict[str, Any]) -> "_RecordedChunks":

@@ -48,6 +48,33 @@ def event_bytes(event: dict[str, str], ndjson: bool = False) -> bytes:
     return ("\n".join(lines) + "\n\n").encode()
 
 
+def openai_chat_events(completion: dict[str, Any], with_usage: bool = False) -> list[dict[str, str]]:
+    """A whole chat completion as the stream of chunks OpenAI sends for it (assemble's inverse): a role chunk, the
+    text and tool calls of each choice, its finish reason, the usage chunk when the request asked for one, [DONE]."""
+    base = {key: completion[key] for key in ("id", "created", "model", "system_fingerprint", "service_tier")
+            if completion.get(key) is not None}
+    base["object"] = "chat.completion.chunk"
+    chunks = []
+    for choice in completion.get("choices") or []:
+        index = choice.get("index", 0)
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {"role": message.get("role") or "assistant", "content": ""}
+        chunks.append({**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
+        for key in ("content", "refusal"):
+            if isinstance(message.get(key), str) and message[key]:
+                chunks.append({**base, "choices": [{"index": index, "delta": {key: message[key]},
+                                                    "finish_reason": None}]})
+        for position, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            chunks.append({**base, "choices": [{"index": index, "finish_reason": None, "delta": {"tool_calls": [
+                {"index": position, "id": call.get("id"), "type": call.get("type") or "function",
+                 "function": {"name": function.get("name"), "arguments": function.get("arguments") or ""}}]}}]})
+        chunks.append({**base, "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason")}]})
+    if with_usage and isinstance(completion.get("usage"), dict):
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    return [{"data": orjson.dumps(chunk).decode()} for chunk in chunks] + [{"data": "[DONE]"}]
+
+
 def assemble(provider: str, events: list[dict[str, str]]) -> dict[str, Any]:
     """The message a stream adds up to, in a provider-neutral shape: text, toolCalls, stopReason, usage."""
     payloads = [_json(event.get("data", "")) for event in events]

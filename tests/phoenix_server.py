@@ -1,4 +1,5 @@
-"""A real Arize Phoenix server on 127.0.0.1, started once per test session (it takes seconds to start)."""
+"""A real Arize Phoenix server on 127.0.0.1, started once per test session (it takes seconds to start): the
+`phoenix` fixture (registered in tests/conftest.py) is its base URL."""
 
 import importlib.util
 import os
@@ -21,7 +22,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-PHOENIX_VENV = Path(__file__).resolve().parents[2] / ".ci" / "phoenix-venv"
+PHOENIX_VENV = Path(__file__).resolve().parents[1] / ".ci" / "phoenix-venv"
 
 
 def phoenix_python() -> str | None:
