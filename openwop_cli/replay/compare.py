@@ -16,6 +16,7 @@ from typing import Any, Callable
 import orjson
 
 from openwop_cli.replay.divergence import first_difference
+from openwop_cli.runtime.jsonable import json_form
 
 # Body fields an SDK sets anew on every call: never a change in what the program asked.
 VOLATILE_FIELDS = frozenset({"request_id", "requestId", "idempotency_key", "idempotencyKey", "client_request_id"})
@@ -36,8 +37,8 @@ def request_difference(line: bytes, recorded: Callable[[], dict[str, Any]], toda
             return None
     except TypeError:  # not JSON as it stands (an SDK call's request with Python objects): compared below
         pass
-    data = recorded()
-    today_body = body
+    data = json_form(recorded())  # bytes the capture keeps as blobs come back as bytes: as today's request has them
+    today_body = json_form(body)
     if redactor is not None:
         today_body = redactor.redact(today_body)
     path, was, now = first_difference(_comparable(data.get("request")), _comparable(today_body))

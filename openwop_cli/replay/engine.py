@@ -34,6 +34,7 @@ from openwop_cli.replay.compare import changes_shape, request_difference, shape_
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.replay.telemetry import telemetry_of
+from openwop_cli.runtime.jsonable import json_form
 from openwop_cli.runtime.pooltasks import moves_between_processes
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.state.reducers import legacy_reducer, unwrapped
@@ -352,7 +353,8 @@ class ReplayEngine:
         shape = " (the recorded answer has another shape: it is not served)" if changes_shape(path) else ""
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                           f"the llm_request recorded at seq {seq} has the same cache key, but today's request differs "
-                          f"at {path}{shape}", "llm_request", self.source.event(seq), observed_event("llm_request", data))
+                          f"at {path}{shape}", "llm_request", json_form(self.source.event(seq)),
+                          observed_event("llm_request", json_form(data)))
 
     def _state_difference(self, data: dict[str, Any], unit: int) -> Divergence | None:
         """A state write matches its recorded write by channel and value; its reducer must match too."""

@@ -41,12 +41,17 @@ def output_divergence(recorded: dict[str, str | None], today: dict[str, str | No
         was, now = recorded.get(stream), today.get(stream)
         if was is None or now is None or was == now:
             continue
-        found = _first_difference(_lines(was, stream), _lines(now, stream), normalize, pids)
+        was_lines, now_lines = _lines(was, stream), _lines(now, stream)
+        found = _first_difference(was_lines, now_lines, normalize, pids)
         if found is not None:
             number, expected, observed = found
-            return Divergence(OUTPUT_MISMATCH, None, f"$.output.{stream}[{number - 1}]", expected, observed,
-                              f"{stream} line {number} differs: the recorded run printed {_shown(expected)}, this "
-                              f"run {_shown(observed)}", "output", point=point)
+            detail = (f"{stream} line {number} differs: the recorded run printed {_shown(expected)}, this run "
+                      f"{_shown(observed)}")
+            if _reordered(was_lines, now_lines, normalize, pids):
+                detail += (" (the same lines in another order: threads or tasks that print as they finish do this; "
+                           "`wop replay --no-output` leaves the output out of the verdict)")
+            return Divergence(OUTPUT_MISMATCH, None, f"$.output.{stream}[{number - 1}]", expected, observed, detail,
+                              "output", point=point)
     return None
 
 
@@ -81,6 +86,15 @@ def _first_difference(was: list[str], now: list[str], normalize: bool,
             continue
         return number, expected, observed
     return None
+
+
+def _reordered(was: list[str], now: list[str], normalize: bool, pids: tuple[str, ...]) -> bool:
+    """True when both runs printed the same lines, only in another order."""
+    if len(was) != len(now):
+        return False
+    if normalize:
+        was, now = [normalized(line, pids) for line in was], [normalized(line, pids) for line in now]
+    return sorted(was) == sorted(now)
 
 
 def _pairs(was: list[str], now: list[str]) -> Iterator[tuple[str | None, str | None]]:

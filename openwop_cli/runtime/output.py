@@ -109,8 +109,8 @@ class ProgramOutput:
             try:
                 target.write(chunk)
                 target.flush()
-            except (OSError, ValueError):  # our own stream closed (a pipe nobody reads any more): keep recording
-                pass
+            except Exception:  # our own stream failed (closed, full): stop echoing, keep draining and recording
+                self._targets[name] = None
         self.sizes[name] += len(chunk)
         if self.keep:
             room = MAX_KEPT_BYTES - self._kept_bytes[name]

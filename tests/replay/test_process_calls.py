@@ -525,16 +525,20 @@ async def work(thread):
     client = openai.AsyncOpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
     return await asyncio.gather(*(ask(client, thread) for _ in range(2)))
 
+answers = {}
+
 def worker(thread):
     if thread != int(os.environ["FIRST"]):  # which thread starts its event loop first: up to the network, the machine
         time.sleep(0.3)
-    print(thread, *asyncio.run(work(thread)), flush=True)
+    answers[thread] = " ".join(asyncio.run(work(thread)))
 
 threads = [threading.Thread(target=worker, args=(thread,)) for thread in range(2)]
 for thread in threads:
     thread.start()
 for thread in threads:
     thread.join()
+for thread in sorted(answers):
+    print(thread, answers[thread])
 """
 
 
@@ -588,7 +592,8 @@ def test_a_call_a_pool_task_did_not_make_is_reported_as_unexpected_not_as_anothe
     (tmp_path / "agent.py").write_text(textwrap.dedent(changed))
     done, report = replay(tmp_path, source, policy)
     assert done.returncode == 1, done.stderr
-    assert [divergence["code"] for divergence in report["divergences"]] == ["event_unexpected"]
+    codes = [divergence["code"] for divergence in report["divergences"]]
+    assert codes[0] == "event_unexpected" and set(codes[1:]) <= {"output_mismatch"}, codes  # it printed another answer
     assert report["divergences"][0]["observed"]["data"]["args"] == {"order": "new"}
 
 

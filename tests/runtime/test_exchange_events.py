@@ -355,7 +355,9 @@ def test_each_exchange_sent_raw_has_the_origin_of_its_thread_task_and_site_and_i
     assert {key: value for key, value in recorded.items() if key not in pooled} == {
         key: value for key, value in own.items() if key not in pooled}
     assert sorted(recorded[key][0]["poolTask"] for key in pooled) == sorted(own[key][0]["poolTask"] for key in pooled)
-    assert recorded[("/worker", 0)][0]["thread"] == "worker-1" and recorded[("/renamed", 0)][0]["thread"] == "renamed"
+    # a thread keeps its stable name (runtime.lineage) when the program renames it
+    assert recorded[("/worker", 0)][0]["thread"] == recorded[("/renamed", 0)][0]["thread"] == "MainThread/worker#1"
     assert recorded[("/main", 0)][0]["site"] == recorded[("/main", 1)][0]["site"]
     assert recorded[("/main", 0)][0]["site"] != recorded[("/main-other", 0)][0]["site"]
-    assert {recorded[("/task-a", 0)][0]["task"], recorded[("/task-b", 0)][0]["task"]} == {"a", "b"}
+    assert {recorded[("/task-a", 0)][0]["task"], recorded[("/task-b", 0)][0]["task"]} == {"tasks#1/tasks.one#1",
+                                                                                          "tasks#1/tasks.one#2"}
