@@ -1,0 +1,126 @@
+"""The program's stdout and stderr under `wop capture`: passed through as they come, kept, and split at the marks
+recorded calls write (runtime.output, runtime.outputmarks, format.output)."""
+
+import os
+import pty
+import select
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.format.blobs import BlobStore
+from openwop_cli.format.output import output_problem, output_record, recorded_text
+from openwop_cli.format.redact import Redactor
+from openwop_cli.replay.output import normalized, output_divergence
+from openwop_cli.runtime.output import _MarkedStream
+from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
+from tests.conftest import ROOT
+
+pieces = st.lists(st.tuples(st.booleans(), st.binary(max_size=40)), max_size=12)
+
+
+def _stream_of(parts: list[tuple[bool, bytes]]) -> bytes:
+    """The bytes a program writes: each part, with BEGIN/END where it goes into or out of a recorded call."""
+    written, inside = b"", False
+    for in_call, data in parts:
+        if in_call != inside:
+            written += BEGIN if in_call else END
+            inside = in_call
+        written += data
+    return written
+
+
+def _joined(pieces_out: list[tuple[bool, bytes]]) -> list[tuple[bool, bytes]]:
+    merged: list[tuple[bool, bytes]] = []
+    for in_call, data in pieces_out:
+        if not data:
+            continue
+        if merged and merged[-1][0] == in_call:
+            merged[-1] = (in_call, merged[-1][1] + data)
+        else:
+            merged.append((in_call, data))
+    return merged
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces, st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=30))
+def test_marks_are_taken_out_wherever_reads_cut_the_stream(parts, sizes):
+    """Whatever the program writes between marks (its own bytes that look like a mark's start included), and
+    however the pipe's reads cut it, the pieces come out whole and in order, attributed to calls as written."""
+    parts = [(in_call, data) for in_call, data in parts if data]
+    stream = _stream_of(parts)
+    marked, out, position, index = _MarkedStream(), [], 0, 0
+    while position < len(stream):
+        size = sizes[index % len(sizes)]
+        out.extend(marked.feed(stream[position:position + size]))
+        position, index = position + size, index + 1
+    out.extend(marked.feed(b"", end=True))
+    assert _joined(out) == _joined(parts)
+
+
+def test_bytes_that_begin_like_a_mark_are_the_programs():
+    marked = _MarkedStream()
+    out = marked.feed(MARK_PREFIX + b"xy" + b"tail") + marked.feed(b"", end=True)
+    assert b"".join(data for _, data in out) == MARK_PREFIX + b"xytail"
+    assert not any(in_call for in_call, _ in out)
+
+
+def test_the_manifest_entry_says_where_calls_printed_and_a_replay_leaves_them_out(tmp_path):
+    segments = [(False, b"before\n"), (True, b"inside a tool\n"), (False, b"after sk-proj-" + b"A1b2" * 12 + b"\n")]
+    record = output_record(segments, 80, False, BlobStore(tmp_path), Redactor("default", ()))
+    assert output_problem(record, "stdout") is None and record["lines"] == 3
+    manifest = {"output": {"stdout": record}}
+    assert "inside a tool" in recorded_text(manifest, BlobStore(tmp_path), "stdout")
+    kept = recorded_text(manifest, BlobStore(tmp_path), "stdout", outside_calls=True)
+    assert kept.startswith("before\nafter ") and "inside" not in kept and "A1b2A1b2" not in kept
+    strict = output_record(segments, 80, False, BlobStore(tmp_path), Redactor("strict", ()))
+    assert strict == {"bytes": 80, "lines": 3, "redacted": True}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["bytes", "lines", "text", "blob", "truncated", "redacted", "calls"]),
+                       st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none(),
+                                 st.lists(st.lists(st.integers(), max_size=3), max_size=3))))
+def test_a_damaged_output_entry_is_named_never_a_crash(entry):
+    problem = output_problem(entry, "stdout")
+    assert problem is None or problem.startswith("field output.stdout")
+
+
+def test_normalization_keeps_what_means_something():
+    assert normalized("2026-11-28 07:01:48,399 INFO done in 12.5 ms") == "<time> INFO done in <duration>"
+    assert normalized("<Foo object at 0x7fb24c798a90> 140403763939984") == "<Foo object at <address>> <number>"
+    assert normalized("pid 5692 wrote /tmp/tmpab12cd/x.txt", ("5692",)) == "pid <pid> wrote <temp>"
+    assert normalized("the answer is 42 of 1000 orders") == "the answer is 42 of 1000 orders"
+    assert output_divergence({"stdout": "took 0.5s\n"}, {"stdout": "took 1.25s\n"}) is None
+    assert output_divergence({"stdout": "total 41\n"}, {"stdout": "total 42\n"}).json_path == "$.output.stdout[0]"
+
+
+def test_a_program_still_sees_a_terminal_and_its_output_is_kept(tmp_path):
+    """wop capture at a terminal gives the program a pseudo-terminal: isatty() is true, colours and line buffering
+    stay as without wop, and what it printed is kept without the terminal's line endings."""
+    program = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty()); print('warn', file=sys.stderr)"
+    ours, theirs = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(tmp_path / "run"), "--",
+                                sys.executable, "-c", program], stdout=theirs, stderr=subprocess.PIPE, cwd=ROOT)
+    os.close(theirs)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([ours], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(ours, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(60)
+    os.close(ours)
+    assert b"tty True False" in seen  # stdout a terminal (ours was), stderr a pipe (ours was)
+    import json
+
+    output = json.loads((tmp_path / "run" / "manifest.json").read_text())["output"]
+    assert output["stdout"]["text"] == "tty True False\n" and output["stderr"]["text"] == "warn\n"
