@@ -7,8 +7,9 @@ watched for HTTP/1.1, whose exchanges adapters.raw_socket records (the last line
 HTTP, and any other, is named: the first one to each destination becomes a `nondeterministic` event
 with source `network`, `unrecorded: true`, the host, port and the first frame outside the standard
 library that opened it; the `wop capture` parent is told too (with the count at exit), so its last line
-says what a replay will not be able to serve. Unix sockets (wop's own channel) and wop's own
-addresses (its channel over TCP, the --proxy) are not the program's traffic.
+says what a replay will not be able to serve. Unix sockets (wop's own channel), wop's own
+addresses (its channel over TCP, the --proxy) and loopback ports that the program's own processes listen on
+(runtime.listeners: both ends are recorded) or nobody does (refused) are not the program's traffic.
 """
 
 import atexit
@@ -60,7 +61,7 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
     if session is None or session is UNRESOLVED or session.replayer is not None:
         return
     destination = (address[0], address[1])
-    if destination in ignored or _socket_type(sock) != _STREAM:
+    if destination in ignored or _socket_type(sock) != _STREAM or _own_loopback(*destination):
         return
     from openwop_cli.runtime.callsite import opening_site  # loaded on the first unrecorded connection
 
@@ -91,6 +92,14 @@ def note_unrecorded(session: Any, details: dict[str, Any]) -> None:
     session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
                                         "value": details})
     _tell_parent(session, details, 1)
+
+
+def _own_loopback(host: Any, port: Any) -> bool:
+    """A loopback port the program's own processes listen on (both ends recorded), or nobody does (refused, as it
+    will be in a replay): not traffic the capture misses."""
+    from openwop_cli.runtime.listeners import OUTSIDE, is_loopback, listener
+
+    return is_loopback(host) and listener(port) != OUTSIDE
 
 
 def _tell_parent(session: Any, details: dict[str, Any], count: int) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from openwop_cli.runtime.adapters.exchange import recording_session
 from openwop_cli.runtime.callsite import program_site
-from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary
+from openwop_cli.runtime.session import Session, _inside_boundary, enter_boundary, exit_boundary
 
 KIND = "mcp"
 NAME = "mcp"
@@ -116,6 +116,7 @@ class _RecordedTransport:
         self._transport = transport
 
     async def __aenter__(self) -> tuple:
+        _name_boundary_tasks()
         token = enter_boundary()  # the tasks the transport starts now inherit it
         try:
             streams = await self._transport.__aenter__()
@@ -130,6 +131,33 @@ class _RecordedTransport:
             return await self._transport.__aexit__(*exc_info)
         finally:
             exit_boundary(token)
+
+
+def _name_boundary_tasks() -> None:
+    """Give the asyncio tasks a boundary starts a name (on the running loop, once): an unnamed task takes the next
+    of asyncio's `Task-N` numbers, and the tasks a transport starts (asyncio's subprocess pipes) do not exist in a
+    replay, so every task the program starts after them would be numbered differently there. (Not a task factory:
+    before Python 3.13 a factory is not given the task's name, so every task it makes would take a number.)"""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        return
+    create_task = loop.create_task
+    if getattr(create_task, _MARK, False):
+        return
+
+    def create_boundary_task(coro: Any, *, name: Any = None, **options: Any) -> Any:
+        if name is None and _inside_boundary.get():
+            name = "wop boundary"
+        return create_task(coro, name=name, **options)
+
+    setattr(create_boundary_task, _MARK, True)
+    try:
+        loop.create_task = create_boundary_task  # type: ignore[method-assign]
+    except AttributeError:  # a loop whose attributes are fixed (uvloop)
+        pass
 
 
 class _Connection:
@@ -196,7 +224,11 @@ class _RecordedWrites:
 
     async def send(self, item: Any) -> None:
         self._connection.sent(item)
-        await self._stream.send(item)
+        token = enter_boundary()  # a transport that sends in the sender's context (2.x's HTTP) sends inside it
+        try:
+            await self._stream.send(item)
+        finally:
+            exit_boundary(token)
 
     async def __aenter__(self) -> "_RecordedWrites":
         await self._stream.__aenter__()
