@@ -116,7 +116,8 @@ async def main():
             clock = await session.call_tool("now", {})
     ask(f"{order.content[0].text} at {clock.content[0].text}")
 
-server = subprocess.Popen([sys.executable, "server.py", "http", str(PORT)], stderr=subprocess.DEVNULL)
+server = subprocess.Popen([sys.executable, "server.py", "http", str(PORT)], stderr=subprocess.DEVNULL,
+                          env={"PATH": os.environ["PATH"]})  # a filtered environment, as MCP's own stdio_client makes
 try:
     wait_until_it_answers()
     asyncio.run(main())

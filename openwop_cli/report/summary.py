@@ -176,7 +176,12 @@ def _state_mutation(data: dict[str, Any]) -> str:
 
 def _nondeterministic(data: dict[str, Any]) -> str:
     if data.get("unrecorded") is True:
-        site = (data.get("value") or {}).get("site") if isinstance(data.get("value"), dict) else None
+        value = data.get("value") if isinstance(data.get("value"), dict) else {}
+        site = value.get("site")
+        if data.get("source") == "process":
+            opener = f" (started by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+            argv = value.get("argv") if isinstance(value.get("argv"), list) else [data.get("key")]
+            return f"child process {short_json(' '.join(map(str, argv)), 50)} not recorded{opener}: {value.get('reason')}"
         opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
         return f"connection to {data.get('key')} not recorded{opener}"
     return f"{data.get('source', '?')} {data.get('key', '')} = {short_json(data.get('value'), 50)}".replace("  ", " ")

@@ -128,16 +128,32 @@ def proxy_address() -> frozenset[tuple[str, int]]:
     return frozenset({(host, int(port))}) if host and port.isdigit() else frozenset()
 
 
-def describe(connections: list[dict[str, Any]]) -> str:
-    """One line for connections no adapter recorded ({host, port, count?, site?} each), as capture and replay
-    say it: `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`."""
-    parts, single = [], len(connections) == 1
-    for connection in connections:
-        count = connection.get("count")
+def describe(unrecorded: list[dict[str, Any]]) -> str:
+    """One line for what no adapter recorded, as capture and replay say it: connections ({host, port, count?, site?})
+    `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`, and child processes
+    ({executable, argv, count?, site?}, runtime.children) `1 child process node (started by agent.py:9) …`."""
+    connections = [entry for entry in unrecorded if "executable" not in entry]
+    children = [entry for entry in unrecorded if "executable" in entry]
+    sentences = []
+    if connections:
+        sentences.append(_sentence(connections, "connection", lambda entry: f"to {entry.get('host')}:{entry.get('port')}",
+                                   "opened", "replay cannot serve {them}; use --proxy"))
+    if children:
+        sentences.append(_sentence(children, "child process", lambda entry: str(entry.get("executable")), "started",
+                                   "wop cannot see into {them} (a replay runs {them} for real)"))
+    return "; ".join(sentences)
+
+
+def _sentence(entries: list[dict[str, Any]], noun: str, name: Any, verb: str, consequence: str) -> str:
+    """`2 connections to h:p (opened by f:l), … were not recorded: <consequence>` (`{them}`: it or them)."""
+    nouns = noun + ("es" if noun.endswith("s") else "s")
+    parts, single = [], len(entries) == 1
+    for entry in entries:
+        count = entry.get("count")
         single = single and count == 1
-        site = connection.get("site")
-        opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
-        amount = f"{count} connection{'' if count == 1 else 's'}" if isinstance(count, int) else "connections"
-        parts.append(f"{amount} to {connection.get('host')}:{connection.get('port')}{opener}")
-    verdict = "was not recorded: replay cannot serve it" if single else "were not recorded: replay cannot serve them"
-    return f"{', '.join(parts)} {verdict}; use --proxy"
+        site = entry.get("site")
+        opener = f" ({verb} by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+        amount = f"{count} {noun if count == 1 else nouns}" if isinstance(count, int) else nouns
+        parts.append(f"{amount} {name(entry)}{opener}")
+    verdict = "was not recorded" if single else "were not recorded"
+    return f"{', '.join(parts)} {verdict}: {consequence.format(them='it' if single else 'them')}"

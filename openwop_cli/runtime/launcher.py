@@ -120,7 +120,7 @@ class CaptureOutcome(NamedTuple):
     manifest: dict[str, Any]
     exit_code: int
     stderr_tail: list[str] = []
-    unrecorded: list[dict[str, Any]] = []
+    unrecorded: list[dict[str, Any]] = []  # connections ({host, port, …}) and child processes ({executable, …})
 
 
 def run_captured(
@@ -331,8 +331,10 @@ class _OpenCapture:
         program.update(processes.summary())
         program["modules"] = pin_files(processes.module_paths(), self.cwd, sink.blobs, sink.redactor.scrub_text)
         manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
+        from openwop_cli.runtime.children import summarize
+
         return CaptureOutcome(self.capture_id, self.path, manifest, exit_code,
-                              unrecorded=processes.unrecorded_connections())
+                              unrecorded=processes.unrecorded_connections() + summarize(processes.unrecorded_children))
 
 
 def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
@@ -603,6 +605,7 @@ class _Processes:
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
         self.unrecorded: dict[tuple, dict[str, Any]] = {}
+        self.unrecorded_children: dict[tuple, dict[str, Any]] = {}  # runtime.children's reports, by child_key
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -641,6 +644,11 @@ class _Processes:
         connection = message.get("unrecordedConnection")
         if isinstance(connection, dict):
             self.unrecorded[(_pid, connection.get("host"), connection.get("port"))] = connection
+        child = message.get("unrecordedProcess")
+        if isinstance(child, dict):
+            from openwop_cli.runtime.children import child_key
+
+            self.unrecorded_children[child_key(_pid, child)] = child
         modules = message.get("modules")
         if isinstance(modules, list):
             for entry in modules:
