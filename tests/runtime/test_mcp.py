@@ -158,3 +158,20 @@ def test_langchain_mcp_adapters_replay(tmp_path, python):
     assert_replays_offline(tmp_path, source, {}, tool_path="$.args.params.arguments.order_id",
                            changed_argument={"ORDER": "B-2"})
     assert not (tmp_path / "server-starts.txt").exists(), "the stdio server started during the replay"
+
+
+def test_a_fork_runs_the_calls_past_its_branch_point_on_the_real_server(tmp_path):
+    write_agent(tmp_path, SDK_STDIO)
+    source = captured(tmp_path, sys.executable, {})
+    lookup = next(event["seq"] for event in events(source, "tool_call")
+                  if event["data"]["args"]["params"].get("name") == "lookup_order")
+    (tmp_path / "orders.json").write_text(json.dumps({"A-1": {"item": "sofa", "status": "lost"}}))
+    (tmp_path / "server-starts.txt").unlink()
+    with FakeProvider() as provider:  # the LLM call after the branch point runs live too
+        done = run_wop("fork", str(source), "--from-seq", str(lookup), "--json", "--out", str(tmp_path / "fork"),
+                       env=environment(BASE=provider.url), cwd=tmp_path)
+    assert "sofa" in done.stderr and "lamp" not in done.stderr, done.stderr
+    assert (tmp_path / "server-starts.txt").exists()
+    assert (tmp_path / "server-calls.txt").read_text().split()[-2:] == ["lookup_order", "now"]
+    live = [event["data"] for event in events(tmp_path / "fork", "tool_result") if "sourceSeq" not in event]
+    assert len(live) == 2 and "sofa" in json.dumps(live[0]["result"])

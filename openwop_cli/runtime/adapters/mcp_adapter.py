@@ -15,7 +15,10 @@ openai-agents' `MCPServerStdio`/`MCPServerStreamableHttp`, langchain-mcp-adapter
   Each request the client writes is answered from the capture through the replayer (so a changed
   argument is an `event_payload_mismatch` at its JSON path), the recorded notifications first, then
   the reply under today's request id. What the client sends besides requests (notifications, its
-  answers to the server's requests) goes nowhere.
+  answers to the server's requests) goes nowhere. A call the capture cannot answer (`--allow-tool mcp`,
+  a lenient replay past the recorded calls) gets a JSON-RPC error: there is no server to run it on.
+- Fork: the server is started, and gets the client's `initialize` (its reply is the capture's) and the
+  calls past the branch point, which run live and are recorded.
 """
 
 import functools
@@ -33,7 +36,7 @@ _MARK = "__wop_mcp__"
 _VOLATILE_META = frozenset({"traceparent", "tracestate", "baggage"})
 _REQUEST_ID = "(request id)"  # a progressToken that is the request's own JSON-RPC id, as recorded
 NOT_SERVED_CODE = -32603  # JSON-RPC internal error: what a call the replay cannot answer gets
-_EVENT_BYTES = 1024  # about how big an MCP event is, for the channel's batching
+_EVENT_BYTES = 384  # about how big an MCP event is, for the channel's batching
 
 
 def patch(module: Any) -> None:
@@ -64,7 +67,7 @@ def _transport(original: Callable[..., Any], identify: Callable[[tuple, dict], d
             return original(*args, **kwargs)
         server = identify(args, kwargs)
         if session.replayer is not None:
-            return _ReplayedTransport(session, server, arity)
+            return _ReplayedTransport(session, server, arity, lambda: original(*args, **kwargs))
         return _RecordedTransport(session, server, original(*args, **kwargs))
 
     setattr(transport, _MARK, True)
@@ -85,19 +88,25 @@ def _url_server(args: tuple, kwargs: dict) -> dict[str, Any]:
 def _message(item: Any) -> Any:
     """The JSON-RPC message a transport item carries (1.x wraps it in a RootModel); None for an exception."""
     message = getattr(item, "message", None)
-    return getattr(message, "root", message)
+    fields = getattr(message, "__dict__", None)
+    return fields.get("root", message) if fields is not None else None
 
 
-def _request_args(server: dict[str, Any], message: Any) -> dict[str, Any]:
+def _fields(message: Any) -> dict[str, Any]:
+    """A pydantic message's fields (its __dict__: asking a model for a field it lacks raises inside, 10 us a time)."""
+    return message.__dict__ if message is not None else {}
+
+
+def _request_args(server: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     """A request as the capture holds it: server, method and params, without what changes from run to run."""
-    params = message.params
+    params = fields.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if isinstance(meta, dict):
         meta = {key: value for key, value in meta.items() if key not in _VOLATILE_META}
-        if meta.get("progressToken") == message.id:
+        if meta.get("progressToken") == fields.get("id"):
             meta["progressToken"] = _REQUEST_ID
         params = {**params, "_meta": meta}
-    return {"server": server, "method": message.method, "params": params if params is not None else {}}
+    return {"server": server, "method": fields["method"], "params": params if params is not None else {}}
 
 
 def _dumped(message: Any) -> dict[str, Any]:
@@ -174,13 +183,13 @@ class _Connection:
 
     def sent(self, item: Any) -> None:
         """The client writes item: a request is a tool_call (recorded before it goes out)."""
-        message = _message(item)
-        request_id = getattr(message, "id", None)
-        if request_id is None or not isinstance(getattr(message, "method", None), str):
+        fields = _fields(_message(item))
+        request_id = fields.get("id")
+        if request_id is None or not isinstance(fields.get("method"), str):
             return  # a notification, or the client's answer to a request of the server's
         session = self.session
         call_id = session.new_call_id("t")
-        origin = session.record_later(_tool_call, (call_id, _request_args(self.server, message)), size=_EVENT_BYTES,
+        origin = session.record_later(_tool_call, (call_id, _request_args(self.server, fields)), size=_EVENT_BYTES,
                                       site=program_site(2))
         self.pending[request_id] = (call_id, origin)
 
@@ -189,22 +198,26 @@ class _Connection:
         message = _message(item)
         if message is None:
             return
-        if getattr(message, "method", None) is not None:
+        fields = message.__dict__
+        if fields.get("method") is not None:
             self.received.append(_dumped(message))
             return
-        entry = self.pending.pop(getattr(message, "id", None), None)
+        entry = self.pending.pop(fields.get("id"), None)
         if entry is None:
             return
-        reply: dict[str, Any] = {"id": message.id}
-        error = getattr(message, "error", None)
-        if error is not None:
-            reply["error"] = _dumped(error)
-        else:
-            reply["result"] = message.result
+        reply = _reply(fields)
         if self.received:
             reply["notifications"], self.received = self.received, []
         call_id, origin = entry
         self.session.record_later(_tool_result, (call_id, reply), size=_EVENT_BYTES, origin=origin)
+
+
+def _reply(fields: dict[str, Any]) -> dict[str, Any]:
+    """A server's reply to a request as the capture holds it: its id, and its result or error."""
+    error = fields.get("error")
+    if error is not None:
+        return {"id": fields.get("id"), "error": _dumped(error)}
+    return {"id": fields.get("id"), "result": fields.get("result")}
 
 
 def _tool_call(call_id: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -276,49 +289,129 @@ class _RecordedReads:
 
 
 class _ReplayedTransport:
-    """Streams answered from the capture: the server is neither started nor contacted."""
+    """Streams answered from the capture: in a replay the server is neither started nor contacted. In a fork, whose
+    calls past its branch point run for real, the server is started too, and is sent the client's handshake and the
+    calls that run live (see _LiveServer)."""
 
-    def __init__(self, session: Session, server: dict[str, Any], arity: int) -> None:
+    def __init__(self, session: Session, server: dict[str, Any], arity: int, real: Callable[[], Any]) -> None:
         self._session = session
         self._server = server
         self._arity = arity
+        self._real = real
         self._replies: Any = None
+        self._live: _LiveServer | None = None
 
     async def __aenter__(self) -> tuple:
         import anyio
 
         self._replies, replies = anyio.create_memory_object_stream(math.inf)
-        streams: tuple = (replies, _ServedWrites(self._session, self._server, self._replies))
+        if self._session.replayer.engine.branch:
+            self._live = _LiveServer(self._real(), self._replies)
+            await self._live.start()
+        streams: tuple = (replies, _ServedWrites(self._session, self._server, self._replies, self._live))
         return streams + ((lambda: None),) if self._arity == 3 else streams
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        self._replies.close()
+        try:
+            if self._live is not None:
+                await self._live.stop(*exc_info)
+        finally:
+            self._replies.close()
+
+
+class _LiveServer:
+    """A fork's real server: what it sends comes to the client, but for its replies to the requests the capture
+    answered (the handshake it was sent too); a reply to a call that ran live is recorded as it passes."""
+
+    def __init__(self, transport: Any, replies: Any) -> None:
+        self._transport = transport
+        self._replies = replies
+        self._write: Any = None
+        self._group: Any = None
+        self._answered: set[Any] = set()  # requests whose reply the capture gave
+        self._running: dict[Any, Any] = {}  # request id → Served of a call that runs live
+
+    async def start(self) -> None:
+        import anyio
+
+        token = enter_boundary()
+        try:
+            streams = await self._transport.__aenter__()
+            self._write = streams[1]
+            self._group = anyio.create_task_group()
+            await self._group.__aenter__()
+            self._group.start_soon(self._pump, streams[0])
+        finally:
+            exit_boundary(token)
+
+    async def send(self, item: Any, request_id: Any = None, served: Any = None) -> None:
+        """item to the server; request_id: its reply is the capture's (served None) or recorded (served)."""
+        if request_id is not None:
+            if served is None:
+                self._answered.add(request_id)
+            else:
+                self._running[request_id] = served
+        token = enter_boundary()
+        try:
+            await self._write.send(item)
+        finally:
+            exit_boundary(token)
+
+    async def _pump(self, reads: Any) -> None:
+        async for item in reads:
+            fields = _fields(_message(item))
+            request_id = fields.get("id") if fields.get("method") is None else None
+            if request_id in self._answered:
+                self._answered.discard(request_id)
+                continue
+            served = self._running.pop(request_id, None)
+            if served is not None:
+                served.finish(result=_reply(fields))
+            await self._replies.send(item)
+
+    async def stop(self, *exc_info: Any) -> None:
+        token = enter_boundary()
+        try:
+            self._group.cancel_scope.cancel()
+            await self._group.__aexit__(None, None, None)
+            await self._transport.__aexit__(*exc_info)
+        finally:
+            exit_boundary(token)
 
 
 class _ServedWrites:
-    """The client's write stream in a replay: each request answered from the capture, at once."""
+    """The client's write stream in a replay: each request answered from the capture, at once (or, in a fork past
+    its branch point, by the live server)."""
 
-    def __init__(self, session: Session, server: dict[str, Any], replies: Any) -> None:
+    def __init__(self, session: Session, server: dict[str, Any], replies: Any, live: _LiveServer | None) -> None:
         from mcp.shared.message import SessionMessage
 
         self._session = session
         self._server = server
         self._replies = replies
+        self._live = live
         self._wrap = SessionMessage
         self._parse = _message_parser()
 
     async def send(self, item: Any) -> None:
-        message = _message(item)
-        request_id = getattr(message, "id", None)
-        if request_id is None or not isinstance(getattr(message, "method", None), str):
+        fields = _fields(_message(item))
+        request_id = fields.get("id")
+        if request_id is None or not isinstance(fields.get("method"), str):
+            if self._live is not None:  # a notification, an answer to one of the server's requests
+                await self._live.send(item)
             return
-        served = self._session.replayer.tool(NAME, _request_args(self._server, message), kind=KIND)
-        if served.live:  # an allowed or unexpected call, a fork past its branch point: no server to run it on
+        served = self._session.replayer.tool(NAME, _request_args(self._server, fields), kind=KIND)
+        if served.live and self._live is not None:
+            await self._live.send(item, request_id, served)
+            return
+        if served.live:  # an allowed or unexpected call in a replay: there is no server to run it on
             reply = {"error": {"code": NOT_SERVED_CODE, "message": "wop replay: the MCP server is not started in a "
                                                                    "replay, and this call is not in the capture"}}
             served.finish(result=reply)
         else:
             reply = served.value()
+            if self._live is not None and fields["method"] == "initialize":
+                await self._live.send(item, request_id)  # the live server needs its handshake
         for notification in reply.get("notifications") or ():
             self._deliver(_with_progress_token(notification, reply.get("id"), request_id))
         answer = {"jsonrpc": "2.0", "id": request_id}
