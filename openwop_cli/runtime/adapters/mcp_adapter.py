@@ -190,7 +190,7 @@ class _Connection:
         session = self.session
         call_id = session.new_call_id("t")
         origin = session.record_later(_tool_call, (call_id, _request_args(self.server, fields)), size=_EVENT_BYTES,
-                                      site=program_site(2))
+                                      site=program_site())
         self.pending[request_id] = (call_id, origin)
 
     def got(self, item: Any) -> None:
