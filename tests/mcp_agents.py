@@ -28,11 +28,11 @@ with open(HERE / "server-starts.txt", "a") as marks:
 http = sys.argv[1:2] == ["http"]
 port = int(sys.argv[2]) if http else 0
 try:
-    from mcp.server.mcpserver import MCPServer  # mcp 2.x
+    from mcp.server.mcpserver import Context, MCPServer  # mcp 2.x
     server = MCPServer("orders")
     run = (lambda: server.run("streamable-http", port=port)) if http else server.run
 except ImportError:
-    from mcp.server.fastmcp import FastMCP  # mcp 1.x
+    from mcp.server.fastmcp import Context, FastMCP  # mcp 1.x
     server = FastMCP("orders", port=port)
     run = lambda: server.run("streamable-http" if http else "stdio")
 
@@ -42,9 +42,10 @@ def served(tool):
 
 
 @server.tool()
-def lookup_order(order_id: str) -> str:
+async def lookup_order(order_id: str, ctx: Context) -> str:
     """Look an order up in the orders file."""
     served("lookup_order")
+    await ctx.report_progress(1, 2, "opening the orders file")
     return json.dumps(json.loads((HERE / "orders.json").read_text()).get(order_id))
 
 
@@ -74,13 +75,17 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 ''' + _ASK + '''
 
+async def progress(done, total, message):
+    print("progress", done, total, message)
+
 async def main():
     params = StdioServerParameters(command=sys.executable, args=["server.py"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = await session.list_tools()
-            order = await session.call_tool("lookup_order", {"order_id": os.environ.get("ORDER", "A-1")})
+            order = await session.call_tool("lookup_order", {"order_id": os.environ.get("ORDER", "A-1")},
+                                            progress_callback=progress)
             clock = await session.call_tool("now", {})
     names = [tool.name for tool in tools.tools]
     ask(f"{order.content[0].text} (tools {names}, at {clock.content[0].text})")

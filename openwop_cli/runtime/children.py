@@ -17,15 +17,18 @@ Otherwise:
 """
 
 import atexit
+import itertools
 import os
 import sys
 import threading
 from typing import Any
 
+from openwop_cli.runtime.connections import report_counts, tell_parent
 from openwop_cli.runtime.environ import ENV_MODE
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 SOURCE = "process"
+UNRECORDED_PROCESS = "unrecordedProcess"  # the message to the parent
 NOT_PYTHON = "not a Python process"
 IGNORES_BOOTSTRAP = "Python told to ignore wop's bootstrap (-I, -E or -S)"
 _PYTHON_NAME = r"(python|pypy)[\d.]*[mtw]?(\.exe)?"
@@ -45,7 +48,7 @@ def watch() -> None:
     from openwop_cli.runtime.imports import when_imported
 
     when_imported("subprocess", _patch)
-    atexit.register(_report_counts)
+    atexit.register(report_counts, _seen, UNRECORDED_PROCESS)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_seen.clear)
 
@@ -97,25 +100,45 @@ def is_python(command: str, env: Any = None) -> bool:
         path = shutil.which(command, path=search) or command
     if re.fullmatch(_PYTHON_NAME, os.path.basename(path)) or re.fullmatch(_PYTHON_NAME, os.path.basename(os.path.realpath(path))):
         return True
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(256)
-    except OSError:
-        return False
-    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
-    if words and os.path.basename(words[0]) == "env":
-        words = [word for word in words[1:] if not word.startswith("-")]
+    words = script_interpreter(path)[0]
     return bool(words) and re.fullmatch(_PYTHON_NAME, os.path.basename(words[0])) is not None
 
 
 def runs_bootstrap(options: list[str]) -> bool:
-    """False when the interpreter's options skip the bootstrap: -I, -E or -S before the program."""
+    """False when the interpreter's options skip the bootstrap on PYTHONPATH: -I (isolated), -E (PYTHON* variables
+    ignored), -S (no site)."""
+    takes_value = False
     for word in options:
-        if not word.startswith("-") or word in ("-", "--", "-c", "-m"):
+        if takes_value:
+            takes_value = False
+            continue
+        if not word.startswith("-") or word in ("-", "--"):
             return True
-        if not word.startswith("--") and any(letter in word[1:] for letter in "IES"):
-            return False
+        if word.startswith("--"):
+            continue
+        for index, letter in enumerate(word[1:]):
+            if letter in "ISE":
+                return False
+            if letter in "cm":  # what follows is the program
+                return True
+            if letter in "XW":
+                takes_value = index == len(word) - 2
+                break
     return True
+
+
+def script_interpreter(path: str) -> tuple[list[str], bool]:
+    """The words of a script's `#!` line from its interpreter on (after `env` and env's options), and whether `env`
+    finds that interpreter on PATH; ([], False) for a file without one."""
+    try:
+        with open(path, "rb") as handle:
+            first_line = handle.readline(256)
+    except OSError:
+        return [], False
+    words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
+    if words and os.path.basename(words[0]) == "env":
+        return [word for word in itertools.dropwhile(lambda word: word.startswith("-"), words[1:])], True
+    return words, False
 
 
 def has_bootstrap(env: dict[str, Any]) -> bool:
@@ -157,7 +180,7 @@ def _report(argv: list[str], reason: str) -> None:
         details = {"executable": name, "argv": argv[:_ARGV_KEPT], "reason": reason, "site": site}
         _seen[where] = [1, details, session]
     session.record("nondeterministic", {"source": SOURCE, "key": name, "unrecorded": True, "value": details})
-    _tell_parent(session, details, 1)
+    tell_parent(session, UNRECORDED_PROCESS, details, 1)
 
 
 def _starter(frame: Any) -> dict[str, Any] | None:
@@ -175,26 +198,6 @@ def _starter(frame: Any) -> dict[str, Any] | None:
             return None
         frame = frame.f_back
     return None
-
-
-def _tell_parent(session: Any, details: dict[str, Any], count: int) -> None:
-    send = getattr(session.recorder, "send_message", None)
-    if send is None:
-        session.flush()
-        return
-    try:
-        send({"unrecordedProcess": {**details, "count": count}})
-    except OSError:
-        pass
-
-
-def _report_counts() -> None:
-    """At exit: how many children each call site started (the first was reported when it started)."""
-    with _lock:
-        entries = list(_seen.values())
-    for count, details, session in entries:
-        if count > 1:
-            _tell_parent(session, details, count)
 
 
 def child_key(pid: Any, reported: dict[str, Any]) -> tuple:

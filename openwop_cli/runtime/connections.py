@@ -21,6 +21,7 @@ from typing import Any
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 ENV_PROXY = "WOP_PROXY"
+UNRECORDED_CONNECTION = "unrecordedConnection"  # the message to the parent
 _STREAM = int(socket.SOCK_STREAM)
 _INTERNET = (socket.AF_INET, socket.AF_INET6)
 _socket_type = socket.socket.__mro__[1].__dict__["type"].__get__  # the C getter: an int, no enum conversion
@@ -49,7 +50,7 @@ def watch(own_addresses: tuple[tuple[str, int], ...] = ()) -> None:
 
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    atexit.register(_report_counts)
+    atexit.register(report_counts, _seen, UNRECORDED_CONNECTION)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_seen.clear)
 
@@ -91,7 +92,7 @@ def note_unrecorded(session: Any, details: dict[str, Any]) -> None:
     host, port = destination
     session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
                                         "value": details})
-    _tell_parent(session, details, 1)
+    tell_parent(session, UNRECORDED_CONNECTION, details, 1)
 
 
 def _own_loopback(host: Any, port: Any) -> bool:
@@ -102,24 +103,25 @@ def _own_loopback(host: Any, port: Any) -> bool:
     return is_loopback(host) and listener(port) != OUTSIDE
 
 
-def _tell_parent(session: Any, details: dict[str, Any], count: int) -> None:
+def tell_parent(session: Any, kind: str, details: dict[str, Any], count: int) -> None:
+    """Tell the `wop capture` parent (message kind: unrecordedConnection, unrecordedProcess) what the capture misses,
+    for its last line (a capture written in this process has the event: it is flushed)."""
     send = getattr(session.recorder, "send_message", None)
     if send is None:
         session.flush()
         return
     try:
-        send({"unrecordedConnection": {**details, "count": count}})
+        send({kind: {**details, "count": count}})
     except OSError:
         pass
 
 
-def _report_counts() -> None:
-    """At exit: how many connections went to each destination (the first was reported when it opened)."""
-    with _lock:
-        entries = list(_seen.values())
-    for count, details, session in entries:
+def report_counts(seen: dict[Any, list[Any]], kind: str) -> None:
+    """At exit: how many of each there were (seen: [count, details, session] each; the first was reported as it
+    happened)."""
+    for count, details, session in list(seen.values()):
         if count > 1:
-            _tell_parent(session, details, count)
+            tell_parent(session, kind, details, count)
 
 
 def proxy_address() -> frozenset[tuple[str, int]]:

@@ -43,11 +43,11 @@ def listener(port: Any) -> str:
     return TREE
 
 
-def _listening_inodes(port: int) -> set[str]:
-    """The inodes of the sockets listening on port at a loopback or any address."""
+def _listening_inodes(port: int, tables: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> set[str]:
+    """The inodes of the sockets listening on port at a loopback or any address (tables: /proc/net's)."""
     wanted = f"{port:04X}"
     inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in tables:
         try:
             with open(table) as lines:
                 next(lines, None)
@@ -57,7 +57,7 @@ def _listening_inodes(port: int) -> set[str]:
                     if local_port == wanted and fields[3] == _LISTEN and (address in _ANY_ADDRESSES
                                                                           or _is_loopback_hex(address)):
                         inodes.add(fields[9])
-        except (OSError, IndexError):
+        except (OSError, IndexError, UnicodeDecodeError):
             continue
     return inodes
 

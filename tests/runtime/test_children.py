@@ -3,11 +3,13 @@ replay lets the program reach its own servers on loopback and never leaves it sp
 (runtime/listeners.py, runtime/netguard.py)."""
 
 import json
+import os
 import socket
 import sys
 import threading
 
 import orjson
+from hypothesis import given, strategies as st
 
 from openwop_cli.runtime.children import is_python, runs_bootstrap, with_bootstrap
 from openwop_cli.runtime.connections import describe
@@ -144,3 +146,44 @@ def test_a_port_nobody_listens_on_is_refused_as_in_the_capture_not_blocked(tmp_p
     assert replayed.returncode == 0 and not report["divergences"], replayed.stderr
     assert "refused ConnectionRefusedError" in replayed.stderr
     assert json.loads((source / "manifest.json").read_text())["status"] == "ok"
+
+
+TCP_TABLE = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1 0 100 0 0 10 0
+   1: 00000000:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 222 1 0 100 0 0 10 0
+   2: 0100007F:1F92 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 333 1 0 100 0 0 10 0
+   3: 0A00000A:1F93 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 444 1 0 100 0 0 10 0
+"""
+
+
+def test_listening_sockets_are_read_from_the_kernels_table(tmp_path):
+    from openwop_cli.runtime.listeners import _listening_inodes
+
+    table = tmp_path / "tcp"
+    table.write_text(TCP_TABLE)
+    tables = (str(table), str(tmp_path / "absent"))
+    assert _listening_inodes(8080, tables) == {"111"}  # 127.0.0.1:8080, listening
+    assert _listening_inodes(8081, tables) == {"222"}  # the any-address
+    assert _listening_inodes(8082, tables) == set()  # a connection, not a listener
+    assert _listening_inodes(8083, tables) == set()  # 10.0.0.10: not loopback
+
+
+@given(st.text())
+def test_a_damaged_table_never_raises(text):
+    import tempfile
+
+    from openwop_cli.runtime.listeners import _listening_inodes
+
+    with tempfile.NamedTemporaryFile("w", suffix=".tcp", delete=False) as table:
+        table.write(text)
+    try:
+        assert isinstance(_listening_inodes(8080, (table.name,)), set)
+    finally:
+        os.unlink(table.name)
+
+
+def test_loopback_hosts():
+    from openwop_cli.runtime.listeners import is_loopback
+
+    assert all(is_loopback(host) for host in ("127.0.0.1", "127.1.2.3", "localhost", "::1", "0.0.0.0"))
+    assert not any(is_loopback(host) for host in ("10.0.0.1", "example.com", "::2", None, 80))

@@ -50,9 +50,9 @@ def mcp_calls(capture: Path) -> list[dict]:
 
 
 def assert_replays_offline(tmp_path: Path, source: Path, env: dict[str, str], *, tool_path: str,
-                           changed_argument: dict[str, str], prompt_path: str = "$.messages[0].content") -> None:
+                           changed_argument: dict[str, str], prompt_path: str = "$.messages[0].content") -> str:
     """Orders changed, server gone: two strict replays exit 0 with the same output and start no server; a changed prompt
-    diverges at the prompt, a changed argument at the tool call."""
+    diverges at the prompt, a changed argument at the tool call. Returns the replays' output."""
     (tmp_path / "orders.json").write_text(json.dumps({"A-1": {"item": "sofa", "status": "lost"}}))
     for mark in ("server-starts.txt", "server-calls.txt"):
         (tmp_path / mark).unlink(missing_ok=True)
@@ -75,6 +75,7 @@ def assert_replays_offline(tmp_path: Path, source: Path, env: dict[str, str], *,
     first = report["divergences"][0]
     assert (first["code"], first["eventType"], first["jsonPath"]) == (
         "event_payload_mismatch", "tool_call", tool_path)
+    return outputs[0]
 
 
 @pytest.mark.parametrize("python", pythons())
@@ -88,9 +89,13 @@ def test_official_sdk_over_stdio_replays_with_the_server_gone(tmp_path, python):
     assert (tmp_path / "server-starts.txt").exists()
     results = {event["data"]["callId"]: event["data"] for event in events(source, "tool_result")}
     assert "lamp" in json.dumps(results[calls[2]["callId"]]["result"]["result"])
+    (progress,) = results[calls[2]["callId"]]["result"]["notifications"]  # the server's, before its reply
+    assert progress["method"] == "notifications/progress" and progress["params"]["message"] == "opening the orders file"
+    assert calls[2]["args"]["params"]["_meta"] == {"progressToken": "(request id)"}
     (tmp_path / "server.py").rename(tmp_path / "server-gone.py")
-    assert_replays_offline(tmp_path, source, {}, tool_path="$.args.params.arguments.order_id",
-                           changed_argument={"ORDER": "B-2"})
+    outputs = assert_replays_offline(tmp_path, source, {}, tool_path="$.args.params.arguments.order_id",
+                                     changed_argument={"ORDER": "B-2"})
+    assert "progress 1.0 2.0 opening the orders file" in outputs  # the recorded notification, to today's request
     assert not (tmp_path / "server-starts.txt").exists(), "the stdio server started during the replay"
     shown = run_wop("show", str(source), cwd=tmp_path)
     assert 'mcp python' in shown.stdout and 'tools/call lookup_order({"order_id":"A-1"})' in shown.stdout
@@ -175,3 +180,28 @@ def test_a_fork_runs_the_calls_past_its_branch_point_on_the_real_server(tmp_path
     assert (tmp_path / "server-calls.txt").read_text().split()[-2:] == ["lookup_order", "now"]
     live = [event["data"] for event in events(tmp_path / "fork", "tool_result") if "sourceSeq" not in event]
     assert len(live) == 2 and "sofa" in json.dumps(live[0]["result"])
+
+
+def test_an_mcp_call_reads_as_its_server_method_and_what_it_asks():
+    from openwop_cli.report.summary import summarize
+
+    stdio = {"command": "/usr/bin/python3", "args": ["/srv/tools/server.py", "--verbose"]}
+
+    def call(method, params, server=stdio):
+        return summarize({"type": "tool_call", "data": {"kind": "mcp", "name": "mcp", "callId": "t1",
+                                                        "args": {"server": server, "method": method, "params": params}}})
+
+    assert call("tools/call", {"name": "lookup_order", "arguments": {"order_id": "A-1"}, "_meta": {"x": 1}}) == \
+        'mcp python3 server.py --verbose tools/call lookup_order({"order_id":"A-1"})'
+    assert call("resources/read", {"uri": "file:///data/orders.json"}, {"url": "http://127.0.0.1:8000/mcp"}) == \
+        "mcp 127.0.0.1:8000/mcp resources/read file:///data/orders.json"
+    assert call("tools/list", {}) == "mcp python3 server.py --verbose tools/list"
+    assert call("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}}).startswith(
+        'mcp python3 server.py --verbose completion/complete {"ref":{"type":"ref/prompt","name":"greet"}}')
+
+    def result(reply):
+        return summarize({"type": "tool_result", "data": {"callId": "t1", "ok": True, "result": reply}})
+
+    assert result({"id": 3, "result": {"tools": []}}) == 'ok {"tools":[]}'
+    assert result({"id": 3, "error": {"code": -32602, "message": "Unknown tool: nope"}}) == \
+        "error -32602: Unknown tool: nope"

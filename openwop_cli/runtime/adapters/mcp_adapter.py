@@ -228,22 +228,14 @@ def _tool_result(call_id: str, reply: dict[str, Any]) -> tuple[str, dict[str, An
     return "tool_result", {"callId": call_id, "ok": True, "result": reply}
 
 
-class _RecordedWrites:
-    """The client's write stream, each message noted before it is sent."""
+class _PassedThrough:
+    """One of the real transport's streams, handed to the client with what it records added (subclasses)."""
 
     def __init__(self, stream: Any, connection: _Connection) -> None:
         self._stream = stream
         self._connection = connection
 
-    async def send(self, item: Any) -> None:
-        self._connection.sent(item)
-        token = enter_boundary()  # a transport that sends in the sender's context (2.x's HTTP) sends inside it
-        try:
-            await self._stream.send(item)
-        finally:
-            exit_boundary(token)
-
-    async def __aenter__(self) -> "_RecordedWrites":
+    async def __aenter__(self) -> "_PassedThrough":
         await self._stream.__aenter__()
         return self
 
@@ -254,12 +246,20 @@ class _RecordedWrites:
         return getattr(self._stream, name)
 
 
-class _RecordedReads:
-    """The client's read stream, each message noted as the client takes it."""
+class _RecordedWrites(_PassedThrough):
+    """The client's write stream, each message noted before it is sent."""
 
-    def __init__(self, stream: Any, connection: _Connection) -> None:
-        self._stream = stream
-        self._connection = connection
+    async def send(self, item: Any) -> None:
+        self._connection.sent(item)
+        token = enter_boundary()  # a transport that sends in the sender's context (2.x's HTTP) sends inside it
+        try:
+            await self._stream.send(item)
+        finally:
+            exit_boundary(token)
+
+
+class _RecordedReads(_PassedThrough):
+    """The client's read stream, each message noted as the client takes it."""
 
     async def receive(self) -> Any:
         item = await self._stream.receive()
@@ -273,16 +273,6 @@ class _RecordedReads:
         item = await self._stream.__anext__()
         self._connection.got(item)
         return item
-
-    async def __aenter__(self) -> "_RecordedReads":
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        return await self._stream.__aexit__(*exc_info)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 # ---- replay --------------------------------------------------------------------------------------
