@@ -86,8 +86,6 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
         if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed or _LIVE.get():
             return False
         host, port = address[0], address[1]
-        if own_loopback(host, port):
-            return False
         if (may_serve is not None and sock.type == socket.SOCK_STREAM and sock.gettimeout() != 0.0
                 and may_serve(stand_ins.get(host, host), port)):
             from openwop_cli.runtime.adapters import raw_socket
@@ -96,6 +94,8 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
             site = opening_site(2)
             raw_socket.serve(sock, current(), stand_ins.get(host, host), port, lambda: report(host, port, site))
             return True
+        if own_loopback(host, port):
+            return False
         raise blocked(host, port, 2)
 
     def connect(sock: Any, address: Any) -> Any:
