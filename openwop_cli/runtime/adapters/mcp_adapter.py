@@ -32,9 +32,9 @@ from openwop_cli.runtime.session import Session, _inside_boundary, enter_boundar
 KIND = "mcp"
 NAME = "mcp"
 _MARK = "__wop_mcp__"
-# volatile trace context a client may put in a request's _meta (W3C trace context, SEP-414): never compared
+# volatile trace context a client may put in a request's _meta (W3C trace context, SEP-414): never compared; nor is
+# a progressToken that is the request's own JSON-RPC id
 _VOLATILE_META = frozenset({"traceparent", "tracestate", "baggage"})
-_REQUEST_ID = "(request id)"  # a progressToken that is the request's own JSON-RPC id, as recorded
 NOT_SERVED_CODE = -32603  # JSON-RPC internal error: what a call the replay cannot answer gets
 _EVENT_BYTES = 384  # about how big an MCP event is, for the channel's batching
 
@@ -102,9 +102,8 @@ def _request_args(server: dict[str, Any], fields: dict[str, Any]) -> dict[str, A
     params = fields.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if isinstance(meta, dict):
-        meta = {key: value for key, value in meta.items() if key not in _VOLATILE_META}
-        if meta.get("progressToken") == fields.get("id"):
-            meta["progressToken"] = _REQUEST_ID
+        meta = {key: value for key, value in meta.items() if key not in _VOLATILE_META
+                and not (key == "progressToken" and value == fields.get("id"))}  # the request's own id
         params = {**params, "_meta": meta}
     return {"server": server, "method": fields["method"], "params": params if params is not None else {}}
 
@@ -402,8 +401,11 @@ class _ServedWrites:
             reply = served.value()
             if self._live is not None and fields["method"] == "initialize":
                 await self._live.send(item, request_id)  # the live server needs its handshake
+        params = fields.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
         for notification in reply.get("notifications") or ():
-            self._deliver(_with_progress_token(notification, reply.get("id"), request_id))
+            self._deliver(_with_progress_token(notification, token))
         answer = {"jsonrpc": "2.0", "id": request_id}
         answer.update((key, reply[key]) for key in ("result", "error") if key in reply)
         self._deliver(answer)
@@ -433,9 +435,10 @@ def _message_parser() -> Callable[[dict[str, Any]], Any]:
     return types.jsonrpc_message_adapter.validate_python
 
 
-def _with_progress_token(message: dict[str, Any], recorded_id: Any, request_id: Any) -> dict[str, Any]:
-    """A recorded notification about the recorded request (its progressToken was that request's id) about today's."""
+def _with_progress_token(message: dict[str, Any], token: Any) -> dict[str, Any]:
+    """A recorded progress notification about this request, with today's progress token (the recorded one is the
+    recorded request's id, and redacted in the capture as a token)."""
     params = message.get("params")
-    if recorded_id is None or not isinstance(params, dict) or params.get("progressToken") != recorded_id:
+    if token is None or message.get("method") != "notifications/progress" or not isinstance(params, dict):
         return message
-    return {**message, "params": {**params, "progressToken": request_id}}
+    return {**message, "params": {**params, "progressToken": token}}
