@@ -30,7 +30,8 @@ def command(
     ambient: Optional[Switch] = typer.Option(None, "--ambient", help="Record the clock, uuid and random values the "
                                              "program's code reads: on or off (default: [tool.wop] ambient, else on)."),
     strict_transports: bool = typer.Option(False, "--strict-transports", help="Exit 1 when the program opened "
-                                           "connections no adapter recorded (a replay could not serve them)."),
+                                           "connections no adapter recorded (a replay could not serve them) or "
+                                           "started child processes wop cannot see (not Python)."),
     record_output: bool = typer.Option(True, "--output/--no-output", help="Keep the program's stdout and stderr in "
                                        "the capture (redacted; a replay compares them). --no-output leaves them "
                                        "alone: passed through, not kept."),

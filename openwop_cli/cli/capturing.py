@@ -35,7 +35,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
         if not json_output:
             from openwop_cli.report.console import print_error
 
-            print_error("--strict-transports: the capture misses connections no adapter recorded")
+            print_error("--strict-transports: the capture misses connections or child processes wop did not record")
         return 1
     return outcome.exit_code
 
@@ -51,8 +51,12 @@ def _print_summary(outcome: Any, json_output: bool) -> None:
     }
     if manifest.get("error"):
         summary["error"] = manifest["error"]
-    if outcome.unrecorded:
-        summary["unrecordedConnections"] = outcome.unrecorded
+    connections = [entry for entry in outcome.unrecorded if "executable" not in entry]
+    children = [entry for entry in outcome.unrecorded if "executable" in entry]
+    if connections:
+        summary["unrecordedConnections"] = connections
+    if children:
+        summary["unrecordedProcesses"] = children
     if json_output:
         from openwop_cli.cli.output import json_line
 

@@ -133,9 +133,12 @@ class Replayer:
     # ---- tools ------------------------------------------------------------------------------
 
     @_debuggable
-    def tool(self, name: str, args: dict[str, Any]) -> Served:
+    def tool(self, name: str, args: dict[str, Any], kind: str | None = None) -> Served:
+        """kind: what recorded the call when it is not `@wop.tool` (`mcp`), on the observed event as in the capture."""
         call_id = self.session.new_call_id("t")
         data = {"name": name, "args": to_json(args), "callId": call_id}
+        if kind is not None:
+            data["kind"] = kind
         allowed = name in self.allow_tools
         with self._lock:
             match = self._match(KIND_TOOL, "tool_call", data, live_if_unrecorded=allowed)

@@ -23,7 +23,7 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.runtime import adapters, ambient, session as runtime_session
+    from openwop_cli.runtime import adapters, ambient, children, session as runtime_session
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
@@ -44,6 +44,7 @@ def install() -> None:
     runtime_session.attach_channel(sender)
     runtime_session.install(session)
     adapters.install()
+    children.watch()  # a Python child that lost the bootstrap gets it back: it was recorded, it is replayed
     ambient.install(values=ambient.enabled(default=False))
     if mode == "replay" or controls.offline:
         from openwop_cli.runtime.connections import proxy_address
@@ -52,7 +53,9 @@ def install() -> None:
         channel = tcp_address(address)
         block_network({*proxy_address(), *((channel,) if channel else ())},
                       lambda *args, **kwargs: session.replayer.network_blocked(*args, **kwargs),
-                      lambda host, port: servable(session.replayer.source, host, port))
+                      lambda host, port: servable(session.replayer.source, host, port),
+                      stopped=lambda: _stopped(session),
+                      unrecorded_in_capture=lambda destination: destination in session.replayer.source.unrecorded_connections)
 
 
 def servable(source: Any, host: str, port: int) -> bool:
@@ -93,6 +96,12 @@ class ReplayerOnFirstUse:
         with self._lock:
             if self._session.replayer is self:
                 self._session.replayer = self._build()
+
+
+def _stopped(session: Any) -> bool:
+    """True once a strict replay has stopped this process's program."""
+    replayer = built_replayer(session)
+    return replayer is not None and replayer.engine.stopped is not None
 
 
 def built_replayer(session: Any) -> Any:
@@ -147,18 +156,14 @@ def _shorten_tracebacks_after_a_stop(session: Any) -> None:
         print(f"wop: the replay stopped the program here; it ended with {kind.__qualname__}: {message} "
               "(--verbose shows the traceback)", file=sys.stderr)
 
-    def stopped() -> bool:
-        replayer = built_replayer(session)
-        return replayer is not None and replayer.engine.stopped is not None
-
     def hook(kind: Any, exc: BaseException, tb: Any) -> None:
-        if not stopped() or kind is KeyboardInterrupt:
+        if not _stopped(session) or kind is KeyboardInterrupt:
             previous(kind, exc, tb)
         else:
             one_line(kind, exc)
 
     def thread_hook(args: Any) -> None:
-        if not stopped() or args.exc_type is SystemExit:
+        if not _stopped(session) or args.exc_type is SystemExit:
             previous_thread_hook(args)
         else:
             one_line(args.exc_type, args.exc_value)

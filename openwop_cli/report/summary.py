@@ -97,10 +97,41 @@ def response_text(response: Any) -> Any:
 
 
 def _tool_call(data: dict[str, Any]) -> str:
+    if data.get("kind") == "mcp" and isinstance(data.get("args"), dict):
+        return _mcp_call(data["args"])
     return f"{data.get('name', '?')}({short_json(data.get('args', {}), 60)})"
 
 
+def _mcp_call(args: dict[str, Any]) -> str:
+    """`mcp python server.py tools/call lookup_order({"order_id":"A-1"})`: the server, the method, what it asks."""
+    params = args.get("params") if isinstance(args.get("params"), dict) else {}
+    name = params.get("name", params.get("uri"))
+    if isinstance(name, str):
+        asked = f"{name}({short_json(params.get('arguments', {}), 60)})" if "name" in params else name
+    else:
+        rest = {key: value for key, value in params.items() if key != "_meta"}
+        asked = short_json(rest, 60) if rest else ""
+    return f"mcp {server_label(args.get('server'))} {args.get('method', '?')} {asked}".rstrip()
+
+
+def server_label(server: Any) -> str:
+    """A short name for an MCP server: `python server.py`, `127.0.0.1:8000/mcp`."""
+    if not isinstance(server, dict):
+        return "?"
+    if isinstance(server.get("url"), str):
+        return server["url"].split("://", 1)[-1]
+    words = [server.get("command"), *(server.get("args") or [])]
+    label = " ".join(word.rstrip("/").rsplit("/", 1)[-1] or word for word in words if isinstance(word, str))
+    return short_json(label, 40)
+
+
 def _tool_result(data: dict[str, Any]) -> str:
+    reply = data.get("result")
+    if data.get("ok", True) and isinstance(reply, dict) and isinstance(reply.get("error"), dict) and "id" in reply:
+        error = reply["error"]  # an MCP server's JSON-RPC error
+        return f"error {error.get('code', '?')}: {short_json(error.get('message', ''), 60)}"
+    if data.get("ok", True) and isinstance(reply, dict) and "result" in reply and "id" in reply:
+        return "ok " + short_json(reply["result"], 70)
     if data.get("ok", True):
         return " · ".join(["ok " + short_json(data.get("result"), 70), *_stream_end(data)])
     return "error " + failure_text(data)
@@ -145,7 +176,12 @@ def _state_mutation(data: dict[str, Any]) -> str:
 
 def _nondeterministic(data: dict[str, Any]) -> str:
     if data.get("unrecorded") is True:
-        site = (data.get("value") or {}).get("site") if isinstance(data.get("value"), dict) else None
+        value = data.get("value") if isinstance(data.get("value"), dict) else {}
+        site = value.get("site")
+        if data.get("source") == "process":
+            opener = f" (started by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+            argv = value.get("argv") if isinstance(value.get("argv"), list) else [data.get("key")]
+            return f"child process {short_json(' '.join(map(str, argv)), 50)} not recorded{opener}: {value.get('reason')}"
         opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
         return f"connection to {data.get('key')} not recorded{opener}"
     return f"{data.get('source', '?')} {data.get('key', '')} = {short_json(data.get('value'), 50)}".replace("  ", " ")

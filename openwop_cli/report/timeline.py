@@ -226,6 +226,8 @@ def _cells(row: Row, start: int, sites: bool) -> tuple[tuple[str, str], ...]:
         seq = f"{seq}…{row.group[-1].get('seq', '?')}"
     event_type = str(event.get("type", ""))
     label = {"tool_call": "tool", "llm_request": "llm"}.get(event_type, event_type) if row.result is not None else event_type
+    if event_type == "tool_call" and (event.get("data") or {}).get("kind") == "mcp":
+        label = "mcp"
     if row.group:
         label = "ambient"
     diverged = event_type == "replay_diverged"

@@ -7,8 +7,9 @@ watched for HTTP/1.1, whose exchanges adapters.raw_socket records (the last line
 HTTP, and any other, is named: the first one to each destination becomes a `nondeterministic` event
 with source `network`, `unrecorded: true`, the host, port and the first frame outside the standard
 library that opened it; the `wop capture` parent is told too (with the count at exit), so its last line
-says what a replay will not be able to serve. Unix sockets (wop's own channel) and wop's own
-addresses (its channel over TCP, the --proxy) are not the program's traffic.
+says what a replay will not be able to serve. Unix sockets (wop's own channel), wop's own
+addresses (its channel over TCP, the --proxy) and loopback ports that the program's own processes listen on
+(runtime.listeners: both ends are recorded) or nobody does (refused) are not the program's traffic.
 """
 
 import atexit
@@ -20,6 +21,7 @@ from typing import Any
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 ENV_PROXY = "WOP_PROXY"
+UNRECORDED_CONNECTION = "unrecordedConnection"  # the message to the parent
 _STREAM = int(socket.SOCK_STREAM)
 _INTERNET = (socket.AF_INET, socket.AF_INET6)
 _socket_type = socket.socket.__mro__[1].__dict__["type"].__get__  # the C getter: an int, no enum conversion
@@ -48,7 +50,7 @@ def watch(own_addresses: tuple[tuple[str, int], ...] = ()) -> None:
 
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    atexit.register(_report_counts)
+    atexit.register(report_counts, _seen, UNRECORDED_CONNECTION)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_seen.clear)
 
@@ -60,7 +62,7 @@ def _note(sock: socket.socket, address: tuple, ignored: frozenset) -> None:
     if session is None or session is UNRESOLVED or session.replayer is not None:
         return
     destination = (address[0], address[1])
-    if destination in ignored or _socket_type(sock) != _STREAM:
+    if destination in ignored or _socket_type(sock) != _STREAM or _own_loopback(*destination):
         return
     from openwop_cli.runtime.callsite import opening_site  # loaded on the first unrecorded connection
 
@@ -90,27 +92,36 @@ def note_unrecorded(session: Any, details: dict[str, Any]) -> None:
     host, port = destination
     session.record("nondeterministic", {"source": "network", "key": f"{host}:{port}", "unrecorded": True,
                                         "value": details})
-    _tell_parent(session, details, 1)
+    tell_parent(session, UNRECORDED_CONNECTION, details, 1)
 
 
-def _tell_parent(session: Any, details: dict[str, Any], count: int) -> None:
+def _own_loopback(host: Any, port: Any) -> bool:
+    """A loopback port the program's own processes listen on (both ends recorded), or nobody does (refused, as it
+    will be in a replay): not traffic the capture misses."""
+    from openwop_cli.runtime.listeners import OUTSIDE, is_loopback, listener
+
+    return is_loopback(host) and listener(port) != OUTSIDE
+
+
+def tell_parent(session: Any, kind: str, details: dict[str, Any], count: int) -> None:
+    """Tell the `wop capture` parent (message kind: unrecordedConnection, unrecordedProcess) what the capture misses,
+    for its last line (a capture written in this process has the event: it is flushed)."""
     send = getattr(session.recorder, "send_message", None)
     if send is None:
         session.flush()
         return
     try:
-        send({"unrecordedConnection": {**details, "count": count}})
+        send({kind: {**details, "count": count}})
     except OSError:
         pass
 
 
-def _report_counts() -> None:
-    """At exit: how many connections went to each destination (the first was reported when it opened)."""
-    with _lock:
-        entries = list(_seen.values())
-    for count, details, session in entries:
+def report_counts(seen: dict[Any, list[Any]], kind: str) -> None:
+    """At exit: how many of each there were (seen: [count, details, session] each; the first was reported as it
+    happened)."""
+    for count, details, session in list(seen.values()):
         if count > 1:
-            _tell_parent(session, details, count)
+            tell_parent(session, kind, details, count)
 
 
 def proxy_address() -> frozenset[tuple[str, int]]:
@@ -119,16 +130,32 @@ def proxy_address() -> frozenset[tuple[str, int]]:
     return frozenset({(host, int(port))}) if host and port.isdigit() else frozenset()
 
 
-def describe(connections: list[dict[str, Any]]) -> str:
-    """One line for connections no adapter recorded ({host, port, count?, site?} each), as capture and replay
-    say it: `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`."""
-    parts, single = [], len(connections) == 1
-    for connection in connections:
-        count = connection.get("count")
+def describe(unrecorded: list[dict[str, Any]]) -> str:
+    """One line for what no adapter recorded, as capture and replay say it: connections ({host, port, count?, site?})
+    `2 connections to 127.0.0.1:8000 (opened by agent.py:12) were not recorded: …`, and child processes
+    ({executable, argv, count?, site?}, runtime.children) `1 child process node (started by agent.py:9) …`."""
+    connections = [entry for entry in unrecorded if "executable" not in entry]
+    children = [entry for entry in unrecorded if "executable" in entry]
+    sentences = []
+    if connections:
+        sentences.append(_sentence(connections, "connection", lambda entry: f"to {entry.get('host')}:{entry.get('port')}",
+                                   "opened", "replay cannot serve {them}; use --proxy"))
+    if children:
+        sentences.append(_sentence(children, "child process", lambda entry: str(entry.get("executable")), "started",
+                                   "wop cannot see into {them} (a replay runs {them} for real)"))
+    return "; ".join(sentences)
+
+
+def _sentence(entries: list[dict[str, Any]], noun: str, name: Any, verb: str, consequence: str) -> str:
+    """`2 connections to h:p (opened by f:l), … were not recorded: <consequence>` (`{them}`: it or them)."""
+    nouns = noun + ("es" if noun.endswith("s") else "s")
+    parts, single = [], len(entries) == 1
+    for entry in entries:
+        count = entry.get("count")
         single = single and count == 1
-        site = connection.get("site")
-        opener = f" (opened by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
-        amount = f"{count} connection{'' if count == 1 else 's'}" if isinstance(count, int) else "connections"
-        parts.append(f"{amount} to {connection.get('host')}:{connection.get('port')}{opener}")
-    verdict = "was not recorded: replay cannot serve it" if single else "were not recorded: replay cannot serve them"
-    return f"{', '.join(parts)} {verdict}; use --proxy"
+        site = entry.get("site")
+        opener = f" ({verb} by {site.get('file')}:{site.get('line')})" if isinstance(site, dict) else ""
+        amount = f"{count} {noun if count == 1 else nouns}" if isinstance(count, int) else nouns
+        parts.append(f"{amount} {name(entry)}{opener}")
+    verdict = "was not recorded" if single else "were not recorded"
+    return f"{', '.join(parts)} {verdict}: {consequence.format(them='it' if single else 'them')}"

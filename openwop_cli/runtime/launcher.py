@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from itertools import dropwhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -120,7 +119,7 @@ class CaptureOutcome(NamedTuple):
     manifest: dict[str, Any]
     exit_code: int
     stderr_tail: list[str] = []
-    unrecorded: list[dict[str, Any]] = []
+    unrecorded: list[dict[str, Any]] = []  # connections ({host, port, …}) and child processes ({executable, …})
 
 
 def run_captured(
@@ -331,8 +330,10 @@ class _OpenCapture:
         program.update(processes.summary())
         program["modules"] = pin_files(processes.module_paths(), self.cwd, sink.blobs, sink.redactor.scrub_text)
         manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
+        from openwop_cli.runtime.children import summarize
+
         return CaptureOutcome(self.capture_id, self.path, manifest, exit_code,
-                              unrecorded=processes.unrecorded_connections())
+                              unrecorded=processes.unrecorded_connections() + summarize(processes.unrecorded_children))
 
 
 def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
@@ -507,20 +508,13 @@ def starts_own_python(argv: list[str]) -> bool:
     command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if command is None:
         return False
+    from openwop_cli.runtime.children import runs_bootstrap, script_interpreter
+
     if _is_own_python(command):
-        return _runs_site(argv[1:])
-    try:
-        with open(command, "rb") as handle:
-            first_line = handle.readline(256)
-    except OSError:
-        return False
-    words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
-    if words and os.path.basename(words[0]) == "env":
-        words = list(dropwhile(lambda word: word.startswith("-"), words[1:]))
-        interpreter = shutil.which(words[0]) if words else None
-    else:
-        interpreter = words[0] if words else None
-    return interpreter is not None and _is_own_python(interpreter) and _runs_site(words[1:])
+        return runs_bootstrap(argv[1:])
+    words, through_env = script_interpreter(command)
+    interpreter = (shutil.which(words[0]) if through_env else words[0]) if words else None
+    return interpreter is not None and _is_own_python(interpreter) and runs_bootstrap(words[1:])
 
 
 def _is_own_python(path: str) -> bool:
@@ -529,29 +523,6 @@ def _is_own_python(path: str) -> bool:
     own = sys.executable
     realpath, dirname = os.path.realpath, os.path.dirname
     return bool(own) and realpath(path) == realpath(own) and realpath(dirname(path)) == realpath(dirname(own))
-
-
-def _runs_site(options: list[str]) -> bool:
-    """False when the interpreter's options skip the bootstrap on PYTHONPATH: -I (isolated), -E (PYTHON* variables
-    ignored), -S (no site)."""
-    takes_value = False
-    for word in options:
-        if takes_value:
-            takes_value = False
-            continue
-        if not word.startswith("-") or word in ("-", "--"):
-            return True
-        if word.startswith("--"):
-            continue
-        for index, letter in enumerate(word[1:]):
-            if letter in "ISE":
-                return False
-            if letter in "cm":  # what follows is the program
-                return True
-            if letter in "XW":
-                takes_value = index == len(word) - 2
-                break
-    return True
 
 
 def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink",
@@ -603,6 +574,7 @@ class _Processes:
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
         self.unrecorded: dict[tuple, dict[str, Any]] = {}
+        self.unrecorded_children: dict[tuple, dict[str, Any]] = {}  # runtime.children's reports, by child_key
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -641,6 +613,11 @@ class _Processes:
         connection = message.get("unrecordedConnection")
         if isinstance(connection, dict):
             self.unrecorded[(_pid, connection.get("host"), connection.get("port"))] = connection
+        child = message.get("unrecordedProcess")  # runtime.children.UNRECORDED_PROCESS
+        if isinstance(child, dict):
+            from openwop_cli.runtime.children import child_key
+
+            self.unrecorded_children[child_key(_pid, child)] = child
         modules = message.get("modules")
         if isinstance(modules, list):
             for entry in modules:

@@ -12,13 +12,23 @@ With `may_serve(host, port)` (a replay of a capture whose raw-socket HTTP the so
 blocking TCP connection it allows is not refused but answered from the capture (adapters.raw_socket.serve),
 and a host name resolves to a stand-in address (in 192.0.2.0/24, which routes nowhere) so such a
 client gets as far as its connection; refused ones are reported by that name.
+
+A loopback port one of the program's own processes listens on is open: both ends are replayed (an
+MCP or HTTP server the program starts itself, and the probe that waits for it). So is one nobody
+listens on, unless the capture names it as a connection it did not record: the kernel refuses it,
+as it refused it in the capture. Once a strict replay has stopped (`stopped()`), a program that
+tries the network again — a retry loop swallowing the refusal — is ended then and there, not left
+to spin until wop's grace period runs out.
 """
 
+import os
 import socket
+import sys
 from contextvars import ContextVar
 from typing import Any, Callable, Collection
 
 from openwop_cli.runtime.callsite import opening_site
+from openwop_cli.runtime.listeners import NOBODY, TREE, is_loopback, listener
 
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
 _STAND_INS = 254  # host names a replay resolves to stand-in addresses (192.0.2.1…254); later ones are refused
@@ -42,14 +52,21 @@ def end_live_call(token: Any) -> None:
 
 def block_network(allowed: Collection[tuple[str, int]] = (),
                   on_blocked: Callable[[str, Any, dict[str, Any] | None], None] | None = None,
-                  may_serve: Callable[[str, int], bool] | None = None) -> Callable[[], None]:
-    """Patch socket connect and name resolution (allowed: wop's own addresses); returns the undo."""
+                  may_serve: Callable[[str, int], bool] | None = None, *,
+                  stopped: Callable[[], bool] = lambda: False,
+                  unrecorded_in_capture: Callable[[str], bool] = lambda destination: True) -> Callable[[], None]:
+    """Patch socket connect and name resolution (allowed: wop's own addresses); returns the undo.
+
+    stopped: whether a strict replay has stopped the program; unrecorded_in_capture("host:port"): whether the capture
+    names that destination as a connection it did not record."""
     real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
     allowed = frozenset(allowed)
     stand_ins: dict[str, str] = {}  # a stand-in address -> the host name it stands for
 
     def report(host: Any, port: Any, site: dict[str, Any] | None) -> NetworkBlocked:
         host = stand_ins.get(host, host)
+        if stopped():
+            _end_program(host, port)
         if on_blocked is not None:
             on_blocked(host, port, site)
         return NetworkBlocked(_message(host, port))
@@ -57,6 +74,12 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
     def blocked(host: Any, port: Any, depth: int) -> NetworkBlocked:
         """depth: frames from here up to the patched function (its caller opened the connection)."""
         return report(host, port, opening_site(depth + 1))
+
+    def own_loopback(host: Any, port: Any) -> bool:
+        if not is_loopback(host):
+            return False
+        found = listener(port)
+        return found == TREE or (found == NOBODY and not unrecorded_in_capture(f"{host}:{port}"))
 
     def refuse(sock: Any, address: Any) -> bool:
         """False to connect, True when the capture answers the connection; raises for a refused one."""
@@ -71,6 +94,8 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
             site = opening_site(2)
             raw_socket.serve(sock, current(), stand_ins.get(host, host), port, lambda: report(host, port, site))
             return True
+        if own_loopback(host, port):
+            return False
         raise blocked(host, port, 2)
 
     def connect(sock: Any, address: Any) -> Any:
@@ -106,6 +131,19 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
         socket.getaddrinfo = real_getaddrinfo
 
     return unblock
+
+
+def _end_program(host: Any, port: Any) -> None:
+    """The strict replay stopped the program and it tries the network again: end it now (its events and output go
+    first; os._exit sends the queued events, see session.attach_channel)."""
+    print(f"wop replay: the replay has stopped and the program tried the network again ({host}:{port}): ending it",
+          file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(1)
 
 
 def _message(host: Any, port: Any) -> str:

@@ -1,4 +1,5 @@
-"""Adapters: each HTTP (and websocket) library recorded and replayed at its transport, one file per library.
+"""Adapters: each HTTP (and websocket) library, and MCP's client transports, recorded and replayed at its transport,
+one file per library.
 
 `ADAPTERS` is the registry: the module a library is imported as → the adapter's patch function
 (`file:function` in this package). `install()` asks the post-import hook to call each one right
@@ -23,6 +24,10 @@ ADAPTERS = {
     "websockets.client": "websockets_adapter:patch",
     "websockets.asyncio.client": "websockets_adapter:patch",
     "websockets.sync.client": "websockets_adapter:patch",
+    "mcp.client.stdio": "mcp_adapter:patch",
+    "mcp.client.streamable_http": "mcp_adapter:patch",
+    "mcp.client.sse": "mcp_adapter:patch",
+    "mcp.client.websocket": "mcp_adapter:patch",
 }
 
 _installed: list[bool] = []
