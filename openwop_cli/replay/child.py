@@ -23,7 +23,7 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.runtime import adapters, ambient, children, session as runtime_session
+    from openwop_cli.runtime import adapters, ambient, children, outputmarks, session as runtime_session
     from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
@@ -45,6 +45,7 @@ def install() -> None:
     runtime_session.install(session)
     adapters.install()
     children.watch()  # a Python child that lost the bootstrap gets it back: it was recorded, it is replayed
+    outputmarks.watch_listening()
     ambient.install(values=ambient.enabled(default=False))
     if mode == "replay" or controls.offline:
         from openwop_cli.runtime.connections import proxy_address

@@ -12,7 +12,7 @@ bootstrap waits for it before it calls `install`.)
 
 import os
 
-from openwop_cli.runtime import adapters, ambient, children, connections
+from openwop_cli.runtime import adapters, ambient, children, connections, outputmarks
 from openwop_cli.runtime.channel import ENV_ADDRESS, tcp_address
 from openwop_cli.runtime.session import current
 
@@ -26,6 +26,7 @@ def install() -> None:
     channel = tcp_address(os.environ.get(ENV_ADDRESS, ""))
     connections.watch((channel,) if channel else ())
     children.watch()
+    outputmarks.watch_listening()
     if not ambient.installed():
         ambient.install(values=ambient.enabled())
 

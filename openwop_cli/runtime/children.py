@@ -23,6 +23,7 @@ import sys
 import threading
 from typing import Any
 
+from openwop_cli.runtime import outputmarks
 from openwop_cli.runtime.connections import report_counts, tell_parent
 from openwop_cli.runtime.environ import ENV_MODE
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
@@ -60,9 +61,17 @@ def _patch(subprocess: Any) -> None:
     real_init = popen.__init__
 
     def init(self: Any, args: Any, *more: Any, **options: Any) -> None:
-        if not _inside_boundary.get() and _state["session"] is not None and not more:
-            options = _seen_child(args, options)
-        real_init(self, args, *more, **options)
+        started: list[int] = []
+        if _state["session"] is not None and not more:
+            if not _inside_boundary.get():
+                options = _seen_child(args, options)
+            else:  # part of a recorded call: what it prints is the call's (runtime.outputmarks)
+                options, started = outputmarks.forward_child_output(options)
+        try:
+            real_init(self, args, *more, **options)
+        finally:
+            for descriptor in started:
+                os.close(descriptor)
 
     init.__wop_children__ = True  # type: ignore[attr-defined]
     popen.__init__ = init
