@@ -175,6 +175,14 @@ class Redactor:
         env = os.environ if environ is None else environ
         return cls(profile, secret_env_values(env))
 
+    @classmethod
+    def of_capture(cls, manifest: Mapping[str, Any]) -> "Redactor":
+        """from_environment with the profile a capture was made with (default when it names none wop knows): what
+        today's data is redacted by before it is compared with, or shown beside, the capture's."""
+        redaction = manifest.get("redaction")
+        profile = redaction.get("profile") if isinstance(redaction, dict) else None
+        return cls.from_environment(profile if profile in PROFILES else DEFAULT_PROFILE)
+
     def suspicious(self, serialized: bytes) -> bool:
         """Cheap test: could this serialized JSON (one line or many) hold something the profile removes?"""
         if not self.active:
