@@ -73,3 +73,28 @@ def test_strict_keeps_no_entropy_the_program_read_and_no_hash_of_it():
     data = {"source": "entropy", "key": "os.urandom", "value": "9f" * 16, "ambient": True}
     assert Redactor("strict", ()).redact_event("nondeterministic", data)["value"] == REDACTED
     assert Redactor("default", ()).redact_event("nondeterministic", data)["value"] == "9f" * 16
+
+
+ENTROPY_PROGRAM = '''
+import os, secrets
+token, raw = secrets.token_urlsafe(16), os.urandom(8)
+print("drawn", len(token), len(raw))
+print("token", token, "raw", raw.hex(), file=open("drawn.txt", "w"))
+'''
+
+
+def test_under_strict_the_entropy_a_program_read_is_not_on_disk_and_a_replay_reads_it_live(tmp_path):
+    """A reset token made with secrets.token_urlsafe() was recorded in clear: one could be made again byte for byte."""
+    (tmp_path / "agent.py").write_text(ENTROPY_PROGRAM)
+    out = tmp_path / "capture"
+    done = run_wop("capture", "--redact", "strict", "--out", str(out), "--", sys.executable, "agent.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    drawn = (tmp_path / "drawn.txt").read_text().split()
+    written = b"".join(path.read_bytes() for path in out.rglob("*") if path.is_file())
+    assert drawn[1].encode() not in written and drawn[3].encode() not in written
+    reads = [event["data"] for event in events(out, "nondeterministic") if event["data"]["source"] == "entropy"]
+    assert [read["value"] for read in reads] == [REDACTED, REDACTED]
+    replayed = run_wop("replay", str(out), "--json", "--out", str(tmp_path / "replay"), cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.count("secrets.token_urlsafe") and "os.urandom" in replayed.stdout  # read live, and said
+    assert (tmp_path / "drawn.txt").read_text().split()[1] != drawn[1]
