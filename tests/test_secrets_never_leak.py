@@ -129,3 +129,25 @@ def test_no_secret_of_the_hostile_program_reaches_the_capture_the_closing_line_t
     written = orjson.loads((out / "manifest.json").read_bytes())
     assert written["program"]["argv"][-6:] == ["--stripe-key", REDACTED, "--key", REDACTED, "-p", REDACTED]
     assert b"streamed" in every_byte_under(out) and Collector.received
+
+
+def test_a_capture_an_older_wop_left_a_secret_in_shows_none_in_the_report_or_the_export(tmp_path):
+    """The report and the export pass what they show through the capture's profile again."""
+    from tests.conftest import write_capture
+    from tests.format.test_hostile_captures import forge, lines_of
+
+    capture = write_capture(tmp_path / "c", [("tool_call", {"name": "f", "args": {}, "callId": "t1"}),
+                                             ("tool_result", {"callId": "t1", "ok": True, "result": "placeholder"})])
+    lines = lines_of(capture)
+    lines[1] = lines[1].replace(b"placeholder", FORMATS["stripe"].encode())  # as a wop without the pattern wrote it
+    forge(capture, lines)
+    page = tmp_path / "report.html"
+    assert run_wop("report", str(capture), "-o", str(page)).returncode == 0
+    data = re.search(r'<script id="wop-data" type="application/octet-stream">([^<]*)</script>', page.read_text()).group(1)
+    found = leaks("report data", gzip.decompress(base64.b64decode(data)))
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    Collector.received = []
+    with http_server(Collector) as endpoint:
+        assert run_wop("export", "otel", str(capture), "--endpoint", endpoint).returncode == 0
+    found += leaks("otel", b"".join(Collector.received))
+    assert not found and Collector.received, found

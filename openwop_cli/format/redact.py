@@ -234,6 +234,15 @@ class Redactor:
             kept.update(request_keys(str(kept.get("provider", "")), str(kept.get("model", "")), kept.get("request")))
         return kept
 
+    def shown(self, events: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        """Events as wop shows them (report, export): each one's data redacted where the prefilter flags it, so a
+        capture made before a format was known, or holding a secret of today's environment, shows none."""
+        for event in events:
+            data = event.get("data")
+            if type(data) is dict and self.active and self.suspicious(orjson.dumps(data, default=repr)):
+                event = {**event, "data": self.redact_event(str(event.get("type")), data)}
+            yield event
+
     def scrub_text(self, text: str) -> str:
         """A string with secret-looking values (see the module docstring) and known secret values replaced."""
         spans = self.secret_spans(text)
