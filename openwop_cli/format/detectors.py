@@ -9,7 +9,8 @@ address plugin is left out (an address is no credential), and so are its keyword
 regular expressions (the redactor has its own rules for secret-named labels).
 
 `portable` rewrites one of these expressions into the form the prefilter compiles (Hyperscan, RE2 or `re`, over
-serialized JSON): no lookaround or anchor (dropped: the result only needs to match more, never less), and every
+serialized JSON): a lookaround that must hold is matched instead, one that must not and an anchor are dropped (the
+result only needs to match more, never less), and every
 part that may match a character JSON escapes or writes as several bytes (whitespace, quotes, `.`, negated classes,
 non-ASCII) widened to also match its escaped or UTF-8 form, its repeat count left open.
 """
@@ -169,7 +170,12 @@ def _node(op: Any, argument: Any) -> tuple[str, bool]:
         return f"(?:{text})", safe
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)):
         return _repeat(*argument)
-    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+    if op is sre.ASSERT:  # what must come before or after: matched instead (where it holds, the match holds too)
+        text, _ = _sequence(argument[1])
+        return f"(?:{text})", False
+    if op is sre.AT and argument in _EDGES:  # a string's or line's edge: in JSON, a quote or an escaped line break
+        return _EDGES[argument], False
+    if op in (sre.AT, sre.ASSERT_NOT):
         return "", True  # dropped: matching more is all a prefilter may do
     raise NotPortable(f"{op} has no portable form")
 
@@ -228,6 +234,10 @@ def _class_char(code: int) -> str:
     return char if char.isalnum() and code < 0x80 else f"\\x{code:02x}"
 
 
+_EDGES = {
+    **dict.fromkeys((sre.AT_BEGINNING, sre.AT_BEGINNING_STRING, sre.AT_BEGINNING_LINE), r'(?:^|"|\\[nr])'),
+    **dict.fromkeys((sre.AT_END, sre.AT_END_STRING, sre.AT_END_LINE), r'(?:$|\\?"|\\[nr])'),
+}
 _CATEGORIES = {
     sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
     sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W",

@@ -109,6 +109,7 @@ CONTENT_KEYS = frozenset(
 _DELTA_KEYS = frozenset({"content", "text", "delta", "partial_json", "arguments", "thinking", "reasoning"})
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 _LIBRARY_GROUP = 8  # a library pattern's group this long or longer is the secret (else its whole match is)
+_SHORTEST_FOUND = 8  # no value pattern matches fewer characters (a known secret value is looked for in any string)
 _CONTEXT = frozenset(" \t\r\n\"'=:")
 _CONTEXT_AFTER = frozenset(" \t\r\n\"'")
 
@@ -135,11 +136,18 @@ class _Patterns:
     def __init__(self) -> None:
         from openwop_cli.format.detectors import library_patterns
 
-        self.own = [re.compile(found) for found, _ in _MORE_VALUES]
-        self.library = [re.compile(pattern, flags) for _, pattern, flags in library_patterns()]
-        own_text = "|".join(f"(?:{found})" for found, _ in _MORE_VALUES).replace("?P<keep>", "").replace("?P<value>", "")
-        self.any_secret_value = re.compile(own_text + "".join(f"|{_scoped(compiled)}" for compiled in self.library))
+        own = [re.compile(found) for found, _ in _MORE_VALUES]
+        library = [re.compile(pattern, flags) for _, pattern, flags in library_patterns()]
         self.aws_key_id = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
+        # every value pattern with the function finding its spans; the last one is the AWS key id's (its spans are
+        # the secret keys beside it)
+        self.values = [*((pattern, _own_spans) for pattern in own), *((pattern, _library_spans) for pattern in library),
+                       (self.aws_key_id, _aws_secret_spans)]
+        self.selector = _selector([pattern for pattern, _ in self.values])
+        if self.selector is None:
+            own_text = "|".join(f"(?:{found})" for found, _ in _MORE_VALUES)
+            self.any_secret_value = re.compile(own_text.replace("?P<keep>", "").replace("?P<value>", "") + "".join(
+                f"|{_scoped(compiled)}" for compiled in library) + f"|{self.aws_key_id.pattern}")
         self.aws_secret_key = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # beside a key id
         self.secret_flag = re.compile(_SECRET_FLAG, re.IGNORECASE)
         self.password_word = re.compile(r"(?:passw(?:or)?d|passphrase|pwd)\W*$", re.IGNORECASE)
@@ -216,13 +224,16 @@ class Redactor:
         `cacheKey` is computed over the data as kept (no hash of a redacted value stays)."""
         if not self.active:
             return data
-        kept = self._redact(data, False)
-        if type(kept) is not dict:
-            return kept
+        if type(data) is not dict:
+            return self._redact(data, False)
+        stream = data.get("stream")
+        if type(stream) is list:  # its chunks are redacted together, as the text they add up to
+            kept = self._redact({key: value for key, value in data.items() if key != "stream"}, False)
+            kept["stream"] = self._redact_stream(stream)
+        else:
+            kept = self._redact(data, False)
         if self.strict and event_type == "nondeterministic" and kept.get("source") == "entropy" and "value" in kept:
             kept["value"] = REDACTED
-        if type(kept.get("stream")) is list:
-            kept["stream"] = self._redact_stream(kept["stream"])
         if "valueHash" in kept:
             from openwop_cli.format.canonical import content_hash
 
@@ -264,15 +275,19 @@ class Redactor:
             while start >= 0:
                 spans.append((start, start + len(secret)))
                 start = text.find(secret, start + len(secret))
+        if len(text) < _SHORTEST_FOUND:
+            return spans
         patterns = _patterns()
-        if patterns.any_secret_value.search(text) is not None:
-            for pattern in patterns.own:
-                spans.extend(_own_spans(pattern, text))
-            for pattern in patterns.library:
-                spans.extend(_library_spans(pattern, text))
-            if patterns.aws_key_id.search(text) is not None:
-                spans.extend(match.span() for match in patterns.aws_secret_key.finditer(text))
-        return _merged(spans)
+        if patterns.selector is not None:
+            candidates = [patterns.values[index] for index in sorted(patterns.selector.matched(
+                text.encode("utf-8", "surrogatepass")))]
+        elif patterns.any_secret_value.search(text) is not None:
+            candidates = patterns.values
+        else:
+            candidates = []
+        for pattern, found in candidates:
+            spans.extend(found(pattern, text))
+        return _merged(spans) if len(spans) > 1 else spans
 
     def is_secret_key(self, key: str) -> bool:
         """True when the profile redacts the whole value stored under this key."""
@@ -314,32 +329,50 @@ class Redactor:
         return out
 
     def _redact_stream(self, stream: list[Any]) -> list[Any]:
-        """A stream's chunks, each chunk's text redacted where the text the chunks add up to holds a secret (one split
-        across chunks among them): the first chunk of a secret gets the marker, the others lose their part of it."""
-        chunks = [_chunk_payload(chunk) for chunk in stream]
-        leaves = [leaf for payload in chunks if payload is not None for leaf in _delta_leaves(payload[0])]
+        """A stream's chunks redacted: each chunk's text where the text the chunks add up to holds a secret (one split
+        across chunks among them: the first chunk of a secret gets the marker, the others lose their part of it), then
+        each chunk's payload as any JSON value (parsed, so a pattern never cuts through its JSON)."""
+        payloads = [_chunk_payload(chunk) for chunk in stream]
+        chunk_leaves = [_delta_leaves(payload[0]) if payload is not None else [] for payload in payloads]
+        leaves = [leaf for found in chunk_leaves for leaf in found]
         text = "".join(container[key] for container, key in leaves)
-        spans = self.secret_spans(text)
-        if not spans:
-            return stream
-        position, span_index = 0, 0
-        for container, key in leaves:
-            piece = container[key]
-            start, end = position, position + len(piece)
-            kept, cursor = [], start
-            while span_index < len(spans) and spans[span_index][0] < end:
-                secret_start, secret_end = spans[span_index]
-                if secret_start >= cursor:
-                    kept.append(text[cursor:secret_start])
-                    kept.append(REDACTED)
-                cursor = max(cursor, min(secret_end, end))
-                if secret_end > end:
-                    break
-                span_index += 1
-            kept.append(text[cursor:end])
-            container[key] = "".join(kept)
-            position = end
-        return [chunk if payload is None else _with_payload(chunk, payload) for chunk, payload in zip(stream, chunks)]
+        cut = _cut_out(leaves, text, self.secret_spans(text))
+        kept = []
+        for chunk, payload, found in zip(stream, payloads, chunk_leaves):
+            if payload is None:
+                kept.append(self._redact(chunk, False))
+                continue
+            rest = self._redact({key: value for key, value in chunk.items() if key != "data"}, False)
+            value = self._redact(payload[0], False)
+            changed = value != payload[0] or any(id(container) in cut for container, _ in found)
+            data = _payload_text(value, payload[1]) if changed else chunk["data"]  # else its bytes as they were sent
+            kept.append({key: data if key == "data" else rest[key] for key in chunk})
+        return kept
+
+
+def _cut_out(leaves: list[tuple[Any, str]], text: str, spans: list[tuple[int, int]]) -> set[int]:
+    """Rewrite the leaves (whose strings, joined, are text) without the spans: the leaf where a span starts gets the
+    marker in its place, every leaf it runs through loses its part. Returns the ids of the containers rewritten."""
+    position, span_index, cut = 0, 0, set()
+    for container, key in leaves:
+        start, end = position, position + len(container[key])
+        position = end
+        if span_index >= len(spans) or spans[span_index][0] >= end:
+            continue
+        kept, cursor = [], start
+        while span_index < len(spans) and spans[span_index][0] < end:
+            secret_start, secret_end = spans[span_index]
+            if secret_start >= cursor:
+                kept.append(text[cursor:secret_start])
+                kept.append(REDACTED)
+            cursor = max(cursor, min(secret_end, end))
+            if secret_end > end:
+                break
+            span_index += 1
+        kept.append(text[cursor:end])
+        container[key] = "".join(kept)
+        cut.add(id(container))
+    return cut
 
 
 def _is_flag_value(value: str, flag: Any) -> bool:
@@ -383,6 +416,28 @@ def _library_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]
         tail = _TOKEN_TAIL.match(text, end)
         spans.append((start, tail.end() if tail else end))
     return spans
+
+
+def _selector(patterns: list[re.Pattern[str]]) -> Any:
+    """A Hyperscan matcher telling which of patterns may match a text (their portable forms, compiled once and cached
+    like the prefilter's), so a string pays one scan and only the patterns it may hold run in Python; None without
+    Hyperscan (a string then pays one `re` pass over all of them first)."""
+    from openwop_cli.format.detectors import NotPortable, portable
+
+    try:
+        forms = [portable(pattern.pattern, pattern.flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE))
+                 for pattern in patterns]
+        return HyperscanMatcher(forms)
+    except (ImportError, NotPortable):
+        return None
+
+
+def _aws_secret_spans(key_id: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """The spans of 40-character AWS secret keys in a text that holds an access key id (the id itself is the library's
+    to find)."""
+    if key_id.search(text) is None:
+        return []
+    return [match.span() for match in _patterns().aws_secret_key.finditer(text)]
 
 
 def _scoped(compiled: re.Pattern[str]) -> str:
@@ -438,17 +493,14 @@ def _delta_leaves(payload: Any) -> list[tuple[Any, str]]:
     return leaves
 
 
-def _with_payload(chunk: dict[str, Any], payload: tuple[Any, str]) -> dict[str, Any]:
-    """A chunk with its payload written back (its JSON re-serialized: it is parsed the same, only redacted parts
-    differ)."""
-    value, source = payload
+def _payload_text(value: Any, source: str) -> str:
+    """A chunk's payload written back as its `data` text (re-serialized: it parses the same, only redacted parts
+    differ), into base64 `bytes` again for a Bedrock InvokeModel chunk."""
     if source == "bytes":
         import base64
 
-        data = orjson.dumps({"bytes": base64.b64encode(orjson.dumps(value)).decode("ascii")}).decode()
-    else:
-        data = orjson.dumps(value).decode()
-    return chunk if data == chunk["data"] else {**chunk, "data": data}
+        return orjson.dumps({"bytes": base64.b64encode(orjson.dumps(value)).decode("ascii")}).decode()
+    return orjson.dumps(value).decode()
 
 
 def secret_env_values(environ: Mapping[str, str]) -> list[str]:
@@ -526,6 +578,13 @@ class HyperscanMatcher:
             scratches = self._local.scratches = [self._hyperscan.Scratch(database) for database in self._databases]
         return scratches
 
+    def matched(self, data: bytes) -> set[int]:
+        """The indexes of the patterns that match somewhere in data."""
+        found: set[int] = set()
+        for database, scratch in zip(self._databases, self._scratches()):
+            database.scan(data, match_event_handler=_note, context=found, scratch=scratch)
+        return found
+
     def match_ends(self, data: bytes) -> list[int]:
         """Where in data each match of the patterns ends (offsets one past its last byte), in the order found."""
         scratches = self._scratches()
@@ -573,6 +632,10 @@ def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False
     except OSError:
         pass
     return database
+
+
+def _note(pattern_id: int, _start: int, _end: int, _flags: int, found: set[int]) -> None:
+    found.add(pattern_id)
 
 
 def _stop(*_match: Any) -> bool:
