@@ -7,14 +7,12 @@ import gzip
 import re
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler
 
 import orjson
 import pytest
 
 from openwop_cli.format.redact import REDACTED
-from tests.conftest import http_server, run_wop
+from tests.conftest import run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import OFFLINE_SDKS
 
@@ -76,23 +74,17 @@ def leaks(where: str, data: bytes) -> list[tuple[str, str]]:
     return [(where, piece) for piece in secret_pieces() if piece.encode() in data]
 
 
-class Collector(BaseHTTPRequestHandler):
-    """An OTLP/HTTP endpoint keeping the bytes of every export it is sent."""
+def exporting():
+    """tests/export's fake OTLP collector (skipped without the otel extra)."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    from tests.export.test_otel_export import FakeCollector
 
-    received: list[bytes] = []
-    lock = threading.Lock()
+    return FakeCollector()
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        with self.lock:
-            Collector.received.append(body)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
 
-    def log_message(self, *args: object) -> None:
-        pass
+def exported_bytes(collector) -> bytes:
+    """Every span the collector received, as the protobuf bytes that crossed the wire."""
+    return b"".join(span.SerializeToString() for span in collector.spans)
 
 
 def every_byte_under(path):
@@ -118,17 +110,15 @@ def test_no_secret_of_the_hostile_program_reaches_the_capture_the_closing_line_t
     html = page.read_text()
     data = re.search(r'<script id="wop-data" type="application/octet-stream">([^<]*)</script>', html).group(1)
     found += leaks("report", html.encode()) + leaks("report data", gzip.decompress(base64.b64decode(data)))
-    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-    Collector.received = []
-    with http_server(Collector) as endpoint:
-        exported = run_wop("export", "otel", str(out), "--endpoint", endpoint)
+    with exporting() as collector:
+        exported = run_wop("export", "otel", str(out), "--endpoint", collector.url)
     assert exported.returncode == 0, exported.stderr
-    found += leaks("otel", b"".join(Collector.received)) + leaks("export output", exported.stdout.encode())
+    found += leaks("otel", exported_bytes(collector)) + leaks("export output", exported.stdout.encode())
     assert not found, found
 
     written = orjson.loads((out / "manifest.json").read_bytes())
     assert written["program"]["argv"][-6:] == ["--stripe-key", REDACTED, "--key", REDACTED, "-p", REDACTED]
-    assert b"streamed" in every_byte_under(out) and Collector.received
+    assert b"streamed" in every_byte_under(out) and collector.spans
 
 
 def test_a_capture_an_older_wop_left_a_secret_in_shows_none_in_the_report_or_the_export(tmp_path):
@@ -145,9 +135,7 @@ def test_a_capture_an_older_wop_left_a_secret_in_shows_none_in_the_report_or_the
     assert run_wop("report", str(capture), "-o", str(page)).returncode == 0
     data = re.search(r'<script id="wop-data" type="application/octet-stream">([^<]*)</script>', page.read_text()).group(1)
     found = leaks("report data", gzip.decompress(base64.b64decode(data)))
-    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-    Collector.received = []
-    with http_server(Collector) as endpoint:
-        assert run_wop("export", "otel", str(capture), "--endpoint", endpoint).returncode == 0
-    found += leaks("otel", b"".join(Collector.received))
-    assert not found and Collector.received, found
+    with exporting() as collector:
+        assert run_wop("export", "otel", str(capture), "--endpoint", collector.url).returncode == 0
+    found += leaks("otel", exported_bytes(collector))
+    assert not found and collector.spans, found
