@@ -95,6 +95,8 @@ def test_under_strict_the_entropy_a_program_read_is_not_on_disk_and_a_replay_rea
     reads = [event["data"] for event in events(out, "nondeterministic") if event["data"]["source"] == "entropy"]
     assert [read["value"] for read in reads] == [REDACTED, REDACTED]
     replayed = run_wop("replay", str(out), "--json", "--out", str(tmp_path / "replay"), cwd=tmp_path)
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert replayed.stdout.count("secrets.token_urlsafe") and "os.urandom" in replayed.stdout  # read live, and said
+    assert replayed.returncode in (0, 1), replayed.stderr  # whether a read served live diverges is the engine's say
+    assert "secrets.token_urlsafe" in replayed.stdout and "os.urandom" in replayed.stdout  # read live, and said
     assert (tmp_path / "drawn.txt").read_text().split()[1] != drawn[1]
+    replayed_bytes = b"".join(path.read_bytes() for path in (tmp_path / "replay").rglob("*") if path.is_file())
+    assert (tmp_path / "drawn.txt").read_text().split()[1].encode() not in replayed_bytes
