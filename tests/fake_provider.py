@@ -27,8 +27,11 @@ from urllib.parse import urlsplit
 class FakeProvider:
     """Start with `with FakeProvider() as provider:`; provider.url is the base URL (no /v1)."""
 
-    def __init__(self, *, refuse: bool = False, prefix: str = "answer to", event_delay: float = 0.0) -> None:
-        """event_delay: seconds between the events of a stream (a slow model)."""
+    def __init__(self, *, refuse: bool = False, prefix: str = "answer to", event_delay: float = 0.0,
+                 piece: int | None = None) -> None:
+        """event_delay: seconds between the events of a stream (a slow model); piece: a stream's text comes in pieces
+        of this many characters (a word each, with its space, without it)."""
+        self.piece = piece
         self.refuse = refuse
         self.prefix = prefix
         self.event_delay = event_delay
@@ -130,6 +133,12 @@ class FakeProvider:
 
     # ---- OpenAI ---------------------------------------------------------------------------------
 
+    def pieces(self, text: str) -> list[str]:
+        """A streamed answer's text as its chunks carry it."""
+        if self.piece:
+            return [text[start:start + self.piece] for start in range(0, len(text), self.piece)]
+        return [word + " " for word in text.split(" ")]
+
     def answer_text(self, body: dict) -> str:
         messages = body.get("messages") or [{"role": content.get("role", "user"), "content": content.get("parts")}
                                             for content in body.get("contents", [])]
@@ -158,8 +167,8 @@ class FakeProvider:
         base = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 1763875573,
                 "model": body.get("model")}
         chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
-        for word in self.answer_text(body).split(" "):
-            chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]})
+        for piece in self.pieces(self.answer_text(body)):
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         return [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
 
@@ -188,9 +197,9 @@ class FakeProvider:
         events = [("message_start", {"type": "message_start", "message": message}),
                   ("content_block_start", {"type": "content_block_start", "index": 0,
                                            "content_block": {"type": "text", "text": ""}})]
-        for word in self.answer_text(body).split(" "):
+        for piece in self.pieces(self.answer_text(body)):
             events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                   "delta": {"type": "text_delta", "text": word + " "}}))
+                                                   "delta": {"type": "text_delta", "text": piece}}))
         events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
                    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
                                       "usage": {"output_tokens": 5}}),
@@ -209,8 +218,8 @@ class FakeProvider:
                 "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 4, "totalTokenCount": 9}}
 
     def gemini_events(self, body: dict, path: str) -> list[str]:
-        words = self.answer_text(body).split(" ")
-        chunks = [self.gemini(body, path, word + " ", "STOP" if index == len(words) - 1 else None)
+        words = self.pieces(self.answer_text(body))
+        chunks = [self.gemini(body, path, word, "STOP" if index == len(words) - 1 else None)
                   for index, word in enumerate(words)]
         return [f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks]
 
@@ -243,8 +252,8 @@ class FakeProvider:
 
     def bedrock_converse_frames(self, body: dict) -> list[bytes]:
         events = [("messageStart", {"role": "assistant"})]
-        for word in self.answer_text(body).split(" "):
-            events.append(("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": word + " "}}))
+        for piece in self.pieces(self.answer_text(body)):
+            events.append(("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}))
         events += [("contentBlockStop", {"contentBlockIndex": 0}), ("messageStop", {"stopReason": "end_turn"}),
                    ("metadata", {"usage": {"inputTokens": 7, "outputTokens": 5, "totalTokens": 12},
                                  "metrics": {"latencyMs": 12}})]

@@ -5,7 +5,8 @@ HTTP request with its recorded timestamps, nested under the call that was pendin
 thread/task when it was made (the `wop show` timeline's nesting). Spans carry the GenAI semantic
 conventions (gen_ai.*) and the OpenInference attributes Arize Phoenix reads (openinference.span.kind,
 llm.*, input.value/output.value); state writes, recorded values and replay divergences are span
-events. Values are exported as the capture holds them: whatever was redacted stays redacted.
+events. Values are exported as the capture holds them, through the capture's redaction profile again (a capture
+made before a secret format was known exports none of it): whatever was redacted stays redacted.
 
 The SDK (`pip install 'openwop-cli[otel]'`) is imported only here, when an export runs. Every capture
 is read and turned into spans before the first byte is sent, and the endpoint is checked to be
@@ -122,15 +123,17 @@ def _trace(tracer: Any, sdk: Any, capture: Path) -> tuple[str, str]:
     """Build the spans of one capture (ended, so the SDK hands them to the collector); returns its captureId
     and the trace id."""
     from openwop_cli.format.reader import CaptureReader
+    from openwop_cli.format.redact import Redactor
     from openwop_cli.report.timeline import paired_rows
 
     reader = CaptureReader(capture, resolve_blobs=True)
-    rows = list(paired_rows(reader))
+    redactor = Redactor.of_capture(reader.manifest)
+    rows = list(paired_rows(redactor.shown(reader)))
     try:
         reader.raise_for_problems()
     except IncompleteCapture:
         pass
-    manifest = reader.manifest
+    manifest = redactor.redact_flagged(reader.manifest)
     times = [event["ts"] for row in rows for event in row.events]
     if not times:
         times = [manifest["createdAt"] if type(manifest.get("createdAt")) is int else 0]
@@ -188,7 +191,7 @@ def _call_span(tracer: Any, sdk: Any, row: Any, parent: Any) -> Any:
 
 def _llm(data: dict[str, Any], result: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     from openwop_cli.report.summary import response_text
-    from openwop_cli.runtime.providers import recipe_input
+    from openwop_cli.format.cachekey import recipe_input
 
     provider, model = str(data.get("provider") or "unknown"), str(data.get("model") or "")
     request = data.get("request") if isinstance(data.get("request"), dict) else {}

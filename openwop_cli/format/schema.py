@@ -67,9 +67,12 @@ EVENT_DATA: dict[str, Fields] = {
     RUN_END: (("exitCode", OPT_INT), ("status", OPT_STR), ("durationMs", OPT_NUMBER), ("error", ERROR)),
     LLM_REQUEST: (("provider", OPT_STR), ("model", OPT_STR), ("callId", KEY), ("cacheKey", OPT_STR)),
     LLM_RESPONSE: (("provider", OPT_STR), ("model", OPT_STR), ("callId", KEY), ("ok", OPT_BOOL),
-                   ("error", ERROR), ("usage", OPT_DICT), ("stopReason", SCALAR)),
+                   ("error", ERROR), ("usage", OPT_DICT), ("stopReason", SCALAR), ("status", OPT_INT),
+                   ("headers", OPT_DICT), ("stream", OPT_LIST), ("streamFormat", OPT_STR),
+                   ("streamComplete", OPT_BOOL), ("streamError", OPT_DICT), ("responseType", OPT_STR)),
     TOOL_CALL: (("callId", KEY), ("name", OPT_STR)),
-    TOOL_RESULT: (("callId", KEY), ("ok", OPT_BOOL), ("error", ERROR)),
+    TOOL_RESULT: (("callId", KEY), ("ok", OPT_BOOL), ("error", ERROR), ("resultType", OPT_STR),
+                  ("streamComplete", OPT_BOOL), ("streamError", OPT_DICT)),
     STATE_MUTATION: (("kind", OPT_STR), ("channel", KEY), ("key", KEY), ("reducer", OPT_STR),
                      ("nodeId", KEY), ("typeId", KEY), ("sourceEngineId", KEY), ("schemaVersion", OPT_INT),
                      ("declaration", OPT_DICT)),
@@ -86,7 +89,7 @@ ORIGIN_FIELDS, SITE_FIELDS = frozenset(name for name, _ in ORIGIN), frozenset(na
 
 
 SELDOM = frozenset({"nodeId", "typeId", "sourceEngineId", "schemaVersion", "declaration", "error", "min", "max",
-                    "poolTask"})  # fields most events lack: tested one by one only when the data has one of them
+                    "poolTask", "streamComplete", "streamError", "responseType", "resultType"})  # fields most events lack: tested one by one only when the data has one of them
 
 
 @functools.cache
@@ -157,6 +160,7 @@ class EventChecker:
             data, event_type = event["data"], event["type"]
             if (data_checks.get(event_type, other_type)(data)
                     and (event_type != RUN_START or _argv_ok(data))
+                    and (event_type not in SERVED or served_problem(event_type, data) is None)
                     and (shallow or len(line) < shallow_bytes or not may_nest_too_deep(line))):
                 return event
             return None
@@ -190,6 +194,7 @@ class EventChecker:
                     and (len(event) == 7 or line is not None and len(event) == 8
                          and line[line.rfind(ORIGIN_TAIL):] in tails or extras_ok(event, line))
                     and (event_type != RUN_START or _argv_ok(data))
+                    and (event_type not in SERVED or served_problem(event_type, data) is None)
                     and (shallow or line is not None and (len(line) < shallow_bytes or not may_nest_too_deep(line))
                          or not too_deep(data))):
                 return None
@@ -244,6 +249,8 @@ class EventChecker:
         problem = _optional_envelope(get) or fields_problem(data, fields, "data")
         if problem is None and type(data.get("argv")) is list:
             problem = strings_problem(data["argv"], "data.argv")
+        if problem is None and event_type in SERVED:
+            problem = served_problem(event_type, data)
         return problem or f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
 
 
@@ -322,6 +329,68 @@ def _envelope_decoder(capture_id: str, run_id: str) -> tuple[Callable[[bytes], d
 def _argv_ok(data: dict[str, Any]) -> bool:
     """A run_start's argv, when it is a list, holds strings only."""
     return type(data.get("argv")) is not list or strings_problem(data["argv"], "data.argv") is None
+
+
+SERVED = frozenset({LLM_RESPONSE, TOOL_RESULT, NONDETERMINISTIC})  # the events whose data a replay hands the program
+_HTTP_CALL_PREFIX = "h"  # the call ids of the `http` tool calls the transport adapters record (exchange.RecordedRequest)
+
+
+def served_problem(event_type: str, data: dict[str, Any]) -> str | None:
+    """What a replay would hand the program from this event's data and could not (a status that is no number, headers
+    that are no object of strings, a stream chunk whose data is no text, a clock value that is no time), naming the
+    field; None when it can serve all of it. So `verify` refuses what a replay cannot serve."""
+    if event_type == NONDETERMINISTIC:
+        return _value_problem(data)
+    if event_type == LLM_RESPONSE:
+        return _answer_problem(data, "data")
+    result = data.get("result")
+    if type(result) is dict and type(data.get("callId")) is str and data["callId"].startswith(_HTTP_CALL_PREFIX):
+        return _answer_problem(result, "data.result")
+    return None
+
+
+def _answer_problem(answer: dict[str, Any], where: str) -> str | None:
+    """An HTTP answer as recorded (an LLM response's data, an http tool's result): status, headers, stream chunks."""
+    status = answer.get("status")
+    if status is not None and (type(status) is not int or not 100 <= status <= 999):
+        return f"field {where}.status must be an HTTP status (100 to 999), not {_show(status)}"
+    headers = answer.get("headers")
+    if headers is not None:
+        if type(headers) is not dict:
+            return f"field {where}.headers must be an object, not {_type_name(headers)}"
+        for name, value in headers.items():
+            if type(value) is not str:
+                return f"field {where}.headers.{name} must be a string, not {_type_name(value)}"
+    stream = answer.get("stream")
+    if stream is not None:
+        if type(stream) is not list:
+            return f"field {where}.stream must be an array, not {_type_name(stream)}"
+        for index, chunk in enumerate(stream):
+            if type(chunk) is not dict:
+                return f"field {where}.stream[{index}] must be an object, not {_type_name(chunk)}"
+            problem = fields_problem(chunk, _CHUNK, f"{where}.stream[{index}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+_CHUNK: Fields = (("data", OPT_STR), ("event", OPT_STR), ("id", OPT_STR), ("headers", OPT_DICT),
+                  ("dataBase64", OPT_STR))
+
+
+def _value_problem(data: dict[str, Any]) -> str | None:
+    """A recorded value a replay hands back: a clock reading is a time (epoch seconds or nanoseconds, or ISO text),
+    a uuid is text, a version is an integer."""
+    value, source = data.get("value"), data.get("source")
+    if value is None:
+        return None
+    if source == "clock" and not (type(value) is str or type(value) in (int, float) and value >= 0):
+        return f"field data.value must be a time (a non-negative number or ISO text), not {_show(value)}"
+    if source == "uuid" and type(value) is not str:
+        return f"field data.value must be a uuid's text, not {_type_name(value)}"
+    if source == "version" and type(value) is not int:
+        return f"field data.value must be an integer version, not {_type_name(value)}"
+    return None
 
 
 def _keep_known_fields(event: dict[str, Any]) -> None:

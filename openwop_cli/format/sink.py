@@ -285,7 +285,7 @@ class CaptureSink:
             data = event["data"] = cut_nesting(data, MAX_DEPTH - 1)
             line = _dumps_or_none(event)
         if line is None or self.redactor.suspicious(line):
-            data = event["data"] = self.redactor.redact(data)
+            data = event["data"] = self.redactor.redact_event(event["type"], data)
             line = _dumps_or_none(event)
         if line is None or len(line) > self.blob_threshold:
             threshold = self.blob_threshold
@@ -302,7 +302,7 @@ class CaptureSink:
 
     def _redact_line(self, line: bytes) -> bytes:
         event = orjson.loads(line)
-        event["data"] = self.redactor.redact(event["data"])
+        event["data"] = self.redactor.redact_event(event["type"], event["data"])
         return orjson.dumps(event, option=_NEWLINE)
 
     def _write_buffer(self) -> None:

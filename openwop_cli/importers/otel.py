@@ -236,7 +236,7 @@ def _command(root: Span) -> list[str]:
 
 def _llm_events(span: Span, call: TracedLLM, number: int,
                 fields: frozenset[str] | None) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
-    from openwop_cli.runtime.providers import request_keys
+    from openwop_cli.format.cachekey import request_keys
 
     context = {"provider": call.provider, "model": call.model, "callId": f"llm{number}"}
     request = call.request

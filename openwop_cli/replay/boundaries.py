@@ -289,9 +289,10 @@ class Replayer:
         shaped = {**data, "request": traced}
         aside: dict[str, Any] = {}
         if traced is not request:
-            from openwop_cli.runtime.providers import request_keys
+            from openwop_cli.runtime.providers import kept_request_keys
 
-            shaped.update(request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced))
+            shaped.update(kept_request_keys(str(data.get("provider", "")), str(data.get("model", "")), traced,
+                                            self.source.redactor))
             aside["request"] = {key: value for key, value in request.items() if key not in traced}
         if self._untraced_url and "http" in shaped:
             aside["http"] = shaped.pop("http")

@@ -557,7 +557,8 @@ def recorded_through_proxy(source: ReplaySource) -> bool:
 
 
 def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
-    """Pinned program files whose sha256 today differs from the capture's (or that are gone).
+    """Pinned program files whose sha256 today (of the text a pin keeps: program.pinned_text) differs from the
+    capture's (or that are gone).
 
     The paths come from the capture: only a regular file of bounded size is read (never a FIFO or a
     device), and a relative path never climbs out of the working directory."""
@@ -566,6 +567,10 @@ def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
     from openwop_cli.errors import WopError
     from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
 
+    from openwop_cli.format.redact import Redactor
+    from openwop_cli.runtime.program import pinned_sha256, pinned_text
+
+    scrub = Redactor.of_capture(manifest).scrub_text
     program = manifest.get("program") or {}
     pins = {pin["path"]: pin for pin in [*(program.get("script") or []), *(program.get("modules") or [])]
             if isinstance(pin, dict) and pin.get("path")}
@@ -578,10 +583,11 @@ def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
             continue
         where = Path(path) if os.path.isabs(path) else cwd / path
         try:
-            today = hashlib.sha256(read_regular(where, MAX_INPUT_BYTES, UsageError, follow=True)).hexdigest()
+            content = read_regular(where, MAX_INPUT_BYTES, UsageError, follow=True)
+            today = pinned_sha256(pinned_text(content, scrub))
         except (OSError, WopError):
-            today = None
-        if today != pin.get("sha256"):
+            content, today = b"", None
+        if pin.get("sha256") not in (today, hashlib.sha256(content).hexdigest()):  # or a pin of the file (before 0.2)
             changed.append({"path": path, "recorded": pin.get("sha256"), "today": today})
     return changed
 

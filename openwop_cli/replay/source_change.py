@@ -13,6 +13,8 @@ from typing import Any
 
 from openwop_cli.errors import CaptureError
 from openwop_cli.format.blobs import BlobStore
+from openwop_cli.format.redact import Redactor
+from openwop_cli.runtime.program import pinned_sha256, pinned_text
 
 CONTEXT_LINES = 3
 MAX_HUNKS = 6
@@ -31,15 +33,15 @@ def source_change(manifest: dict[str, Any], capture_dir: Path, site: dict[str, A
         today_bytes = today_path.read_bytes()
     except OSError:
         return None
-    today_sha = hashlib.sha256(today_bytes).hexdigest()
-    if today_sha == pin.get("sha256"):
+    today_kept = pinned_text(today_bytes, Redactor.of_capture(manifest).scrub_text)  # never a secret of today's file
+    today_sha = pinned_sha256(today_kept)
+    if pin.get("sha256") in (today_sha, hashlib.sha256(today_bytes).hexdigest()):  # or a pin of the file itself (before 0.2)
         return None
     try:
-        pinned_text = BlobStore(capture_dir).resolve(pin.get("blob"))
+        pinned = BlobStore(capture_dir).resolve(pin.get("blob"))
     except CaptureError:  # a pin whose copy is missing or damaged: the hashes still say it changed
-        pinned_text = None
-    hunks = _hunks(pinned_text, today_bytes.decode("utf-8", errors="replace"), site.get("line"), pin["path"]) \
-        if isinstance(pinned_text, str) else []
+        pinned = None
+    hunks = _hunks(pinned, today_kept.decode("utf-8"), site.get("line"), pin["path"]) if isinstance(pinned, str) else []
     return {"file": pin["path"], "line": site.get("line"), "function": site.get("function"),
             "pinnedSha256": pin.get("sha256"), "currentSha256": today_sha, "hunks": hunks}
 

@@ -6,7 +6,8 @@ state point, then the final state), written as the capture is read so wop holds 
 browser's DecompressionStream unpacks it line by line. The timeline is paged (500 rows a page) rather than
 cut and always has every row; the first MAX_PAGE_EVENTS events are embedded whole (their JSON trees),
 later ones as their timeline rows, with `wop show --seq N` named for their full JSON.
-The events are the capture's own, already redacted. `report.html#seq=N` opens with event N selected.
+The events are the capture's own, already redacted, and shown through its redaction profile again (Redactor.shown):
+a capture made before a secret format was known shows none of it. `report.html#seq=N` opens with event N selected.
 """
 
 import base64
@@ -29,8 +30,12 @@ def write_report(write: Callable[[str], Any], manifest: dict[str, Any], events: 
                  diff: dict[str, Any] | None = None, against: dict[str, Any] | None = None) -> None:
     """Write the whole HTML page for a capture (and, with diff, its RFC 0054 diff against another run), streaming
     the events into it."""
+    from openwop_cli.format.redact import Redactor
     from openwop_cli.state.fold import StateFold
 
+    redactor = Redactor.of_capture(manifest)
+    manifest = redactor.redact_flagged(manifest)
+    events = redactor.shown(events)
     head, tail = TEMPLATE.split("__DATA__")
     write(head.replace("__TITLE__", html.escape(f"wop report · {manifest.get('name') or manifest.get('captureId')}")))
     data = _Base64Gzip(write)

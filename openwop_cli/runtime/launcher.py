@@ -528,14 +528,18 @@ def _is_own_python(path: str) -> bool:
 def _pin_workflow(workflow: Path, raw: bytes, content: Any, sink: "CaptureSink",
                   redactor: "Redactor") -> dict[str, Any]:
     """The manifest's pin of the --workflow file: its bytes as read (a replay serves them as they were), or, when
-    they hold something the profile redacts, the redacted document marked `redacted` (a replay cannot serve it)."""
+    they hold something the profile redacts, the redacted document marked `redacted` (a replay cannot serve it),
+    whose sha256 is then of the text kept (program.pinned_text): never a hash of what was redacted."""
     import hashlib
 
     import orjson
 
+    from openwop_cli.runtime.program import pinned_sha256, pinned_text
+
     redacted = redactor.redact(content)
     exact = redacted == content
-    pin = {"path": str(workflow), "sha256": hashlib.sha256(raw).hexdigest(),
+    pin = {"path": str(workflow),
+           "sha256": hashlib.sha256(raw).hexdigest() if exact else pinned_sha256(pinned_text(raw, redactor.scrub_text)),
            "blob": sink.blobs.put_ref(raw if exact else orjson.dumps(redacted), "json")}
     if not exact:
         pin["redacted"] = True

@@ -70,12 +70,12 @@ def script_of(argv: list[str]) -> Any:
 
 
 def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[dict[str, Any]]:
-    """One pin per readable file: path (relative to cwd when inside it), sha256 of the bytes, blob of the text.
+    """One pin per readable file: path (relative to cwd when inside it), sha256 and blob of its redacted text.
 
-    store is a BlobStore; scrub removes secrets from text before it is stored (the hash is of the
-    real file, so it still matches what is on disk).
+    store is a BlobStore; scrub removes secrets from text before it is stored. The sha256 is of what is kept
+    (pinned_text), never of the file's own bytes: with the redacted copy beside it, a hash of the real file would
+    let a dictionary find the secret it held.
     """
-    import hashlib
     from pathlib import Path
 
     from openwop_cli.errors import UsageError
@@ -88,12 +88,24 @@ def pin_files(paths: Iterable[Any], cwd: str, store: Any, scrub: Any) -> list[di
             continue
         seen.add(real)
         try:
-            content = read_regular(Path(real), MAX_INPUT_BYTES, UsageError, follow=True)
-            blob = store.put_ref(scrub(content.decode("utf-8", errors="replace")).encode("utf-8"), "utf-8")
+            kept = pinned_text(read_regular(Path(real), MAX_INPUT_BYTES, UsageError, follow=True), scrub)
+            blob = store.put_ref(kept, "utf-8")
         except (OSError, UsageError):  # gone, not a plain file, too big, or no room to store it: not pinned
             continue
-        pins.append({"path": _relative(real, cwd), "sha256": hashlib.sha256(content).hexdigest(), "blob": blob})
+        pins.append({"path": _relative(real, cwd), "sha256": pinned_sha256(kept), "blob": blob})
     return pins
+
+
+def pinned_text(content: bytes, scrub: Any) -> bytes:
+    """What a pin keeps of a file's bytes: its text (UTF-8, undecodable bytes replaced) with secrets removed."""
+    return scrub(content.decode("utf-8", errors="replace")).encode("utf-8")
+
+
+def pinned_sha256(kept: bytes) -> str:
+    """A pin's sha256: of the text kept (pinned_text). A replay compares today's file by the same."""
+    import hashlib
+
+    return hashlib.sha256(kept).hexdigest()
 
 
 def pinned_workflow(manifest: dict[str, Any], blobs: Any) -> Any:

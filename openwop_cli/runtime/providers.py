@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
+from openwop_cli.format.cachekey import request_keys
+from openwop_cli.format.credentials import CREDENTIAL_QUERY_NAMES, REDACTED
 from openwop_cli.runtime.jsonable import json_form
 
 
@@ -87,18 +88,15 @@ def openai_compatible_vendor(host: str, user_agent: str = "") -> str:
     return "openai"
 
 
-_SECRET_QUERY_NAMES = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature",
-                                 "code", "password", "secret", "client_secret"})
-
-
 def url_without_secrets(url: str) -> str:
-    """url with the values of credential-looking query parameters (key=, token=, …) replaced."""
+    """url with the values of credential query parameters (format.credentials: key=, token=, a SAS's sig=, a presigned
+    URL's X-Amz-Signature=, …) replaced, and without its user and password."""
     if "?" not in url and "@" not in url:
         return url
     parts = urlsplit(url)
     if not parts.query and not parts.password:
         return url
-    query = [(name, "***REDACTED***" if name.lower() in _SECRET_QUERY_NAMES else value)
+    query = [(name, REDACTED if name.lower() in CREDENTIAL_QUERY_NAMES else value)
              for name, value in parse_qsl(parts.query, keep_blank_values=True)]
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), parts.fragment))
@@ -148,25 +146,10 @@ def with_token_counts(reported: dict[str, Any]) -> dict[str, Any]:
     return reported
 
 
-RECIPE_ALIASES = {"top_p": "topP", "top_k": "topK", "response_format": "responseFormat"}
-
-
-def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
-    """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
-    input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`.
-
-    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used)."""
-    if not isinstance(request, dict):
-        return {"cacheKey": None}
-    recipe = recipe_input(provider, model, request)
-    try:
-        keys: dict[str, Any] = {"cacheKey": cache_key(recipe)}
-    except (CacheKeyInputError, TypeError, ValueError):  # not the recipe's shape, or not JSON: no key, never a failure
-        return {"cacheKey": None}
-    schema_hash = tool_schema_hash(recipe)
-    if schema_hash is not None:
-        keys["toolSchemaHash"] = schema_hash
-    return keys
+def kept_request_keys(provider: str, model: str, request: Any, redactor: Any) -> dict[str, Any]:
+    """request_keys of a request as a capture keeps it, after its redactor: a capture keys what it keeps (no key
+    covers a secret), so a replay keys today's request so too (redactor: the replay source's)."""
+    return request_keys(provider, model, redactor.redact_flagged(request) if redactor is not None else request)
 
 
 def with_request_keys(data: dict[str, Any]) -> dict[str, Any]:
@@ -185,112 +168,3 @@ def missing_request_keys(data: dict[str, Any], *, parsed: bool = False) -> dict[
     request = data.get("request")
     return request_keys(str(data.get("provider", "")), str(data.get("model", "")),
                         request if parsed else json_form(request))
-
-
-def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:
-    """The cache-key recipe's input for a request in a provider's own shape.
-
-    Snake-case options become the recipe's names, a top-level `system` (Anthropic) becomes the
-    first message, and OpenAI/Anthropic tool declarations become {name, description, parameters}.
-    """
-    recipe: dict[str, Any] = {"provider": provider, "model": model}
-    request = _chat_shape(provider, request)
-    messages = request.get("messages")
-    system = request.get("system")
-    if isinstance(messages, list):
-        messages = [_recipe_message(message) for message in messages]
-        if system is not None:
-            messages = [{"role": "system", "content": system}, *messages]
-    recipe["messages"] = messages
-    if request.get("tools") is not None:
-        recipe["tools"] = [_recipe_tool(tool) for tool in request["tools"]] if isinstance(request["tools"], list) else request["tools"]
-    for key, value in request.items():
-        name = RECIPE_ALIASES.get(key, key)
-        if name in ("temperature", "topP", "topK", "responseFormat"):
-            recipe[name] = value
-    return recipe
-
-
-def _recipe_message(message: Any) -> Any:
-    """A message in the recipe's shape: role, content (tool calls become content blocks), name?, toolCallId?."""
-    if not isinstance(message, dict):
-        return message
-    content = message.get("content")
-    calls = message.get("tool_calls")
-    if calls:
-        blocks = list(content) if isinstance(content, list) else ([{"type": "text", "text": content}] if content else [])
-        for call in calls:
-            function = call.get("function") or {} if isinstance(call, dict) else {}
-            blocks.append({"type": "tool_call", "id": call.get("id") if isinstance(call, dict) else None,
-                           "name": function.get("name"), "arguments": function.get("arguments")})
-        content = blocks
-    shaped = {"role": message.get("role"), "content": "" if content is None else content}
-    if message.get("name") is not None:
-        shaped["name"] = message["name"]
-    call_id = message.get("tool_call_id", message.get("toolCallId"))
-    if call_id is not None:
-        shaped["toolCallId"] = call_id
-    return shaped
-
-
-def _chat_shape(provider: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Requests that do not speak in `messages` (OpenAI responses, Gemini, Ollama options) as if they did."""
-    if provider == "google" and "contents" in request:
-        config = request.get("generationConfig") or {}
-        messages = [{"role": content.get("role", "user"), "content": content.get("parts", [])}
-                    for content in request.get("contents") or [] if isinstance(content, dict)]
-        system = (request.get("systemInstruction") or {}).get("parts") if isinstance(request.get("systemInstruction"), dict) else None
-        shaped = {"messages": messages, **{key: config[key] for key in ("temperature", "topP", "topK") if key in config}}
-        if system is not None:
-            shaped["system"] = system
-        if request.get("tools") is not None:
-            shaped["tools"] = [declaration for tool in request["tools"] if isinstance(tool, dict)
-                               for declaration in tool.get("functionDeclarations", [])]
-        return shaped
-    if "messages" not in request and "input" in request:
-        items = request["input"]
-        messages = [{"role": "user", "content": items}] if isinstance(items, str) else [
-            {"role": item.get("role", "user"), "content": item.get("content", item)} if isinstance(item, dict)
-            else {"role": "user", "content": item} for item in items or []]
-        shaped = {**request, "messages": messages}
-        if request.get("instructions") is not None:
-            shaped["system"] = request["instructions"]
-        return shaped
-    if provider == "bedrock":
-        return _bedrock_shape(request)
-    if provider == "cohere":  # its nucleus and top-k options are `p` and `k`
-        return {**request, **{alias: request[key] for key, alias in (("p", "top_p"), ("k", "top_k")) if key in request}}
-    if provider == "ollama" and isinstance(request.get("options"), dict):
-        return {**request, **{key: request["options"][key] for key in ("temperature", "top_p", "top_k") if key in request["options"]}}
-    return request
-
-
-def _bedrock_shape(request: dict[str, Any]) -> dict[str, Any]:
-    """Converse's inferenceConfig and toolConfig as the recipe's options and tools (an InvokeModel body, in
-    its model's own shape, passes through)."""
-    shaped = dict(request)
-    config = request.get("inferenceConfig")
-    if isinstance(config, dict):
-        shaped.update({key: config[key] for key in ("temperature", "topP") if key in config})
-    tool_config = request.get("toolConfig")
-    if isinstance(tool_config, dict) and isinstance(tool_config.get("tools"), list):
-        shaped["tools"] = [_bedrock_tool(tool) for tool in tool_config["tools"]]
-    return shaped
-
-
-def _bedrock_tool(tool: Any) -> Any:
-    spec = tool.get("toolSpec") if isinstance(tool, dict) else None
-    if not isinstance(spec, dict):
-        return tool
-    schema = spec.get("inputSchema")
-    return {"name": spec.get("name"), "description": spec.get("description"),
-            "parameters": schema.get("json") if isinstance(schema, dict) else schema}
-
-
-def _recipe_tool(tool: Any) -> Any:
-    if not isinstance(tool, dict):
-        return tool
-    declared = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    parameters = declared.get("parameters", declared.get("input_schema"))
-    flat = {"name": declared.get("name"), "description": declared.get("description"), "parameters": parameters}
-    return {key: value for key, value in flat.items() if value is not None}

@@ -3,9 +3,9 @@
 import orjson
 import pytest
 
-from openwop_cli.format.cachekey import cache_key
+from openwop_cli.format.cachekey import cache_key, recipe_input
 from openwop_cli.runtime.adapters import sse
-from openwop_cli.runtime.providers import recipe_input, recognize, stop_reason, url_without_secrets, usage
+from openwop_cli.runtime.providers import recognize, stop_reason, url_without_secrets, usage
 
 
 @pytest.mark.parametrize("url, body, expected", [

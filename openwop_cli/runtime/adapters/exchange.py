@@ -13,12 +13,20 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from openwop_cli.format.credentials import CREDENTIAL_HEADERS
 from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.connections import ENV_PROXY
 from openwop_cli.runtime.jsonable import dumps
 from openwop_cli.runtime.netguard import end_live_call, live_call
-from openwop_cli.runtime.providers import LLMCall, recognize, request_keys, stop_reason, url_without_secrets, usage
+from openwop_cli.runtime.providers import (
+    LLMCall,
+    kept_request_keys,
+    recognize,
+    stop_reason,
+    url_without_secrets,
+    usage,
+)
 from openwop_cli.runtime.replaying import ReplayDivergenceError
 from openwop_cli.runtime.session import (
     UNRESOLVED,
@@ -32,10 +40,8 @@ from openwop_cli.runtime.session import (
     new_call_id,
 )
 
-_UNRECORDED_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key",
-    "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
-})
+_UNRECORDED_HEADERS = CREDENTIAL_HEADERS | {"content-length", "content-encoding", "transfer-encoding", "connection",
+                                             "keep-alive"}
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson", eventstream.CONTENT_TYPE)
 DIVERGENCE_STATUS = 400
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -176,7 +182,8 @@ class Exchange:
             return None
         request = self._built()
         if request.llm is not None:  # matched by its keys; a capture's writer adds them (with_request_keys)
-            request.data.update(request_keys(request.llm.provider, request.llm.model, request.data["request"]))
+            request.data.update(kept_request_keys(request.llm.provider, request.llm.model, request.data["request"],
+                                                  session.replayer.source.redactor))
         try:
             served = self.session.replayer.exchange(request.llm is not None, request.data)
         except ReplayDivergenceError as exc:
