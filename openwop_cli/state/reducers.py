@@ -204,9 +204,7 @@ class ChannelStore:
         limit = declaration.get("maxSize")
         if isinstance(limit, int) and limit >= 0:
             while len(entries) > limit:
-                dropped = entries.popleft()
-                if reducer == "message" and isinstance(dropped, dict):
-                    self._message_ids[name].discard(dropped.get("messageId"))
+                entries.popleft()  # a dropped message's id stays seen: it lands in the log once per run
 
     def _prune(self, name: str, entries: deque, cutoff: int) -> None:
         """Drop every entry stamped before cutoff (spec: every expired entry, before the new one is appended). While a

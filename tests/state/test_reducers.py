@@ -50,6 +50,19 @@ def test_message_is_idempotent_on_message_id():
     assert fold("message", [first, second, dict(first, content="retried")]) == [first, second]
 
 
+def test_message_with_max_size_never_admits_an_evicted_id_again():
+    """maxSize drops the oldest message, but the idempotency invariant holds for the whole run: a messageId lands in
+    the log exactly once, so a re-emission of the dropped message is still a non-event."""
+    first, second, third = ({"messageId": f"m{n}", "role": "user", "content": str(n), "timestamp": "t"} for n in (1, 2, 3))
+    assert fold("message", [first, second, third, first], {"maxSize": 2}) == [second, third]
+    store = ChannelStore()
+    for message in (first, second, third):
+        store.write("c", message, "message", declaration={"maxSize": 2})
+    twin = store.copy()
+    twin.write("c", first, "message", declaration={"maxSize": 2})
+    assert twin.value("c") == [second, third], "a copied store remembers the dropped ids too"
+
+
 @pytest.mark.parametrize("reducer, value", [
     ("merge", [1]), ("counter", "1"), ("counter", True), ("votes", {"action": "approve"}),
     ("feedback", {"text": "x"}), ("message", {"messageId": "m", "role": "robot", "content": "x"}),
