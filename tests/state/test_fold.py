@@ -50,6 +50,20 @@ def test_access_is_checked_per_declaration_and_denied_writes_are_findings():
     assert writer_allowed({"writers": ["*"]}, "x", "any.type") and writer_allowed({"readers": []}, "x", None)
 
 
+def test_a_star_writer_entry_admits_a_node_known_only_by_its_node_id():
+    """Spec (Channel access control): `*` alone matches all nodes, so a write that carries a nodeId and no typeId is
+    allowed; a dotted wildcard still needs a typeId to match."""
+    declarations = {"log": {"reducer": "append", "access": {"writers": ["*"]}},
+                    "ai": {"reducer": "append", "access": {"writers": ["core.ai.*"]}}}
+    fold = fold_events([write(0, "log", "x", "append", nodeId="collector-1"), write(1, "ai", "y", "append",
+                                                                                    nodeId="collector-1")],
+                       declarations=declarations)
+    assert fold.snapshot()["channels"]["log"] == ["x"]
+    assert [(f.code, f.seq) for f in fold.findings] == [("channel_access_denied", 1)]
+    assert writer_allowed({"writers": ["*"]}, "n1", None) and writer_allowed({"writers": ["*"]}, None, None)
+    assert not writer_allowed({"writers": ["core.ai.*"]}, "core.ai.x", None), "a nodeId is never matched by wildcard"
+
+
 def test_cross_engine_writes_to_replace_and_merge_are_forbidden_but_append_is_fine():
     events = [write(0, "decision", "yes", sourceEngineId="child-7", sourceRunId="r"),
               write(1, "log", "entry", "append", sourceEngineId="child-7")]
