@@ -152,6 +152,9 @@ CHOICES = [
     ("Legacy-prefix channel names",
      "A legacy variable is recorded with its own name as the channel (`_approvalVotes:gate`), the reducer its "
      "prefix maps to and the node after the prefix; it still folds into `variables`."),
+    ("A declared channel nobody wrote",
+     "It is in every snapshot (`wop state`, the state diff, the report): its declared default, else null — "
+     "ctx.channels.get's undefined, which JSON cannot hold."),
     ("TTL entry shape",
      "A TTL channel's write is recorded with `value` = `{value, _ts}`, `_ts` equal to the event's ts; a write "
      "without the wrap (an older capture, a host log) is stamped with its event's ts."),

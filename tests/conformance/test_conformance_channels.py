@@ -185,7 +185,7 @@ def test_channels_channel_access_control(tmp_path):
             assert refused.value.code == "channel_access_denied"
 
     folded = state(in_process(tmp_path, body))
-    assert [vote["userId"] for vote in folded["channels"]["votes"]] == ["u", "v"] and "secret" not in folded["channels"]
+    assert [vote["userId"] for vote in folded["channels"]["votes"]] == ["u", "v"] and folded["channels"]["secret"] is None
     host = run_log(tmp_path / "host.jsonl", [
         {"sequence": 0, "type": "channel.written", "payload": {"channel": "secret", "value": 1, "reducer": "replace"}}])
     declarations = tmp_path / "declarations.json"
@@ -346,13 +346,18 @@ def test_channels_replay_determinism_reducer_at_write_time(tmp_path):
 def test_channels_snapshot_every_declared_channel(tmp_path):
     def body():
         wop.state.declare("untouched", "append", default=[])
+        wop.state.declare("undefaulted", "votes")
         wop.state.declare("count", "counter")
         wop.state.write("count", 2)
         wop.state.set("_loopbackIteration:n", 4)
 
-    folded = state(in_process(tmp_path, body))
-    assert folded["channels"] == {"untouched": [], "count": 2} and folded["variables"] == {"_loopbackIteration:n": 4}
-    assert set(folded) >= {"atSeq", "channels", "variables"}
+    source = in_process(tmp_path, body)
+    folded = state(source)
+    assert folded["channels"] == {"untouched": [], "undefaulted": None, "count": 2}, \
+        "a declared channel nobody wrote and with no default is in the snapshot, as null (ctx.channels.get: undefined)"
+    assert folded["variables"] == {"_loopbackIteration:n": 4} and set(folded) >= {"atSeq", "channels", "variables"}
+    declared = next(e["seq"] for e in events(source) if e["data"].get("channel") == "undefaulted")
+    assert state(source, "--at", str(declared))["channels"] == {"untouched": [], "undefaulted": None}
 
 
 @requirement(SPEC, "Channel TTL",

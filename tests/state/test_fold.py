@@ -98,6 +98,13 @@ def test_declarations_come_from_the_run_itself():
     assert fold_events(events).snapshot()["channels"] == {"n": 7, "log": ["b"]}
 
 
+def test_the_snapshot_holds_every_declared_channel_with_or_without_a_default():
+    declarations = {"quiet": {"reducer": "append"}, "seeded": {"reducer": "counter", "default": 3},
+                    "written": {"reducer": "replace"}}
+    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1}
+
+
 WRITE_EVENTS = st.lists(st.one_of(
     st.builds(lambda c, v: ("append", c, v), st.sampled_from("xyz"), st.integers()),
     st.builds(lambda c, v: ("merge", c, {"k" + str(v % 3): v}), st.sampled_from("xyz"), st.integers()),
@@ -231,7 +238,7 @@ def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
     done = run_wop("state", str(capture), "--json")
     assert done.returncode == 0, done.stderr
     state = orjson.loads(done.stdout)
-    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1}
+    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1, "typed": None, "pattern": None, "linked": None}
     problems = {finding["channel"]: finding["message"] for finding in state["findings"]}
     assert set(problems) == {"gate", "compat", "typed", "pattern", "linked"}
     assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]
