@@ -1,7 +1,7 @@
 """The LLM cache-key recipe of openwop-replay-and-fork.md: a closed field set, JCS, SHA-256, hex.
 
 Only the recipe's fields influence the key; anything else (max_tokens, stop, stream, metadata,
-user, seed, request ids, trace context) is ignored by construction.
+user, seed, request ids, trace context, a message's id) is ignored by construction.
 """
 
 import hashlib
@@ -11,6 +11,7 @@ from openwop_cli.format.canonical import jcs_bytes
 
 OPTIONAL_FIELDS = ("temperature", "topP", "topK", "responseFormat")
 TOOL_FIELDS = ("name", "description", "parameters")
+OPTIONAL_MESSAGE_FIELDS = ("name", "toolCallId")  # beside role and content: a message's whole field set
 
 
 class CacheKeyInputError(ValueError):
@@ -28,10 +29,8 @@ def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
     messages = request.get("messages")
     if not isinstance(messages, list):
         raise CacheKeyInputError("messages must be an array of {role, content} objects")
-    for index, message in enumerate(messages):
-        if not (type(message) is dict or isinstance(message, Mapping)) or "role" not in message or "content" not in message:
-            raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
-    canonical: dict[str, Any] = {"provider": provider, "model": model, "messages": list(messages)}
+    canonical: dict[str, Any] = {"provider": provider, "model": model,
+                                 "messages": [_recipe_message(index, message) for index, message in enumerate(messages)]}
     tools = request.get("tools")
     if tools is not None:
         canonical["tools"] = _sorted_tools(tools)
@@ -54,6 +53,18 @@ def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
     if not tools:
         return None
     return hashlib.sha256(jcs_bytes(_sorted_tools(tools))).hexdigest()
+
+
+def _recipe_message(index: int, message: Any) -> dict[str, Any]:
+    """A message as the recipe keys it: role and content as they are, name and toolCallId when present; any other
+    field (an id, cache_control, a timestamp) is outside the closed set."""
+    if not (type(message) is dict or isinstance(message, Mapping)) or "role" not in message or "content" not in message:
+        raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
+    kept = {"role": message["role"], "content": message["content"]}
+    for field in OPTIONAL_MESSAGE_FIELDS:
+        if message.get(field) is not None:
+            kept[field] = message[field]
+    return kept
 
 
 def _sorted_tools(tools: Any) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import json
 import pytest
 import rfc8785
 
-from openwop_cli.format.cachekey import CacheKeyInputError, cache_key
+from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, cache_key_input
 from tests.conftest import run_wop
 
 REQUEST = {
@@ -44,6 +44,18 @@ def test_excluded_fields_do_not_change_the_key(noise):
     assert cache_key({**REQUEST, **noise}) == cache_key(REQUEST)
 
 
+def test_message_fields_outside_the_recipe_do_not_change_the_key():
+    """§A: messages are {role, content, name?, toolCallId?}; a message's id, cache_control or anything else is outside
+    the closed set. name and toolCallId are in it."""
+    noisy = {**REQUEST, "messages": [{**REQUEST["messages"][0], "id": "msg_1", "cache_control": {"type": "ephemeral"}},
+                                     {**REQUEST["messages"][1], "timestamp": "2026-01-01", "name": None}]}
+    assert cache_key(noisy) == cache_key(REQUEST)
+    assert cache_key_input(noisy)["messages"] == REQUEST["messages"]
+    named = {**REQUEST, "messages": [REQUEST["messages"][0], {**REQUEST["messages"][1], "name": "ann"}]}
+    answered = {**REQUEST, "messages": [REQUEST["messages"][0], {**REQUEST["messages"][1], "toolCallId": "c1"}]}
+    assert len({cache_key(named), cache_key(answered), cache_key(REQUEST)}) == 3
+
+
 def test_tool_order_does_not_change_the_key_but_message_order_does():
     reordered_tools = {**REQUEST, "tools": list(reversed(REQUEST["tools"]))}
     assert cache_key(reordered_tools) == cache_key(REQUEST)
@@ -77,6 +89,16 @@ def test_cli_prints_the_same_key_from_a_file_and_from_stdin(tmp_path):
     from_stdin = run_wop("cache-key", "-", input=json.dumps(REQUEST))
     assert from_file.returncode == 0 and from_stdin.returncode == 0
     assert from_file.stdout.strip() == from_stdin.stdout.strip() == independent_key(REQUEST)
+
+
+def test_cli_and_the_recorded_key_agree_on_a_message_with_an_id(tmp_path):
+    """The key `wop cache-key` prints for a request is the one a capture records for it (a message id aside)."""
+    from openwop_cli.runtime.providers import request_keys
+
+    request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi", "id": "msg_1"}]}
+    recorded = request_keys("openai", "gpt-4o", request)["cacheKey"]
+    printed = run_wop("cache-key", "-", input=json.dumps({"provider": "openai", **request}))
+    assert printed.returncode == 0 and printed.stdout.strip() == recorded
 
 
 def test_cli_rejects_bad_input_with_exit_2(tmp_path):
