@@ -1,13 +1,15 @@
 """The LLM cache-key recipe of openwop-replay-and-fork.md: a closed field set, JCS, SHA-256, hex.
 
 Only the recipe's fields influence the key; anything else (max_tokens, stop, stream, metadata,
-user, seed, request ids, trace context, a message's id) is ignored by construction.
+user, seed, request ids, trace context, a message's id) is ignored by construction. Numbers are
+JCS's (format.canonical.jcs_bytes): an integer beyond ±(2^53-1) is keyed as the nearest double,
+and one no double holds has no key (CacheKeyInputError).
 """
 
 import hashlib
 from typing import Any, Mapping
 
-from openwop_cli.format.canonical import jcs_bytes
+from openwop_cli.format.canonical import NotJCS, jcs_bytes
 
 OPTIONAL_FIELDS = ("temperature", "topP", "topK", "responseFormat")
 TOOL_FIELDS = ("name", "description", "parameters")
@@ -43,7 +45,7 @@ def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
 
 def cache_key(request: Mapping[str, Any]) -> str:
     """The 64-hex LLM cache key of a request in the recipe's LLMCacheKeyInput shape."""
-    return hashlib.sha256(jcs_bytes(cache_key_input(request))).hexdigest()
+    return hashlib.sha256(_jcs(cache_key_input(request))).hexdigest()
 
 
 def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
@@ -52,7 +54,14 @@ def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
     tools = request.get("tools")
     if not tools:
         return None
-    return hashlib.sha256(jcs_bytes(_sorted_tools(tools))).hexdigest()
+    return hashlib.sha256(_jcs(_sorted_tools(tools))).hexdigest()
+
+
+def _jcs(canonical: Any) -> bytes:
+    try:
+        return jcs_bytes(canonical)
+    except NotJCS as exc:
+        raise CacheKeyInputError(str(exc)) from None
 
 
 def _recipe_message(index: int, message: Any) -> dict[str, Any]:

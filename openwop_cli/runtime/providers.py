@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, tool_schema_hash
-from openwop_cli.runtime.jsonable import json_form
+from openwop_cli.runtime.jsonable import json_form, revive_big_ints
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +155,11 @@ def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
     """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
     input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`.
 
-    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used)."""
+    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used), where an
+    integer beyond 64 bits is {"$bigint": digits}: keyed as the integer it stands for, as `wop cache-key` keys it."""
     if not isinstance(request, dict):
         return {"cacheKey": None}
-    recipe = recipe_input(provider, model, request)
+    recipe = revive_big_ints(recipe_input(provider, model, request))
     try:
         keys: dict[str, Any] = {"cacheKey": cache_key(recipe)}
     except (CacheKeyInputError, TypeError, ValueError):  # not the recipe's shape, or not JSON: no key, never a failure

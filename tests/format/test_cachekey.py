@@ -101,6 +101,42 @@ def test_cli_and_the_recorded_key_agree_on_a_message_with_an_id(tmp_path):
     assert printed.returncode == 0 and printed.stdout.strip() == recorded
 
 
+BIG = 2**53 + 1  # the first integer a double cannot hold: JSON.parse reads it as 2**53
+
+
+@pytest.mark.parametrize("number", [BIG, -BIG, 2**63, 2**64 + 7, 2**70, -(2**80)])
+def test_an_integer_beyond_2_53_is_keyed_as_the_double_a_json_host_reads(number):
+    """RFC 8785 is defined over I-JSON, whose numbers are IEEE 754 doubles: an integer beyond 2^53 is keyed as the
+    nearest double (what a JavaScript host's JSON.parse gives it), so every host computes the same key."""
+    request = {**REQUEST, "tools": [{"name": "t", "parameters": {"type": "integer", "maximum": number}}]}
+    as_double = {**REQUEST, "tools": [{"name": "t", "parameters": {"type": "integer", "maximum": float(number)}}]}
+    assert cache_key(request) == cache_key(as_double) == hashlib.sha256(rfc8785.dumps(
+        cache_key_input(as_double))).hexdigest()
+
+
+def test_an_integer_no_double_can_hold_is_a_clear_error():
+    request = {**REQUEST, "tools": [{"name": "t", "parameters": {"maximum": 10**400}}]}
+    with pytest.raises(CacheKeyInputError, match="too large"):
+        cache_key(request)
+
+
+def test_the_cli_keys_a_big_integer_in_a_tool_schema_and_agrees_with_the_recorded_key():
+    from openwop_cli.runtime.providers import missing_request_keys
+
+    parameters = {"type": "object", "properties": {"n": {"type": "integer", "maximum": BIG, "minimum": -(2**70)}}}
+    request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+               "tools": [{"type": "function", "function": {"name": "count", "parameters": parameters}}]}
+    recorded = missing_request_keys({"provider": "openai", "model": "gpt-4o", "request": request})  # as a capture
+    recipe = {"provider": "openai", "model": "gpt-4o", "messages": request["messages"],
+              "tools": [{"name": "count", "parameters": parameters}]}
+    printed = run_wop("cache-key", "-", input=json.dumps(recipe))
+    assert printed.returncode == 0, printed.stderr
+    assert recorded["cacheKey"] is not None and printed.stdout.strip() == recorded["cacheKey"]
+    assert recorded["toolSchemaHash"] is not None
+    too_big = run_wop("cache-key", "-", input=json.dumps(recipe).replace(str(BIG), "1" + "0" * 400))
+    assert too_big.returncode == 2 and "not JSON" in too_big.stderr and len(too_big.stderr.splitlines()) == 1
+
+
 def test_cli_rejects_bad_input_with_exit_2(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{not json")
