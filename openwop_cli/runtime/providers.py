@@ -213,7 +213,8 @@ def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str
 
 
 def _recipe_message(message: Any) -> Any:
-    """A message in the recipe's shape: role, content (tool calls become content blocks), name?, toolCallId?."""
+    """A message in the recipe's shape: role, content as it is (null too: the recipe never coalesces; tool calls
+    become content blocks), name?, toolCallId?."""
     if not isinstance(message, dict):
         return message
     content = message.get("content")
@@ -225,7 +226,7 @@ def _recipe_message(message: Any) -> Any:
             blocks.append({"type": "tool_call", "id": call.get("id") if isinstance(call, dict) else None,
                            "name": function.get("name"), "arguments": function.get("arguments")})
         content = blocks
-    shaped = {"role": message.get("role"), "content": "" if content is None else content}
+    shaped = {"role": message.get("role"), "content": content}
     if message.get("name") is not None:
         shaped["name"] = message["name"]
     call_id = message.get("tool_call_id", message.get("toolCallId"))

@@ -92,6 +92,17 @@ def test_the_recipe_keeps_only_the_recipes_message_fields():
         {"role": "user", "content": "hi", "name": "ann"}, {"role": "tool", "content": "42", "toolCallId": "call_1"}]
 
 
+def test_a_null_content_is_kept_verbatim_never_coalesced_to_an_empty_string():
+    """§B: messages[i].content is preserved verbatim; `null` and `""` are two requests with two keys."""
+    def recipe(content):
+        return recipe_input("openai", "m", {"messages": [{"role": "assistant", "content": content}]})
+
+    assert recipe(None)["messages"] == [{"role": "assistant", "content": None}]
+    assert cache_key(recipe(None)) != cache_key(recipe(""))
+    assert recipe_input("openai", "m", {"messages": [{"role": "assistant"}]})["messages"] == [
+        {"role": "assistant", "content": None}], "a message without content is keyed as content null"
+
+
 def test_tool_call_turns_get_a_key_that_depends_on_the_call():
     def turn(arguments):
         return {"messages": [{"role": "assistant", "content": None, "tool_calls": [
