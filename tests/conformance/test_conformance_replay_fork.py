@@ -66,7 +66,9 @@ def test_replay_fork_two_modes_branch(tmp_path):
     report = orjson.loads(done.stdout)
     forked = manifest(tmp_path / "fork")
     assert forked["runId"] != manifest(source)["runId"] and forked["source"]["mode"] == "branch"
-    assert " 7 " in done.stderr and report["mode"] == "fork"
+    assert " 7 " in done.stderr and report["mode"] == "branch", "the Response's mode: branch, never fork"
+    assert (report["runId"], report["sourceRunId"], report["fromSeq"]) == (forked["runId"], manifest(source)["runId"],
+                                                                           pick), "the Response's fields, at its top"
     assert (tmp_path / "ran.txt").read_text().splitlines() == ["two"], "history was served, the step after it ran"
     assert {path: path.read_bytes() for path in source.rglob("*") if path.is_file()} == before
 
@@ -77,6 +79,8 @@ def test_replay_fork_replay_mode_defaults(tmp_path):
     source = capture(tmp_path, STEPS)
     done, report = replay(tmp_path, source)
     assert done.returncode == 0 and report["fromSeq"] == 0 and report["score"]["fromSeq"] == 0
+    assert (report["mode"], report["runId"], report["sourceRunId"]) == (
+        "replay", manifest(tmp_path / "replay")["runId"], manifest(source)["runId"])
     fork = run_wop("fork", str(source), cwd=tmp_path)
     assert fork.returncode == 2 and "--from-seq" in fork.stderr
 
