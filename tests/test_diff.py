@@ -147,6 +147,30 @@ def test_openwop_run_event_logs_are_read_by_diff_and_show(tmp_path):
     assert shown.returncode == 0 and "channel.written" in shown.stdout
 
 
+def test_a_secret_in_an_openwop_host_log_never_reaches_the_output(tmp_path):
+    """A host's log is data wop did not record, so nothing redacted it: diff (its eventDiffs and stateDiff), state and
+    show pass what they read through the one redactor, as a capture's events were on the way to disk."""
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+
+    def log(name, value):
+        record = {"eventId": f"{name}-1", "runId": name, "sequence": 0, "type": "channel.written",
+                  "payload": {"channel": "config", "value": value, "reducer": "merge"},
+                  "timestamp": "2026-05-01T10:00:00Z"}
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(orjson.dumps(record) + b"\n")
+        return path
+
+    a, b = log("a", {"model": "m1", "note": f"key {secret}"}), log("b", {"model": "m2", "api_key": secret})
+    outputs = [run_wop("diff", str(a), str(b), "--json"), run_wop("diff", str(a), str(b), "--json", "--detail"),
+               run_wop("diff", str(a), str(b)), run_wop("state", str(b), "--json"), run_wop("state", str(b)),
+               run_wop("show", str(a), "--seq", "0", "--json"), run_wop("show", str(b))]
+    for done in outputs:
+        assert done.returncode in (0, 1), done.stderr
+        assert secret not in done.stdout and secret[:20] not in done.stdout, done.args
+    changed = orjson.loads(outputs[0].stdout)["stateDiff"]["channels"]["changed"]["config"]
+    assert changed["b"] == {"model": "m2", "api_key": "***REDACTED***"} and changed["a"]["note"] == "key ***REDACTED***"
+
+
 def test_run_logs_whose_sequences_skip_numbers_are_aligned_by_seq_not_by_position(tmp_path):
     def log(name, sequences):
         records = [{"eventId": f"{name}{seq}", "runId": name, "sequence": seq, "type": "step.done",
