@@ -8,8 +8,9 @@ minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-e
 writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
 for two wop captures, where they differ between any two runs by nature).
 
-Events are compared as JSON, on their compact JSON first (True == 1 == 1.0 in Python, not in JSON; keys in another
-order fall back to a comparison value by value); only events that differ get their JSON paths
+Events are compared as JCS compares them, on their compact JSON first (True == 1 in Python, not in JSON; 1 and 1.0 are
+one JCS number; keys in another order fall back to a comparison value by value); only events that differ get their
+JSON paths
 (replay.divergence.differences). Both runs are folded on the way for the state diff — their identical prefix once,
 into one fold forked where their folded events first differ, and after that every channel or variable they still
 write alike once (TwinFolds) — and their terminal status comes from the run's end (wop's run_end, OpenWOP's
@@ -150,20 +151,36 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
 
 
 def same_json(left: Any, right: Any) -> bool:
-    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another.
-    Their compact JSON is compared first (the same bytes, as two runs' equal values have, settle it in one step); keys
-    in another order, or a value deeper than orjson writes, are compared value by value."""
+    """True when two parsed JSON values have the same JCS form, as RFC 0054 compares them: 1, 1.0 and -0.0 == 0 are one
+    number each, but True is not 1 (Python's == takes them for one another). Their compact JSON is compared first (the
+    same bytes, as two runs' equal values have, settle it in one step); keys in another order, a number written
+    another way, or a value deeper than orjson writes, are compared value by value. Integers stay exact: two beyond
+    2^53 that one double would stand for are two numbers."""
     try:
         if dumps(left) == dumps(right):
             return True
     except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
         pass
-    return left == right and not any(differences(left, right))
+    return left == right and not any(jcs_differences(left, right))
+
+
+def jcs_differences(left: Any, right: Any) -> Iterator[tuple[tuple, Any, Any]]:
+    """replay.divergence.differences, less the places where the two values are one number JCS writes alike (1, 1.0)."""
+    for found in differences(left, right):
+        if not _one_number(found[1], found[2]):
+            yield found
+
+
+def _one_number(left: Any, right: Any) -> bool:
+    return type(left) in _NUMBERS and type(right) in _NUMBERS and left == right
+
+
+_NUMBERS = (int, float)  # by type: a bool is no number in JSON
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
-    """Every JSON path where two values differ."""
-    return sorted({json_path(parts) for parts, _, _ in differences(left, right)})
+    """Every JSON path where two values differ (as JCS writes them)."""
+    return sorted({json_path(parts) for parts, _, _ in jcs_differences(left, right)})
 
 
 # ---- comparison ---------------------------------------------------------------------------------

@@ -303,8 +303,8 @@ def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_s
     assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
 
 
-def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp_path):
-    """Python says True == 1 == 1.0; JSON does not. A run that writes true where the other wrote 1 differs: the
+def test_true_and_1_are_different_json_values_in_events_and_in_the_state(tmp_path):
+    """Python says True == 1; JSON (and JCS) does not. A run that writes true where the other wrote 1 differs: the
     counter refuses true (validation_error), so only b's counter holds 1; each run's append channel keeps its own."""
     def run(value):
         return [("run_start", {"argv": ["agent.py"]}),
@@ -323,8 +323,36 @@ def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp
     assert channels["changed"] == {"flag": {"a": True, "b": 1, "paths": ["$"]},
                                    "log": {"a": [True], "b": [1], "paths": ["$[0]"]}}
     for align in ("seq", "content"):
-        result = diff_runs(events({"v": 1.0}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
+        result = diff_runs(events({"v": True}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
         assert result["counts"]["changed"] + result["counts"]["added"] >= 1, align
+
+
+def test_1_and_1_0_are_one_number_as_rfc_0054_compares_jcs_forms(tmp_path):
+    """RFC 0054 compares (seq, type, JCS(payload)); JCS writes 1.0 as 1 (and -0.0 as 0), so those runs are identical,
+    in the events and in the folded state, whichever way they are aligned; a value that differs still differs, and its
+    path is the only one listed."""
+    def run(x, y):
+        return [("run_start", {"argv": ["agent.py"]}),
+                ("state_mutation", {"kind": "channel", "channel": "cost", "value": x, "reducer": "counter"}),
+                ("tool_result", {"callId": "t1", "ok": True, "result": {"x": x, "y": y, "zero": 0.0 if y else -0.0}}),
+                ("run_end", {"exitCode": 0, "status": "ok"})]
+
+    a, b = write_capture(tmp_path / "a", run(1, 2)), write_capture(tmp_path / "b", run(1.0, 2.0))
+    for align in ("seq", "content"):
+        done, result = diff_json(a, b, "--detail", "--align", align)
+        assert done.returncode == 0 and result["divergedAtSeq"] is None and result["eventDiffs"] == [], align
+        assert result["stateDiff"]["channels"]["changed"] == {}
+    c = write_capture(tmp_path / "c", run(1.0, 3))
+    done, result = diff_json(a, c, "--detail")
+    assert done.returncode == 1 and [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [
+        (2, ["$.result.y"])]
+    for align in ("seq", "content"):
+        assert diff_runs(events({"x": 1}), events({"x": 1.0}), a="a", b="b", align=align)["divergedAtSeq"] is None
+    record = {"eventId": "e1", "runId": "r", "sequence": 0, "type": "step.done", "payload": {"x": 1}}
+    one, one_point_zero = tmp_path / "one.jsonl", tmp_path / "one-point-zero.jsonl"
+    one.write_bytes(orjson.dumps(record) + b"\n")
+    one_point_zero.write_bytes(orjson.dumps(record).replace(b'"x":1', b'"x":1.0') + b"\n")
+    assert run_wop("diff", str(one), str(one_point_zero)).returncode == 0
 
 
 def test_the_state_diff_folds_each_run_with_the_channels_of_the_workflow_it_pinned(tmp_path):

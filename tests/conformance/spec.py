@@ -143,6 +143,10 @@ CHOICES = [
      "tracestate, delivery `headers`). wop's recorder bookkeeping (callId, captureId, writtenAt, durationMs) is "
      "compared unless --ignore-run-metadata; that is the default when both runs are wop captures, never for "
      "OpenWOP run logs."),
+    ("Numbers in wop diff",
+     "Payloads compare as their JCS forms do (RFC 0054 Resolution 3): 1, 1.0 and 1e0 are one number, -0.0 is 0, true "
+     "is not 1. Two integers beyond 2^53 that JCS would write as one double stay two numbers: wop keeps integers "
+     "exact rather than call two different ids equal."),
     ("truncated and --max-diffs",
      "`truncated` means a run was in flight (an OpenWOP log with no run.completed/run.failed/run.cancelled, or "
      "an incomplete capture). A list cut by --max-diffs is counted in `omittedEventDiffs` under --json --detail."),
