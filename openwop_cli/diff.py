@@ -4,9 +4,11 @@ A pure function of two event streams. Events are aligned by seq (the RFC's rule;
 align="content", by content so one inserted event is one `added`) and compared on (type, payload
 minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-endpoints.md
 §:diff): eventId, runId, causationId, correlationId, the wall-clock ts and transport metadata
-(traceparent/tracestate, delivery headers). wop's own recorder bookkeeping — callId, captureId,
-writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
-for two wop captures, where they differ between any two runs by nature).
+(traceparent/tracestate, delivery headers). Run metadata — wop's own recorder bookkeeping (callId,
+captureId, writtenAt, durationMs) and where run_start says the run happened (the environment's
+variable names, platform, hostname, cwd, Python) — is compared unless `ignore_run_metadata` says
+otherwise (the CLI's default for two wop captures, and the fork report's: it differs between any
+two runs, or two shells, by nature).
 
 Events are compared as JCS compares them, on their compact JSON first (True == 1 in Python, not in JSON; 1 and 1.0 are
 one JCS number; keys in another order fall back to a comparison value by value); only events that differ get their
@@ -39,7 +41,12 @@ from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENT
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
 })
-RUN_METADATA_KEYS = frozenset({"callId", "captureId", "writtenAt", "durationMs"})
+# Run metadata: where and how a run happened, not what it did. wop's recorder bookkeeping in any event, and (written
+# "run_start.<key>": that event type's only) the environment run_start describes: the environment's variable names,
+# the platform, hostname, working directory and Python version.
+RUN_METADATA_KEYS = frozenset({"callId", "captureId", "writtenAt", "durationMs", "run_start.env",
+                               "run_start.platform", "run_start.hostname", "run_start.cwd", "run_start.python"})
+_RUN_START_PREFIX = RUN_START + "."
 ALIGN_SEQ, ALIGN_CONTENT = "seq", "content"
 FOLDED_TYPES = frozenset({RUN_START, RUN_END, STATE_MUTATION, CHANNEL_WRITTEN, *TERMINAL_RUN_EVENTS})
 CONTENT_WINDOW = 200
@@ -188,9 +195,13 @@ def changed_paths(left: Any, right: Any) -> list[str]:
 
 def comparable(event: dict[str, Any], ignored: list[list[Any]],
                excluded: frozenset[str] = RFC_EXCLUDED_KEYS) -> dict[str, Any]:
-    """What is compared of an event: its type and its data minus excluded and ignored fields."""
+    """What is compared of an event: its type and its data minus excluded and ignored fields (an excluded
+    `run_start.<key>` is left out of run_start's data only)."""
     data = event.get("data")
     if isinstance(data, dict):
+        if event.get("type") == RUN_START:
+            excluded = excluded | {name[len(_RUN_START_PREFIX):] for name in excluded
+                                   if name.startswith(_RUN_START_PREFIX)}
         data = {key: value for key, value in data.items() if key not in excluded}
         for path in ignored:
             data = _without(data, path)

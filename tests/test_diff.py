@@ -113,6 +113,47 @@ def test_the_rfc_exclusions_never_cause_a_diff_and_run_metadata_only_when_asked(
                                                                                         "$.writtenAt"]
 
 
+def test_two_runs_from_two_shells_are_identical_unless_run_metadata_is_compared(tmp_path):
+    """Run metadata is not behaviour: the environment's variable names (an exported PS1), the platform, hostname, the
+    working directory and Python of run_start describe where a run happened, not what it did. Left out by default
+    for captures; --compare-run-metadata compares them (and wop's recorder bookkeeping)."""
+    program = tmp_path / "steady.py"
+    program.write_text("import openwop_cli as wop\n\n@wop.tool\ndef lookup(order_id):\n    return {'id': order_id}\n\n"
+                       "lookup('A-1')\nwop.state.write('seen', 'A-1', 'append')\n")
+
+    def capture_in(name, env):
+        done = run_wop("capture", "--out", str(tmp_path / name), "--", sys.executable, str(program), env=env,
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return tmp_path / name
+
+    plain, shell = capture_in("plain", None), capture_in("shell", {"PS1": "$ ", "WOP_TEST_EXPORTED": "1"})
+    done, result = diff_json(plain, shell, "--detail")
+    assert done.returncode == 0, result["eventDiffs"][:1]
+    assert {"run_start.env", "run_start.platform", "run_start.hostname", "run_start.cwd",
+            "run_start.python"} <= set(result["excluded"])
+    assert run_wop("diff", str(plain), str(shell)).returncode == 0
+    done, result = diff_json(plain, shell, "--detail", "--compare-run-metadata")
+    assert done.returncode == 1 and result["divergedAtSeq"] == 0
+    assert {path.partition("[")[0] for path in result["eventDiffs"][0]["paths"]} == {"$.env"}
+
+
+def test_run_metadata_of_run_start_only_is_left_out():
+    """The run_start keys are left out of run_start alone: a tool result's own `env` or `cwd` is behaviour."""
+    def run(env, cwd):
+        return [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"], "env": env, "cwd": cwd,
+                                                                   "platform": cwd, "python": cwd, "hostname": cwd}},
+                {"seq": 1, "ts": 2, "type": "tool_result", "data": {"callId": "t", "ok": True,
+                                                                     "result": None, "env": env, "cwd": cwd}}]
+
+    result = diff_runs(run(["HOME"], "/a"), run(["HOME", "PS1"], "/b"), a="a", b="b", ignore_run_metadata=True)
+    assert [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [(1, ["$.cwd", "$.env[1]"])]
+    argv = diff_runs([{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py", "--fast"]}}],
+                     [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"]}}], a="a", b="b",
+                     ignore_run_metadata=True)
+    assert argv["divergedAtSeq"] == 0, "the command line is the program's input: always compared"
+
+
 def test_ignore_paths_and_max_diffs():
     a = events({"response": {"id": "r1", "text": "same"}}, {"n": 1}, {"n": 2}, {"n": 3})
     b = events({"response": {"id": "r2", "text": "same"}}, {"n": 9}, {"n": 8}, {"n": 7})

@@ -140,8 +140,9 @@ CHOICES = [
      "argument was not JSON, or the rebuilt str/repr differ from the recorded ones, the replay report lists a note."),
     ("Excluded fields in wop diff (RFC 0054 Resolution 3)",
      "Exactly eventId, runId, causationId, correlationId, the wall-clock ts and transport metadata (traceparent, "
-     "tracestate, delivery `headers`). wop's recorder bookkeeping (callId, captureId, writtenAt, durationMs) is "
-     "compared unless --ignore-run-metadata; that is the default when both runs are wop captures, never for "
+     "tracestate, delivery `headers`). Run metadata — wop's recorder bookkeeping (callId, captureId, writtenAt, "
+     "durationMs) and run_start's env names, platform, hostname, cwd and python — is compared unless "
+     "--ignore-run-metadata; that is the default when both runs are wop captures (and in the fork report), never for "
      "OpenWOP run logs."),
     ("Numbers in wop diff",
      "Payloads compare as their JCS forms do (RFC 0054 Resolution 3): 1, 1.0 and 1e0 are one number, -0.0 is 0, true "
