@@ -390,16 +390,38 @@ def test_channels_channel_ttl_pruning(tmp_path):
     folded = state(host, "--declarations", str(declarations))
     assert [entry["value"] for entry in folded["channels"]["recent"]] == ["c", "d"] and folded["findings"] == []
     script = """
-        import time
+        import os, time
         import openwop_cli as wop
         wop.state.declare("recent", "append", ttl_ms=150)
         wop.state.write("recent", "old")
-        time.sleep(0.3)
+        time.sleep(float(os.environ.get("PAUSE", "0")))
         print([entry["value"] for entry in wop.state.write("recent", "new")])
     """
-    source = capture(tmp_path, script, out="ttl")
-    done, report = replay(tmp_path, source)
-    assert done.returncode == 0 and done.stderr.strip() == "['new']", "the replay prunes by the recorded times"
+    source = capture(tmp_path, script, out="ttl", env={"PAUSE": "0.3"})
+    done, report = replay(tmp_path, source, env={"PAUSE": "0"})
+    assert done.returncode == 0 and done.stderr.strip() == "['new']", \
+        "the replay (which does not pause) prunes by the recorded times, never by its own clock"
+
+
+@requirement(SPEC, "Channel TTL",
+             "every prior entry whose _ts < now - ttlMs is removed (not only the oldest), a declared default "
+             "included; then maxSize bounds the remainder — with timestamps out of order and with a default")
+def test_channels_channel_ttl_with_max_size_and_timestamps_out_of_order(tmp_path):
+    def written_at(sequence, ts, value, channel="recent"):
+        return {"sequence": sequence, "type": "channel.written", "timestamp": ts,
+                "payload": {"channel": channel, "value": {"value": value, "_ts": ts}, "reducer": "append"}}
+
+    declarations = tmp_path / "declarations.json"
+    declarations.write_text(json.dumps({"recent": {"reducer": "append", "ttlMs": 50, "maxSize": 2},
+                                        "seeded": {"reducer": "append", "ttlMs": 100, "default": ["seed"]}}))
+    host = run_log(tmp_path / "host.jsonl", [
+        written_at(0, 100, "late"), written_at(1, 0, "early"), written_at(2, 120, "new"),  # a clock stepped back
+        written_at(3, 0, "a", "seeded"), written_at(4, 50, "b", "seeded"), written_at(5, 500, "c", "seeded")])
+    folded = state(host, "--declarations", str(declarations))
+    assert [entry["value"] for entry in folded["channels"]["recent"]] == ["late", "new"], \
+        "ttlMs first drops the expired 'early' (0 < 120-50); maxSize first would have dropped the fresh 'late'"
+    assert folded["channels"]["seeded"] == ["seed", {"value": "c", "_ts": 500}], "a default does not stop pruning"
+    assert folded["findings"] == []
 
 
 @requirement(SPEC, "Channel TTL", "range 1 ≤ ttlMs ≤ one year, 0 means no TTL; a declaration out of range is refused")

@@ -194,8 +194,14 @@ def test_replay_fork_cache_key_recipe_matches_an_independent_computation(tmp_pat
 def test_replay_fork_cache_key_recipe_closed_field_set(tmp_path):
     base = recorded_key(tmp_path, RECIPE_REQUEST, "base")
     noisy = {**RECIPE_REQUEST, "max_tokens": 5, "stop": ["x"], "stream": True, "metadata": {"a": 1}, "user": "other",
-             "seed": 9, "tools": list(reversed(RECIPE_REQUEST["tools"]))}
-    assert recorded_key(tmp_path, noisy, "noisy") == base
+             "seed": 9, "tools": list(reversed(RECIPE_REQUEST["tools"])),
+             "messages": [{**message, "id": f"msg_{index}", "cache_control": {"type": "ephemeral"}}
+                          for index, message in enumerate(RECIPE_REQUEST["messages"])]}
+    assert recorded_key(tmp_path, noisy, "noisy") == base, "a message's id and cache_control are outside the set too"
+    recipe = {"provider": "openai", "model": "gpt-4o", "messages": noisy["messages"]}
+    printed = run_wop("cache-key", "-", input=orjson.dumps(recipe).decode())
+    closed = run_wop("cache-key", "-", input=orjson.dumps({**recipe, "messages": RECIPE_REQUEST["messages"]}).decode())
+    assert printed.returncode == 0 and printed.stdout == closed.stdout, "`wop cache-key` keys the same closed set"
     swapped = {**RECIPE_REQUEST, "messages": list(reversed(RECIPE_REQUEST["messages"]))}
     assert recorded_key(tmp_path, swapped, "swapped") != base
 
@@ -225,6 +231,18 @@ def test_replay_fork_nondeterministic_models_refusal_divergence(tmp_path):
     refusal = [d for d in orjson.loads(done.stdout)["divergences"] if d["code"] == "replay_diverged_at_refusal"]
     assert (refusal[0]["expectedValue"], refusal[0]["observedValue"]) == ("valid", "refusal")
     assert refusal[0]["expected"]["type"] == "llm_response"
+    with FakeProvider(refuse=True) as refusing:
+        refused = capture(tmp_path, AGENT, env={"PROVIDER_URL": refusing.url}, out="refused")
+    with FakeProvider() as provider:
+        done = run_wop("fork", str(refused), "--from-seq", "1", "--json", "--out", str(tmp_path / "answered"),
+                       env={"PROVIDER_URL": provider.url}, cwd=tmp_path)
+    assert done.returncode == 1, "the other direction: refused in the original, answered today"
+    refusal = [d for d in orjson.loads(done.stdout)["divergences"] if d["code"] == "replay_diverged_at_refusal"]
+    assert [(d["expectedValue"], d["observedValue"]) for d in refusal] == [("refusal", "valid")]
+    with FakeProvider(refuse=True) as refusing:
+        done = run_wop("fork", str(refused), "--from-seq", "1", "--json", "--out", str(tmp_path / "still-refused"),
+                       env={"PROVIDER_URL": refusing.url}, cwd=tmp_path)
+    assert done.returncode == 0 and orjson.loads(done.stdout)["divergences"] == [], "refused both times: no shift"
 
 
 STATEFUL = """
