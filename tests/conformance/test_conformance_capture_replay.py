@@ -413,6 +413,83 @@ def test_capture_replay_acceptance_scenario_2_replay_offline(tmp_path):
     assert not (tmp_path / "tool-ran.txt").exists(), "a recorded tool ran again"
 
 
+THREADS_AND_TASKS = """
+    import asyncio, os, threading
+    import openai
+    import openwop_cli as wop
+
+    BASE = os.environ["PROVIDER_URL"] + "/v1"
+    client = openai.OpenAI(base_url=BASE, api_key="sk-test-0123456789abcdef", max_retries=0)
+    answers = {}
+
+    @wop.tool
+    def lookup(order_id):
+        with open("tool-ran.txt", "a") as ran:
+            ran.write(order_id + "\\n")
+        return {"id": order_id, "status": "shipped"}
+
+    @wop.tool
+    async def check(order_id):
+        await asyncio.sleep(0.001)
+        with open("tool-ran.txt", "a") as ran:
+            ran.write(order_id + "\\n")
+        return {"id": order_id, "status": "packed"}
+
+    def worker(n):
+        for turn in range(3):
+            text = f"thread {n} turn {turn}"
+            reply = client.chat.completions.create(model="fake-gpt", messages=[{"role": "user", "content": text}])
+            status = lookup(f"T{n}-{turn}")["status"]
+            wop.state.write("log", text, "append")
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key=f"pick-{text}"))
+
+    async def task(n, async_client):
+        for turn in range(3):
+            text = f"task {n} turn {turn}"
+            reply = await async_client.chat.completions.create(model="fake-gpt",
+                                                               messages=[{"role": "user", "content": text}])
+            status = (await check(f"A{n}-{turn}"))["status"]
+            wop.state.write("log", text, "append")
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key=f"pick-{text}"))
+
+    async def tasks():
+        async with openai.AsyncOpenAI(base_url=BASE, api_key="sk-test-0123456789abcdef", max_retries=0) as async_client:
+            await asyncio.gather(*(task(n, async_client) for n in range(4)))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    [thread.start() for thread in threads]
+    asyncio.run(tasks())
+    [thread.join() for thread in threads]
+    for text in sorted(answers):
+        print(text, "|", *answers[text])
+"""
+
+
+@requirement(SPEC, "Given/When/Then acceptance tests",
+             "scenario 2 with concurrency: four threads and four asyncio tasks, each making LLM calls (sync and async "
+             "clients), tool calls (sync and async), state writes and random draws, replay strictly offline with the "
+             "same output, run after run")
+def test_capture_replay_acceptance_scenario_2_threads_and_asyncio_tasks(tmp_path):
+    source = tmp_path / "source"
+    with FakeProvider() as provider:
+        captured = run_wop("capture", "--out", str(source), "--", sys.executable,
+                           str(program(tmp_path, THREADS_AND_TASKS)), env={"PROVIDER_URL": provider.url}, cwd=tmp_path)
+        assert captured.returncode == 0, captured.stderr
+        assert len(captured.stdout.splitlines()) == 24 and "thread 3 turn 2 | answer to thread 3 turn 2 shipped" in captured.stdout
+        (tmp_path / "tool-ran.txt").unlink()
+        served = len(provider.requests)
+        for attempt in range(3):
+            done, report = replay(tmp_path, source, "--strict", env={"PROVIDER_URL": provider.url},
+                                  out=f"replay-{attempt}")
+            assert done.returncode == 0, (attempt, report and report["divergences"][:2])
+            assert report["score"]["score"] == 1.0 and done.stderr == captured.stdout
+            replayed = events(tmp_path / f"replay-{attempt}")
+            assert sorted(e["data"]["value"] for e in replayed if e["data"].get("channel") == "log") == sorted(
+                e["data"]["value"] for e in events(source) if e["data"].get("channel") == "log")
+        assert len(provider.requests) == served, "the provider was called during a replay"
+    assert not (tmp_path / "tool-ran.txt").exists(), "a recorded tool ran again"
+
+
 @requirement(SPEC, "Given/When/Then acceptance tests",
              "scenario 2: tool errors come back the same offline — type (program-defined classes included), args, "
              "str and repr, printed byte for byte")
