@@ -218,9 +218,52 @@ def test_replay_fork_cache_key_portable(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == recorded
 
 
+EXTRA_FIELDS_AND_BIG_INTS = """
+    import os
+    import openai
+
+    client = openai.OpenAI(base_url=os.environ["PROVIDER_URL"] + "/v1", api_key="sk-test-0123456789abcdef",
+                           max_retries=0)
+    bounds = {"type": "integer", "maximum": 2**53 + 1, "minimum": -(2**70)}
+    reply = client.chat.completions.create(
+        model="fake-gpt", user="u-7", metadata={"trace": "t-1"}, max_tokens=50,
+        messages=[{"role": "system", "content": "Be brief.", "name": "policy"},
+                  {"role": "user", "content": "count to three", "id": "msg_1"}],
+        tools=[{"type": "function", "function": {"name": "count", "description": "Count",
+                                                 "parameters": {"type": "object", "properties": {"n": bounds}}}}])
+    print(reply.choices[0].message.tool_calls[0].function.name)
+"""
+
+
+@requirement(SPEC, "LLM cache-key recipe",
+             "§A/§B through a real SDK: a request with fields outside the set (a message id, metadata, user) and "
+             "integers beyond 2^53 in a tool schema gets a key — the independent recipe's, and `wop cache-key`'s — "
+             "and replays strictly")
+def test_replay_fork_cache_key_extra_fields_and_big_integers(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, EXTRA_FIELDS_AND_BIG_INTS, env={"PROVIDER_URL": provider.url})
+        done, report = replay(tmp_path, source, "--strict", env={"PROVIDER_URL": provider.url})
+    assert done.returncode == 0 and done.stderr.strip() == "count", report and report["divergences"][:1]
+    recorded = next(e["data"]["cacheKey"] for e in events(source) if e["type"] == "llm_request")
+    bounds = {"type": "integer", "maximum": float(2**53 + 1), "minimum": float(-(2**70))}  # I-JSON numbers
+    recipe = {"provider": "openai", "model": "fake-gpt",
+              "messages": [{"role": "system", "content": "Be brief.", "name": "policy"},
+                           {"role": "user", "content": "count to three"}],
+              "tools": [{"name": "count", "description": "Count",
+                         "parameters": {"type": "object", "properties": {"n": bounds}}}]}
+    assert recorded == hashlib.sha256(rfc8785.dumps(recipe)).hexdigest()
+    as_sent = {**recipe, "messages": [*recipe["messages"][:1], {**recipe["messages"][1], "id": "msg_1"}],
+               "user": "u-7", "metadata": {"trace": "t-1"}}
+    text = orjson.dumps(as_sent).decode().replace("9007199254740992.0", str(2**53 + 1)).replace(
+        "-1.1805916207174113e+21", str(-(2**70)))
+    assert str(2**53 + 1) in text and str(-(2**70)) in text
+    printed = run_wop("cache-key", "-", input=text)
+    assert printed.returncode == 0 and printed.stdout.strip() == recorded
+
+
 @requirement(SPEC, "Replay determinism under nondeterministic models",
-             "§B: a refusal where the original got a valid envelope (or the reverse) is never silently substituted: "
-             "replay_diverged_at_refusal")
+             "§B: a refusal where the original got a valid envelope, and the reverse, is never silently substituted: "
+             "replay_diverged_at_refusal in both directions")
 def test_replay_fork_nondeterministic_models_refusal_divergence(tmp_path):
     with FakeProvider() as provider:
         source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
