@@ -6,7 +6,7 @@ import json
 import pytest
 import rfc8785
 
-from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, cache_key_input
+from openwop_cli.format.cachekey import CacheKeyInputError, cache_key, cache_key_input, tool_schema_hash
 from tests.conftest import run_wop
 
 REQUEST = {
@@ -146,3 +146,40 @@ def test_cli_rejects_bad_input_with_exit_2(tmp_path):
         assert done.returncode == 2, done
         assert needle in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("request_, message", [
+    ({**REQUEST, "provider": "openaï"}, "provider must be a lowercase ASCII id such as 'openai', got 'openaï'"),
+    ({**REQUEST, "provider": 5}, "provider must be a lowercase ASCII id such as 'openai', got 5"),
+    ({**REQUEST, "provider": ""}, "provider must be a lowercase ASCII id such as 'openai', got ''"),
+    ({**REQUEST, "model": 5}, "model must be a non-empty string, got 5"),
+    ({**REQUEST, "model": ""}, "model must be a non-empty string, got ''"),
+    ({**REQUEST, "messages": {"role": "user"}}, "messages must be an array of {role, content} objects"),
+    ({**REQUEST, "messages": [REQUEST["messages"][0], {"role": "user"}]},
+     "messages[1] must be an object with role and content"),
+    ({**REQUEST, "messages": [{"content": "hi"}]}, "messages[0] must be an object with role and content"),
+    ({**REQUEST, "messages": [["role", "content"]]}, "messages[0] must be an object with role and content"),
+    ({**REQUEST, "tools": {"name": "t"}}, "tools must be an array of {name, description?, parameters}"),
+    ({**REQUEST, "tools": [REQUEST["tools"][0], {"parameters": {}}]}, "tools[1] must be an object with a string name"),
+    ({**REQUEST, "tools": ["weather"]}, "tools[0] must be an object with a string name"),
+])
+def test_each_shape_the_recipe_refuses_is_named_exactly(request_, message):
+    with pytest.raises(CacheKeyInputError) as refused:
+        cache_key(request_)
+    assert str(refused.value) == message
+
+
+def test_a_message_may_be_any_mapping_and_keeps_its_name_and_tool_call_id():
+    from types import MappingProxyType
+
+    messages = [MappingProxyType({"role": "tool", "content": "42", "name": "calc", "toolCallId": "c1", "id": "x"})]
+    assert cache_key_input({**REQUEST, "messages": messages})["messages"] == [
+        {"role": "tool", "content": "42", "name": "calc", "toolCallId": "c1"}]
+    assert cache_key({**REQUEST, "messages": messages}) == cache_key({**REQUEST, "messages": [dict(messages[0])]})
+
+
+def test_the_tool_schema_hash_is_the_jcs_hash_of_the_sorted_tools():
+    tools = sorted(({key: tool[key] for key in ("name", "description", "parameters") if key in tool}
+                    for tool in REQUEST["tools"]), key=lambda tool: tool["name"])
+    assert tool_schema_hash(REQUEST) == hashlib.sha256(rfc8785.dumps(tools)).hexdigest()
+    assert tool_schema_hash({**REQUEST, "tools": []}) is None and tool_schema_hash({"messages": []}) is None
