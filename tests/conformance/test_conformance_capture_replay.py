@@ -441,7 +441,7 @@ THREADS_AND_TASKS = """
             reply = client.chat.completions.create(model="fake-gpt", messages=[{"role": "user", "content": text}])
             status = lookup(f"T{n}-{turn}")["status"]
             wop.state.write("log", text, "append")
-            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key=f"pick-{text}"))
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key="pick"))
 
     async def task(n, async_client):
         for turn in range(3):
@@ -450,7 +450,7 @@ THREADS_AND_TASKS = """
                                                                messages=[{"role": "user", "content": text}])
             status = (await check(f"A{n}-{turn}"))["status"]
             wop.state.write("log", text, "append")
-            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key=f"pick-{text}"))
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key="pick"))
 
     async def tasks():
         async with openai.AsyncOpenAI(base_url=BASE, api_key="sk-test-0123456789abcdef", max_retries=0) as async_client:
