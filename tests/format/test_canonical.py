@@ -25,8 +25,9 @@ def test_bytes_are_hashed_as_their_base64_stand_in():
     """canonical_bytes writes bytes as {"$bytes": base64} (what a capture holds), so a value with bytes has a hash."""
     assert canonical_bytes({"body": b"\x00\xffhi"}) == b'{"body":{"$bytes":"AP9oaQ=="}}'
     assert content_hash([bytearray(b"hi")]) == content_hash([{"$bytes": "aGk="}])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as refused:
         canonical_bytes({1, 2})
+    assert str(refused.value.__cause__) == "set is not JSON", "what is not JSON is named"
 
 
 def test_jcs_writes_a_tuple_as_an_array():
