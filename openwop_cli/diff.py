@@ -410,9 +410,13 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
     JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        if _same_event(left, right):
+        sameness = _sameness(left, right)
+        if sameness is not None:
             if left["type"] in FOLDED_TYPES:
-                folds.same(left, right)
+                if sameness:
+                    folds.same(left, right)
+                else:  # one JCS value written two ways (1, 1.0): each run's state keeps its own
+                    folds.apart(left, right)
             continue
         folded_left = left if left is not None and left["type"] in FOLDED_TYPES else None
         folded_right = right if right is not None and right["type"] in FOLDED_TYPES else None
@@ -440,6 +444,19 @@ def _by_forked_seq(events_a: Iterable[dict[str, Any]], folds: ForkedFolds, ignor
         difference = _difference(left, right, ignored, excluded)
         if difference is not None:
             yield difference
+
+
+def _sameness(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool | None:
+    """Two runs' events at one seq: True when their type and data are the same bytes, False when they are only the
+    same JCS value (1 and 1.0), None when they differ."""
+    if left is None or right is None or left["type"] != right["type"]:
+        return None
+    try:
+        if dumps(left["data"]) == dumps(right["data"]):
+            return True
+    except TypeError:
+        pass
+    return False if same_json(left["data"], right["data"]) else None
 
 
 def _same_event(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool:
