@@ -4,12 +4,15 @@ A pure function of two event streams. Events are aligned by seq (the RFC's rule;
 align="content", by content so one inserted event is one `added`) and compared on (type, payload
 minus the excluded fields). Excluded are exactly the fields the RFC pins (rest-endpoints.md
 §:diff): eventId, runId, causationId, correlationId, the wall-clock ts and transport metadata
-(traceparent/tracestate, delivery headers). wop's own recorder bookkeeping — callId, captureId,
-writtenAt, durationMs — is compared unless `ignore_run_metadata` says otherwise (the CLI's default
-for two wop captures, where they differ between any two runs by nature).
+(traceparent/tracestate, delivery headers). Run metadata — wop's own recorder bookkeeping (callId,
+captureId, writtenAt, durationMs) and where run_start says the run happened (the environment's
+variable names, platform, hostname, cwd, Python) — is compared unless `ignore_run_metadata` says
+otherwise (the CLI's default for two wop captures, and the fork report's: it differs between any
+two runs, or two shells, by nature).
 
-Events are compared as JSON, on their compact JSON first (True == 1 == 1.0 in Python, not in JSON; keys in another
-order fall back to a comparison value by value); only events that differ get their JSON paths
+Events are compared as JCS compares them, on their compact JSON first (True == 1 in Python, not in JSON; 1 and 1.0 are
+one JCS number; keys in another order fall back to a comparison value by value); only events that differ get their
+JSON paths
 (replay.divergence.differences). Both runs are folded on the way for the state diff — their identical prefix once,
 into one fold forked where their folded events first differ, and after that every channel or variable they still
 write alike once (TwinFolds) — and their terminal status comes from the run's end (wop's run_end, OpenWOP's
@@ -38,7 +41,12 @@ from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENT
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
 })
-RUN_METADATA_KEYS = frozenset({"callId", "captureId", "writtenAt", "durationMs"})
+# Run metadata: where and how a run happened, not what it did. wop's recorder bookkeeping in any event, and (written
+# "run_start.<key>": that event type's only) the environment run_start describes: the environment's variable names,
+# the platform, hostname, working directory and Python version.
+RUN_METADATA_KEYS = frozenset({"callId", "captureId", "writtenAt", "durationMs", "run_start.env",
+                               "run_start.platform", "run_start.hostname", "run_start.cwd", "run_start.python"})
+_RUN_START_PREFIX = RUN_START + "."
 ALIGN_SEQ, ALIGN_CONTENT = "seq", "content"
 FOLDED_TYPES = frozenset({RUN_START, RUN_END, STATE_MUTATION, CHANNEL_WRITTEN, *TERMINAL_RUN_EVENTS})
 CONTENT_WINDOW = 200
@@ -150,20 +158,36 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
 
 
 def same_json(left: Any, right: Any) -> bool:
-    """True when two parsed JSON values are the same JSON: Python's == alone takes True, 1 and 1.0 for one another.
-    Their compact JSON is compared first (the same bytes, as two runs' equal values have, settle it in one step); keys
-    in another order, or a value deeper than orjson writes, are compared value by value."""
+    """True when two parsed JSON values have the same JCS form, as RFC 0054 compares them: 1, 1.0 and -0.0 == 0 are one
+    number each, but True is not 1 (Python's == takes them for one another). Their compact JSON is compared first (the
+    same bytes, as two runs' equal values have, settle it in one step); keys in another order, a number written
+    another way, or a value deeper than orjson writes, are compared value by value. Integers stay exact: two beyond
+    2^53 that one double would stand for are two numbers."""
     try:
         if dumps(left) == dumps(right):
             return True
     except TypeError:  # nested deeper than orjson writes: a channel's entries wrap a value recorded as deep as allowed
         pass
-    return left == right and not any(differences(left, right))
+    return left == right and not any(jcs_differences(left, right))
+
+
+def jcs_differences(left: Any, right: Any) -> Iterator[tuple[tuple, Any, Any]]:
+    """replay.divergence.differences, less the places where the two values are one number JCS writes alike (1, 1.0)."""
+    for found in differences(left, right):
+        if not _one_number(found[1], found[2]):
+            yield found
+
+
+def _one_number(left: Any, right: Any) -> bool:
+    return type(left) in _NUMBERS and type(right) in _NUMBERS and left == right
+
+
+_NUMBERS = (int, float)  # by type: a bool is no number in JSON
 
 
 def changed_paths(left: Any, right: Any) -> list[str]:
-    """Every JSON path where two values differ."""
-    return sorted({json_path(parts) for parts, _, _ in differences(left, right)})
+    """Every JSON path where two values differ (as JCS writes them)."""
+    return sorted({json_path(parts) for parts, _, _ in jcs_differences(left, right)})
 
 
 # ---- comparison ---------------------------------------------------------------------------------
@@ -171,9 +195,13 @@ def changed_paths(left: Any, right: Any) -> list[str]:
 
 def comparable(event: dict[str, Any], ignored: list[list[Any]],
                excluded: frozenset[str] = RFC_EXCLUDED_KEYS) -> dict[str, Any]:
-    """What is compared of an event: its type and its data minus excluded and ignored fields."""
+    """What is compared of an event: its type and its data minus excluded and ignored fields (an excluded
+    `run_start.<key>` is left out of run_start's data only)."""
     data = event.get("data")
     if isinstance(data, dict):
+        if event.get("type") == RUN_START:
+            excluded = excluded | {name[len(_RUN_START_PREFIX):] for name in excluded
+                                   if name.startswith(_RUN_START_PREFIX)}
         data = {key: value for key, value in data.items() if key not in excluded}
         for path in ignored:
             data = _without(data, path)
@@ -382,9 +410,13 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
     JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        if _same_event(left, right):
+        sameness = _sameness(left, right)
+        if sameness is not None:
             if left["type"] in FOLDED_TYPES:
-                folds.same(left, right)
+                if sameness:
+                    folds.same(left, right)
+                else:  # one JCS value written two ways (1, 1.0): each run's state keeps its own
+                    folds.apart(left, right)
             continue
         folded_left = left if left is not None and left["type"] in FOLDED_TYPES else None
         folded_right = right if right is not None and right["type"] in FOLDED_TYPES else None
@@ -412,6 +444,19 @@ def _by_forked_seq(events_a: Iterable[dict[str, Any]], folds: ForkedFolds, ignor
         difference = _difference(left, right, ignored, excluded)
         if difference is not None:
             yield difference
+
+
+def _sameness(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool | None:
+    """Two runs' events at one seq: True when their type and data are the same bytes, False when they are only the
+    same JCS value (1 and 1.0), None when they differ."""
+    if left is None or right is None or left["type"] != right["type"]:
+        return None
+    try:
+        if dumps(left["data"]) == dumps(right["data"]):
+            return True
+    except TypeError:
+        pass
+    return False if same_json(left["data"], right["data"]) else None
 
 
 def _same_event(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool:

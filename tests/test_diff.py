@@ -113,6 +113,47 @@ def test_the_rfc_exclusions_never_cause_a_diff_and_run_metadata_only_when_asked(
                                                                                         "$.writtenAt"]
 
 
+def test_two_runs_from_two_shells_are_identical_unless_run_metadata_is_compared(tmp_path):
+    """Run metadata is not behaviour: the environment's variable names (an exported PS1), the platform, hostname, the
+    working directory and Python of run_start describe where a run happened, not what it did. Left out by default
+    for captures; --compare-run-metadata compares them (and wop's recorder bookkeeping)."""
+    program = tmp_path / "steady.py"
+    program.write_text("import openwop_cli as wop\n\n@wop.tool\ndef lookup(order_id):\n    return {'id': order_id}\n\n"
+                       "lookup('A-1')\nwop.state.write('seen', 'A-1', 'append')\n")
+
+    def capture_in(name, env):
+        done = run_wop("capture", "--out", str(tmp_path / name), "--", sys.executable, str(program), env=env,
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return tmp_path / name
+
+    plain, shell = capture_in("plain", None), capture_in("shell", {"PS1": "$ ", "WOP_TEST_EXPORTED": "1"})
+    done, result = diff_json(plain, shell, "--detail")
+    assert done.returncode == 0, result["eventDiffs"][:1]
+    assert {"run_start.env", "run_start.platform", "run_start.hostname", "run_start.cwd",
+            "run_start.python"} <= set(result["excluded"])
+    assert run_wop("diff", str(plain), str(shell)).returncode == 0
+    done, result = diff_json(plain, shell, "--detail", "--compare-run-metadata")
+    assert done.returncode == 1 and result["divergedAtSeq"] == 0
+    assert {path.partition("[")[0] for path in result["eventDiffs"][0]["paths"]} == {"$.env"}
+
+
+def test_run_metadata_of_run_start_only_is_left_out():
+    """The run_start keys are left out of run_start alone: a tool result's own `env` or `cwd` is behaviour."""
+    def run(env, cwd):
+        return [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"], "env": env, "cwd": cwd,
+                                                                   "platform": cwd, "python": cwd, "hostname": cwd}},
+                {"seq": 1, "ts": 2, "type": "tool_result", "data": {"callId": "t", "ok": True,
+                                                                     "result": None, "env": env, "cwd": cwd}}]
+
+    result = diff_runs(run(["HOME"], "/a"), run(["HOME", "PS1"], "/b"), a="a", b="b", ignore_run_metadata=True)
+    assert [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [(1, ["$.cwd", "$.env[1]"])]
+    argv = diff_runs([{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py", "--fast"]}}],
+                     [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"]}}], a="a", b="b",
+                     ignore_run_metadata=True)
+    assert argv["divergedAtSeq"] == 0, "the command line is the program's input: always compared"
+
+
 def test_ignore_paths_and_max_diffs():
     a = events({"response": {"id": "r1", "text": "same"}}, {"n": 1}, {"n": 2}, {"n": 3})
     b = events({"response": {"id": "r2", "text": "same"}}, {"n": 9}, {"n": 8}, {"n": 7})
@@ -145,6 +186,30 @@ def test_openwop_run_event_logs_are_read_by_diff_and_show(tmp_path):
     assert result["stateDiff"]["channels"]["changed"]["votes"]["b"] == [{"userId": "u1", "action": "reject"}]
     shown = run_wop("show", str(tmp_path / "a.jsonl"))
     assert shown.returncode == 0 and "channel.written" in shown.stdout
+
+
+def test_a_secret_in_an_openwop_host_log_never_reaches_the_output(tmp_path):
+    """A host's log is data wop did not record, so nothing redacted it: diff (its eventDiffs and stateDiff), state and
+    show pass what they read through the one redactor, as a capture's events were on the way to disk."""
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+
+    def log(name, value):
+        record = {"eventId": f"{name}-1", "runId": name, "sequence": 0, "type": "channel.written",
+                  "payload": {"channel": "config", "value": value, "reducer": "merge"},
+                  "timestamp": "2026-05-01T10:00:00Z"}
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(orjson.dumps(record) + b"\n")
+        return path
+
+    a, b = log("a", {"model": "m1", "note": f"key {secret}"}), log("b", {"model": "m2", "api_key": secret})
+    outputs = [run_wop("diff", str(a), str(b), "--json"), run_wop("diff", str(a), str(b), "--json", "--detail"),
+               run_wop("diff", str(a), str(b)), run_wop("state", str(b), "--json"), run_wop("state", str(b)),
+               run_wop("show", str(a), "--seq", "0", "--json"), run_wop("show", str(b))]
+    for done in outputs:
+        assert done.returncode in (0, 1), done.stderr
+        assert secret not in done.stdout and secret[:20] not in done.stdout, done.args
+    changed = orjson.loads(outputs[0].stdout)["stateDiff"]["channels"]["changed"]["config"]
+    assert changed["b"] == {"model": "m2", "api_key": "***REDACTED***"} and changed["a"]["note"] == "key ***REDACTED***"
 
 
 def test_run_logs_whose_sequences_skip_numbers_are_aligned_by_seq_not_by_position(tmp_path):
@@ -279,8 +344,8 @@ def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_s
     assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
 
 
-def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp_path):
-    """Python says True == 1 == 1.0; JSON does not. A run that writes true where the other wrote 1 differs: the
+def test_true_and_1_are_different_json_values_in_events_and_in_the_state(tmp_path):
+    """Python says True == 1; JSON (and JCS) does not. A run that writes true where the other wrote 1 differs: the
     counter refuses true (validation_error), so only b's counter holds 1; each run's append channel keeps its own."""
     def run(value):
         return [("run_start", {"argv": ["agent.py"]}),
@@ -299,8 +364,36 @@ def test_true_1_and_1_0_are_different_json_values_in_events_and_in_the_state(tmp
     assert channels["changed"] == {"flag": {"a": True, "b": 1, "paths": ["$"]},
                                    "log": {"a": [True], "b": [1], "paths": ["$[0]"]}}
     for align in ("seq", "content"):
-        result = diff_runs(events({"v": 1.0}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
+        result = diff_runs(events({"v": True}, {"v": 2}), events({"v": 1}, {"v": 2}), a="a", b="b", align=align)
         assert result["counts"]["changed"] + result["counts"]["added"] >= 1, align
+
+
+def test_1_and_1_0_are_one_number_as_rfc_0054_compares_jcs_forms(tmp_path):
+    """RFC 0054 compares (seq, type, JCS(payload)); JCS writes 1.0 as 1 (and -0.0 as 0), so those runs are identical,
+    in the events and in the folded state, whichever way they are aligned; a value that differs still differs, and its
+    path is the only one listed."""
+    def run(x, y):
+        return [("run_start", {"argv": ["agent.py"]}),
+                ("state_mutation", {"kind": "channel", "channel": "cost", "value": x, "reducer": "counter"}),
+                ("tool_result", {"callId": "t1", "ok": True, "result": {"x": x, "y": y, "zero": 0.0 if y else -0.0}}),
+                ("run_end", {"exitCode": 0, "status": "ok"})]
+
+    a, b = write_capture(tmp_path / "a", run(1, 2)), write_capture(tmp_path / "b", run(1.0, 2.0))
+    for align in ("seq", "content"):
+        done, result = diff_json(a, b, "--detail", "--align", align)
+        assert done.returncode == 0 and result["divergedAtSeq"] is None and result["eventDiffs"] == [], align
+        assert result["stateDiff"]["channels"]["changed"] == {}
+    c = write_capture(tmp_path / "c", run(1.0, 3))
+    done, result = diff_json(a, c, "--detail")
+    assert done.returncode == 1 and [(item["seq"], item["paths"]) for item in result["eventDiffs"]] == [
+        (2, ["$.result.y"])]
+    for align in ("seq", "content"):
+        assert diff_runs(events({"x": 1}), events({"x": 1.0}), a="a", b="b", align=align)["divergedAtSeq"] is None
+    record = {"eventId": "e1", "runId": "r", "sequence": 0, "type": "step.done", "payload": {"x": 1}}
+    one, one_point_zero = tmp_path / "one.jsonl", tmp_path / "one-point-zero.jsonl"
+    one.write_bytes(orjson.dumps(record) + b"\n")
+    one_point_zero.write_bytes(orjson.dumps(record).replace(b'"x":1', b'"x":1.0') + b"\n")
+    assert run_wop("diff", str(one), str(one_point_zero)).returncode == 0
 
 
 def test_the_state_diff_folds_each_run_with_the_channels_of_the_workflow_it_pinned(tmp_path):
@@ -368,6 +461,17 @@ PINNED = st.sampled_from([None, {"log": {"reducer": "append", "maxSize": 1}},
                           {"cost": {"reducer": "counter", "default": 5}, "m": {"reducer": "append", "ttlMs": 3}}])
 
 
+def jcs_numbers(value):
+    """value with every integral float an int, as JCS writes it (1.0 is 1)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: jcs_numbers(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [jcs_numbers(child) for child in value]
+    return value
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(ANY_EVENT, max_size=16), st.data())
 def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(events_a, data):
@@ -411,8 +515,8 @@ def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(event
     fold_a, fold_b = fold_events(run_a, declarations=pinned_a), fold_events(run_b, declarations=pinned_b)
     alone = orjson.dumps(state_diff(fold_a.snapshot(), fold_b.snapshot(), fold_a.status, fold_b.status),
                          option=orjson.OPT_SORT_KEYS)
-    as_json = [[orjson.dumps([event["type"], event["data"]], option=orjson.OPT_SORT_KEYS) for event in run]
-               for run in (run_a, run_b)]
+    as_json = [[orjson.dumps([event["type"], jcs_numbers(event["data"])], option=orjson.OPT_SORT_KEYS)
+                for event in run] for run in (run_a, run_b)]
     parted_at = next((seq for seq, (left, right) in enumerate(zip_longest(*as_json)) if left != right), None)
     for align in ("seq", "content"):
         result = diff_runs(run_a, run_b, a="a", b="b", align=align, declarations_a=pinned_a, declarations_b=pinned_b)

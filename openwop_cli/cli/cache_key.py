@@ -12,8 +12,9 @@ def command(
 ) -> None:
     """Print the 64-hex LLM cache key of a request: JCS over the recipe's fields, then SHA-256.
 
-    Only provider, model, messages, tools (sorted by name), temperature, topP, topK and
-    responseFormat count; max_tokens, stop, stream, metadata, user, seed and the rest are ignored.
+    Only provider, model, messages (role, content, name, toolCallId: a message's id and other
+    fields are left out), tools (sorted by name), temperature, topP, topK and responseFormat
+    count; max_tokens, stop, stream, metadata, user, seed and the rest are ignored.
 
     \b
     Examples:

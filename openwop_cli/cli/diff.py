@@ -23,8 +23,10 @@ def command(
                                             help="List at most N event diffs (--detail counts the rest in omittedEventDiffs)."),
     align: AlignBy = typer.Option(AlignBy.seq, "--align", metavar="seq|content", help="seq (RFC 0054: event k against event k) or content (an inserted event is one `added`)."),
     run_metadata: Optional[bool] = typer.Option(None, "--compare-run-metadata/--ignore-run-metadata",
-                                                help="Compare wop's recorder bookkeeping (callId, captureId, writtenAt, durationMs) "
-                                                     "or leave it out. Default: left out when both runs are wop captures, "
+                                                help="Compare run metadata — where a run happened, not what it did: run_start's "
+                                                     "env (variable names), platform, hostname, cwd and python, and wop's "
+                                                     "recorder bookkeeping (callId, captureId, writtenAt, durationMs) — or "
+                                                     "leave it out. Default: left out when both runs are wop captures, "
                                                      "compared for OpenWOP event logs."),
     json_output: bool = typer.Option(False, "--json", help="Print the RFC 0054 diff object as JSON (exactly the RFC's schema)."),
     detail: bool = typer.Option(False, "--detail", help="With --json, add wop's detail: each changed event's `paths`, `align`, "
@@ -33,7 +35,9 @@ def command(
     """Compare two runs: the first seq where they diverge, every added/removed/changed event, the state diff.
 
     The fields RFC 0054 excludes are not compared: eventId, runId, causationId, correlationId,
-    wall-clock ts and transport metadata (traceparent, tracestate, delivery headers). The status
+    wall-clock ts and transport metadata (traceparent, tracestate, delivery headers); nor, for two
+    captures, run metadata (two runs from two shells, with another PS1 exported, are identical:
+    --compare-run-metadata compares it). The status
     of a run log comes from its terminal event (run.completed, run.failed, run.cancelled); a log
     without one is an in-flight prefix, and the diff says `truncated`. Exits 0 when the runs are
     identical, 1 when they differ, 2/3 on bad input.

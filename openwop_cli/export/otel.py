@@ -213,7 +213,8 @@ def _llm(data: dict[str, Any], result: dict[str, Any]) -> tuple[str, str, dict[s
     for index, message in enumerate(messages if isinstance(messages, list) else []):
         if isinstance(message, dict):
             attributes[f"llm.input_messages.{index}.message.role"] = str(message.get("role"))
-            attributes[f"llm.input_messages.{index}.message.content"] = _text(message.get("content"))
+            content = message.get("content")
+            attributes[f"llm.input_messages.{index}.message.content"] = _text("" if content is None else content)
     if isinstance(response, dict):
         for key, name in (("model", "gen_ai.response.model"), ("id", "gen_ai.response.id")):
             if isinstance(response.get(key), str):

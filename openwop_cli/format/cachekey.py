@@ -1,19 +1,23 @@
 """The LLM cache-key recipe of openwop-replay-and-fork.md: a closed field set, JCS, SHA-256, hex.
 
 Only the recipe's fields influence the key; anything else (max_tokens, stop, stream, metadata,
-user, seed, request ids, trace context) is ignored by construction. `recipe_input` reads a request in a
-provider's own shape (OpenAI chat and responses, Anthropic, Gemini, Ollama, Bedrock) as the recipe's input.
-A capture keys a request as it keeps it: after redaction (see README "What a capture keeps"), so no key
-covers a secret the event does not show.
+user, seed, request ids, trace context, a message's id) is ignored by construction. Numbers are
+JCS's (format.canonical.jcs_bytes): an integer beyond ±(2^53-1) is keyed as the nearest double,
+and one no double holds has no key (CacheKeyInputError). `recipe_input` reads a request in a
+provider's own shape (OpenAI chat and responses, Anthropic, Gemini, Ollama, Bedrock, Cohere) as the
+recipe's input. A capture keys a request as it keeps it: after redaction (see README "What a capture
+keeps"), so no key covers a secret the event does not show.
 """
 
 import hashlib
 from typing import Any, Mapping
 
-from openwop_cli.format.canonical import jcs_bytes
+from openwop_cli.format.canonical import NotJCS, jcs_bytes
+from openwop_cli.format.events import revived_big_ints
 
 OPTIONAL_FIELDS = ("temperature", "topP", "topK", "responseFormat")
 TOOL_FIELDS = ("name", "description", "parameters")
+OPTIONAL_MESSAGE_FIELDS = ("name", "toolCallId")  # beside role and content: a message's whole field set
 
 
 class CacheKeyInputError(ValueError):
@@ -31,10 +35,8 @@ def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
     messages = request.get("messages")
     if not isinstance(messages, list):
         raise CacheKeyInputError("messages must be an array of {role, content} objects")
-    for index, message in enumerate(messages):
-        if not (type(message) is dict or isinstance(message, Mapping)) or "role" not in message or "content" not in message:
-            raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
-    canonical: dict[str, Any] = {"provider": provider, "model": model, "messages": list(messages)}
+    canonical: dict[str, Any] = {"provider": provider, "model": model,
+                                 "messages": [_recipe_message(index, message) for index, message in enumerate(messages)]}
     tools = request.get("tools")
     if tools is not None:
         canonical["tools"] = _sorted_tools(tools)
@@ -47,7 +49,7 @@ def cache_key_input(request: Mapping[str, Any]) -> dict[str, Any]:
 
 def cache_key(request: Mapping[str, Any]) -> str:
     """The 64-hex LLM cache key of a request in the recipe's LLMCacheKeyInput shape."""
-    return hashlib.sha256(jcs_bytes(cache_key_input(request))).hexdigest()
+    return hashlib.sha256(_jcs(cache_key_input(request))).hexdigest()
 
 
 def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
@@ -56,7 +58,26 @@ def tool_schema_hash(request: Mapping[str, Any]) -> str | None:
     tools = request.get("tools")
     if not tools:
         return None
-    return hashlib.sha256(jcs_bytes(_sorted_tools(tools))).hexdigest()
+    return hashlib.sha256(_jcs(_sorted_tools(tools))).hexdigest()
+
+
+def _jcs(canonical: Any) -> bytes:
+    try:
+        return jcs_bytes(canonical)
+    except NotJCS as exc:
+        raise CacheKeyInputError(str(exc)) from None
+
+
+def _recipe_message(index: int, message: Any) -> dict[str, Any]:
+    """A message as the recipe keys it: role and content as they are, name and toolCallId when present; any other
+    field (an id, cache_control, a timestamp) is outside the closed set."""
+    if not (type(message) is dict or isinstance(message, Mapping)) or "role" not in message or "content" not in message:
+        raise CacheKeyInputError(f"messages[{index}] must be an object with role and content")
+    kept = {"role": message["role"], "content": message["content"]}
+    for field in OPTIONAL_MESSAGE_FIELDS:
+        if message.get(field) is not None:
+            kept[field] = message[field]
+    return kept
 
 
 def _sorted_tools(tools: Any) -> list[dict[str, Any]]:
@@ -77,10 +98,11 @@ def request_keys(provider: str, model: str, request: Any) -> dict[str, Any]:
     """What an llm_request carries to identify its request: `cacheKey` (the recipe's key, the design's normalized
     input hash; None when the request is not in the recipe's shape) and, with tools, `toolSchemaHash`.
 
-    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used)."""
+    request: its json_form (a replay's keys must be the capture's, whatever Python types the program used), where an
+    integer beyond 64 bits is {"$bigint": digits}: keyed as the integer it stands for, as `wop cache-key` keys it."""
     if not isinstance(request, dict):
         return {"cacheKey": None}
-    recipe = recipe_input(provider, model, request)
+    recipe = revived_big_ints(recipe_input(provider, model, request))
     try:
         keys: dict[str, Any] = {"cacheKey": cache_key(recipe)}
     except (CacheKeyInputError, TypeError, ValueError):  # not the recipe's shape, or not JSON: no key, never a failure
@@ -102,7 +124,7 @@ def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str
     messages = request.get("messages")
     system = request.get("system")
     if isinstance(messages, list):
-        messages = [_recipe_message(message) for message in messages]
+        messages = [_shaped_message(message) for message in messages]
         if system is not None:
             messages = [{"role": "system", "content": system}, *messages]
     recipe["messages"] = messages
@@ -115,8 +137,9 @@ def recipe_input(provider: str, model: str, request: dict[str, Any]) -> dict[str
     return recipe
 
 
-def _recipe_message(message: Any) -> Any:
-    """A message in the recipe's shape: role, content (tool calls become content blocks), name?, toolCallId?."""
+def _shaped_message(message: Any) -> Any:
+    """A message in the recipe's shape: role, content as it is (null too: the recipe never coalesces; tool calls
+    become content blocks), name?, toolCallId?."""
     if not isinstance(message, dict):
         return message
     content = message.get("content")
@@ -128,7 +151,7 @@ def _recipe_message(message: Any) -> Any:
             blocks.append({"type": "tool_call", "id": call.get("id") if isinstance(call, dict) else None,
                            "name": function.get("name"), "arguments": function.get("arguments")})
         content = blocks
-    shaped = {"role": message.get("role"), "content": "" if content is None else content}
+    shaped = {"role": message.get("role"), "content": content}
     if message.get("name") is not None:
         shaped["name"] = message["name"]
     call_id = message.get("tool_call_id", message.get("toolCallId"))

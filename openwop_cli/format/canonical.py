@@ -21,9 +21,16 @@ def canonical_bytes(value: Any) -> bytes:
     return orjson.dumps(value, option=_SORTED, default=_binary)
 
 
+class NotJCS(ValueError):
+    """A value RFC 8785 cannot write: an integer no IEEE 754 double holds (beyond about 1.8e308)."""
+
+
 def jcs_bytes(value: Any) -> bytes:
     """RFC 8785 JSON Canonicalization Scheme bytes, for keys exchanged with OpenWOP hosts.
 
+    JCS is defined over I-JSON, whose numbers are IEEE 754 doubles: an integer beyond ±(2^53-1) is
+    written as the nearest double, the number JSON.parse gives a JavaScript host (and orjson gives wop
+    for one beyond 64 bits), so every host writes the same bytes; one no double holds is NotJCS.
     Where JCS and orjson's sorted output are the same bytes — strings, integers within ±(2^53-1),
     floats written without an exponent and not integral, and no character at or above U+E000 (where
     JCS's UTF-16 key order and orjson's code-point order part) — orjson writes them, 50x faster than
@@ -38,10 +45,25 @@ def jcs_bytes(value: Any) -> bytes:
                 return encoded
     import rfc8785
 
-    return rfc8785.dumps(value)
+    return rfc8785.dumps(_as_doubles(value))
 
 
 _SAFE_INTEGER = 2**53 - 1
+
+
+def _as_doubles(value: Any) -> Any:
+    """value with every integer beyond ±(2^53-1) made the nearest double (the value itself when it has none)."""
+    kind = type(value)
+    if kind is int and not -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+        try:
+            return float(value)
+        except OverflowError:
+            raise NotJCS(f"the integer {str(value)[:20]}… is too large for a JSON number (an IEEE 754 double)") from None
+    if kind is dict:
+        return {key: _as_doubles(child) for key, child in value.items()}
+    if kind is list or kind is tuple:
+        return [_as_doubles(child) for child in value]
+    return value
 _FROM_U_E000 = re.compile(rb"[\xee-\xff]")  # the UTF-8 lead bytes of U+E000 and above
 
 

@@ -57,3 +57,21 @@ def big_int_digits(value: Any) -> str | None:
         if type(digits) is str:
             return digits
     return None
+
+
+def revived_big_ints(value: Any) -> Any:
+    """value with each recorded big integer ({BIG_INT_TAG: digits} of an integer beyond 64 bits) turned back into the
+    int; a tagged value inside the 64-bit range is a program's own dict (only those beyond it are ever tagged)."""
+    kind = type(value)
+    if kind is dict:
+        text = big_int_digits(value)
+        if text is not None:
+            try:
+                number = int(text, 0)
+            except ValueError:
+                return value
+            return number if not SMALLEST_INT <= number <= LARGEST_INT else value
+        return {key: revived_big_ints(child) for key, child in value.items()}
+    if kind is list:
+        return [revived_big_ints(child) for child in value]
+    return value

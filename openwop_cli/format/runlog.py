@@ -3,7 +3,10 @@
 A log is JSON Lines (one RunEventDoc per line) or a JSON array of them. Each record's `sequence`,
 `type`, `payload`, `eventId` and `timestamp` (ISO 8601 or epoch ms) become an event's seq, type,
 data, eventId and ts; the run's id comes from the records' `runId` (else the file name). The log is
-read like a capture: a regular file of bounded size, every event checked by format/schema.py.
+read like a capture: a regular file of bounded size, every event checked by format/schema.py. Nothing
+redacted a host's log on its way to disk, so each event's data passes the one redactor (the default
+profile, and the values of this machine's secret environment variables) as it is read: what `wop diff`,
+`wop state` and `wop show` print of a log never holds a key it carried.
 """
 
 from datetime import datetime
@@ -14,6 +17,7 @@ import orjson
 
 from openwop_cli.errors import CorruptCapture
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular
+from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import EventChecker
 
 LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -40,6 +44,7 @@ class RunLogReader:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         check = EventChecker(run_log=True).problem
+        redact = Redactor.from_environment().redact_flagged
         previous = -1
         for index, record in enumerate(self._records()):
             if not isinstance(record, dict):
@@ -48,6 +53,7 @@ class RunLogReader:
             problem = check(event)
             if problem is not None:
                 raise CorruptCapture(f"{self.path}: record {index + 1}: {problem}")
+            event["data"] = redact(event["data"])
             if event["seq"] <= previous:  # events fold and align in sequence order (gaps are fine)
                 order = f"does not come after {previous}" if previous >= 0 else "is below 0"
                 raise CorruptCapture(f"{self.path}: record {index + 1}: sequence {event['seq']} {order}")

@@ -83,13 +83,16 @@ def replay_text(outcome: Any, width: int = 100) -> str:
 
 
 def replay_json(outcome: Any) -> dict[str, Any]:
-    """The stable JSON report of a replay or fork."""
+    """The stable JSON report of a replay or fork. It starts with the fork Response of openwop-replay-and-fork.md:
+    `runId` (the new run), `sourceRunId`, `fromSeq` and `mode` (`replay`, or `branch` for `wop fork`)."""
     capture = outcome.capture
     early_exit = None
     if outcome.early_exit is not None:
         early_exit = {**outcome.early_exit, "error": capture.manifest.get("error"), "stderrTail": capture.stderr_tail}
     return {
-        "mode": "fork" if outcome.branch else "replay",
+        "runId": capture.manifest.get("runId"),
+        "sourceRunId": outcome.source_manifest.get("runId"),
+        "mode": "branch" if outcome.branch else "replay",
         "source": {"captureId": outcome.source_manifest.get("captureId"), "path": str(outcome.source_dir)},
         "replay": {"captureId": capture.capture_id, "path": str(capture.path), "exitCode": capture.exit_code,
                    "status": capture.manifest.get("status")},

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from openwop_cli.format.events import BIG_INT_TAG, LARGEST_INT, SMALLEST_INT, big_int_digits
+from openwop_cli.format.events import BIG_INT_TAG, LARGEST_INT, SMALLEST_INT, revived_big_ints
 
 BYTES_TAG = "$bytes"
 _BIG_INT_MARKER = b'"%s"' % BIG_INT_TAG.encode()
@@ -103,25 +103,7 @@ def revive_big_ints(value: Any) -> Any:
             return value
     except TypeError:  # bytes (resolved blobs) in it: look
         pass
-    return _revived_ints(value)
-
-
-def _revived_ints(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        text = big_int_digits(value)
-        if text is not None:
-            try:
-                number = int(text, 0)
-            except ValueError:
-                return value
-            if not SMALLEST_INT <= number <= LARGEST_INT:  # only what dumps tags: a program's {"$bigint": "5"} stays
-                return number
-            return value
-        return {key: _revived_ints(child) for key, child in value.items()}
-    if kind is list:
-        return [_revived_ints(child) for child in value]
-    return value
+    return revived_big_ints(value)
 
 
 def to_json(value: Any) -> Any:

@@ -111,7 +111,8 @@ def looks_sensitive(name: str, declaration: dict[str, Any]) -> bool:
 
 def writer_allowed(access: Any, node_id: Any, type_id: Any) -> bool:
     """The spec's access check for a write: public/absent allows, private denies, an allowlist matches
-    the nodeId exactly or the typeId by dotted-prefix wildcard (`core.ai.*`, `*`)."""
+    the nodeId exactly or the typeId by dotted-prefix wildcard (`core.ai.*`); `*` alone matches every node,
+    one known only by its nodeId too."""
     if access in (None, "public"):
         return True
     if access == "private":
@@ -119,9 +120,9 @@ def writer_allowed(access: Any, node_id: Any, type_id: Any) -> bool:
     if not isinstance(access, dict) or "writers" not in access:
         return True
     for entry in access.get("writers") or []:
-        if entry == node_id:
+        if entry == "*" or entry == node_id:
             return True
-        if isinstance(entry, str) and isinstance(type_id, str):
-            if entry == "*" or (entry.endswith(".*") and type_id.startswith(entry[:-1])):
-                return True
+        if isinstance(entry, str) and isinstance(type_id, str) and entry.endswith(".*") \
+                and type_id.startswith(entry[:-1]):
+            return True
     return False

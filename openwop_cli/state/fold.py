@@ -151,9 +151,9 @@ class StateFold:
         return False
 
     def snapshot(self) -> dict[str, Any]:
-        """The state.snapshot shape: atSeq, channels (declared defaults included), variables."""
-        channels = {name: decl["default"] for name, decl in self.declarations.items()
-                    if isinstance(decl, dict) and "default" in decl}
+        """The state.snapshot shape: atSeq, channels (every declared channel: one not written yet holds its declared
+        default, or null — what ctx.channels.get returns, undefined — when it declares none), variables."""
+        channels = {name: declaration.get("default") for name, declaration in self.declarations.items()}
         channels.update(self.channels.snapshot())
         return {"atSeq": self.seq, "channels": channels, "variables": self.variables.snapshot()}
 

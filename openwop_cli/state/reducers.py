@@ -6,9 +6,9 @@ channel). Writes are validated the way the spec's types say; an invalid write ra
 (`validation_error`) and changes nothing.
 
 ChannelStore keeps each channel's state so that a million writes cost a million small steps:
-list reducers append to a deque (maxSize trims from the left, ttlMs prunes expired entries from
-the left using the event's own timestamp, never the wall clock), message ids are remembered in a
-set. Dependency-free on purpose: the runtime uses it too, so a program sees the reduced value the
+list reducers append to a deque (ttlMs first drops every expired entry, judged by the event's own
+timestamp, never the wall clock — from the left while the entries' stamps rise, as they do unless
+a clock went back; then maxSize trims from the left), message ids are remembered in a set. Dependency-free on purpose: the runtime uses it too, so a program sees the reduced value the
 fold will compute.
 """
 
@@ -97,6 +97,7 @@ class ChannelStore:
     def __init__(self, recorded: bool = False) -> None:
         self._values: dict[str, Any] = {}
         self._message_ids: dict[str, set[str]] = {}
+        self._unordered: set[str] = set()  # TTL channels whose expired entries may not be a prefix (see _prune)
         self.recorded = recorded
 
     def __contains__(self, name: str) -> bool:
@@ -138,6 +139,7 @@ class ChannelStore:
         twin = ChannelStore(self.recorded)
         twin._values = {name: deque(value) if isinstance(value, deque) else value for name, value in self._values.items()}
         twin._message_ids = {name: set(ids) for name, ids in self._message_ids.items()}
+        twin._unordered = set(self._unordered)
         return twin
 
     def adopt(self, other: "ChannelStore", name: str) -> None:
@@ -145,9 +147,14 @@ class ChannelStore:
         if name not in other._values:
             self._values.pop(name, None)
             self._message_ids.pop(name, None)
+            self._unordered.discard(name)
             return
         value = other._values[name]
         self._values[name] = deque(value) if isinstance(value, deque) else value
+        if name in other._unordered:
+            self._unordered.add(name)
+        else:
+            self._unordered.discard(name)
         if name in other._message_ids:
             self._message_ids[name] = set(other._message_ids[name])
         else:
@@ -157,6 +164,7 @@ class ChannelStore:
         """Set a channel's reduced value as it was folded elsewhere (a list reducer's entries, any other value)."""
         self._values[name] = deque(value) if reducer in LIST_REDUCERS and isinstance(value, list) else value
         self._message_ids.pop(name, None)
+        self._unordered.add(name)  # entries folded elsewhere: their order is not known
 
     def value(self, name: str, default: Any = None) -> Any:
         """The channel's reduced value as plain JSON (lists for list reducers)."""
@@ -178,8 +186,7 @@ class ChannelStore:
         ttl = declaration.get("ttlMs") or 0
         wrapped = bool(ttl) and reducer in TTL_REDUCERS
         if wrapped:
-            while entries and _expired(entries[0], ts - ttl):
-                entries.popleft()
+            self._prune(name, entries, ts - ttl)
         if reducer == "message":
             seen = self._message_ids.setdefault(name, {m.get("messageId") for m in entries if isinstance(m, dict)})
             if value["messageId"] in seen:
@@ -191,18 +198,38 @@ class ChannelStore:
             if len(kept) != len(entries):
                 entries.clear()
                 entries.extend(kept)
+        if wrapped and entries and not _stamped_by(entries[-1], ts):
+            self._unordered.add(name)
         entries.append({"value": value, "_ts": ts} if wrapped else value)
         limit = declaration.get("maxSize")
         if isinstance(limit, int) and limit >= 0:
             while len(entries) > limit:
-                dropped = entries.popleft()
-                if reducer == "message" and isinstance(dropped, dict):
-                    self._message_ids[name].discard(dropped.get("messageId"))
+                entries.popleft()  # a dropped message's id stays seen: it lands in the log once per run
+
+    def _prune(self, name: str, entries: deque, cutoff: int) -> None:
+        """Drop every entry stamped before cutoff (spec: every expired entry, before the new one is appended). While a
+        channel's entries are stamped in rising order the expired ones are a prefix, dropped from the left; a channel
+        with an entry out of that order (an earlier _ts after a later one, or an entry that never expires: a declared
+        default, a write from before ttlMs was declared) is filtered whole."""
+        if name in self._unordered:
+            if any(_expired(entry, cutoff) for entry in entries):
+                kept = [entry for entry in entries if not _expired(entry, cutoff)]
+                entries.clear()
+                entries.extend(kept)
+            return
+        while entries and _expired(entries[0], cutoff):
+            entries.popleft()
+
+
+def _stamped_by(entry: Any, ts: int) -> bool:
+    """True for a TTL entry stamped at or before ts: an entry appended after it keeps the channel's stamps in order."""
+    stamp = entry.get("_ts") if isinstance(entry, dict) else None
+    return isinstance(stamp, (int, float)) and stamp <= ts
 
 
 def _expired(entry: Any, cutoff: int) -> bool:
     """True for a TTL entry stamped before cutoff; an entry without a numeric `_ts` (written before ttlMs was declared,
-    a declared default) never expires."""
+    a declared default) never expires, and never keeps a later expired entry from going."""
     stamp = entry.get("_ts") if isinstance(entry, dict) else None
     return isinstance(stamp, (int, float)) and stamp < cutoff
 

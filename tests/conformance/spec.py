@@ -140,9 +140,14 @@ CHOICES = [
      "argument was not JSON, or the rebuilt str/repr differ from the recorded ones, the replay report lists a note."),
     ("Excluded fields in wop diff (RFC 0054 Resolution 3)",
      "Exactly eventId, runId, causationId, correlationId, the wall-clock ts and transport metadata (traceparent, "
-     "tracestate, delivery `headers`). wop's recorder bookkeeping (callId, captureId, writtenAt, durationMs) is "
-     "compared unless --ignore-run-metadata; that is the default when both runs are wop captures, never for "
+     "tracestate, delivery `headers`). Run metadata — wop's recorder bookkeeping (callId, captureId, writtenAt, "
+     "durationMs) and run_start's env names, platform, hostname, cwd and python — is compared unless "
+     "--ignore-run-metadata; that is the default when both runs are wop captures (and in the fork report), never for "
      "OpenWOP run logs."),
+    ("Numbers in wop diff",
+     "Payloads compare as their JCS forms do (RFC 0054 Resolution 3): 1, 1.0 and 1e0 are one number, -0.0 is 0, true "
+     "is not 1. Two integers beyond 2^53 that JCS would write as one double stay two numbers: wop keeps integers "
+     "exact rather than call two different ids equal."),
     ("truncated and --max-diffs",
      "`truncated` means a run was in flight (an OpenWOP log with no run.completed/run.failed/run.cancelled, or "
      "an incomplete capture). A list cut by --max-diffs is counted in `omittedEventDiffs` under --json --detail."),
@@ -152,6 +157,9 @@ CHOICES = [
     ("Legacy-prefix channel names",
      "A legacy variable is recorded with its own name as the channel (`_approvalVotes:gate`), the reducer its "
      "prefix maps to and the node after the prefix; it still folds into `variables`."),
+    ("A declared channel nobody wrote",
+     "It is in every snapshot (`wop state`, the state diff, the report): its declared default, else null — "
+     "ctx.channels.get's undefined, which JSON cannot hold."),
     ("TTL entry shape",
      "A TTL channel's write is recorded with `value` = `{value, _ts}`, `_ts` equal to the event's ts; a write "
      "without the wrap (an older capture, a host log) is stamped with its event's ts."),

@@ -2,6 +2,7 @@
 divergences, redaction, blobs, failure modes, the four acceptance scenarios and compatibility."""
 
 import hashlib
+import json
 import os
 import resource
 import signal
@@ -10,6 +11,8 @@ import sys
 
 import orjson
 
+from openwop_cli.format.redact import Redactor
+from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.source import ReplaySource
 from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, program, replay
 from tests.conformance.spec import requirement
@@ -104,6 +107,19 @@ def test_capture_replay_event_payload_requirements_nondeterministic(tmp_path):
     value = next(e["data"] for e in recorded_events if e["type"] == "nondeterministic")
     assert (value["source"], value["key"]) == ("rng", "pick") and 0 <= value["value"] <= 10
     assert len(value["valueHash"]) == 64
+    source = capture(tmp_path, """
+        import openwop_cli as wop
+        wop.randint(0, 10**9, key="a")
+        wop.randint(0, 10**9, key="b")
+        wop.uuid4()
+        wop.now()
+        wop.random()
+    """, out="values")
+    values = [e["data"] for e in events(source) if e["type"] == "nondeterministic"]
+    assert len(values) == 5 and len({v["valueHash"] for v in values}) == 5, "each value hashes to its own hash"
+    for found in values:
+        canonical = json.dumps(found["value"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert found["valueHash"] == hashlib.sha256(canonical.encode()).hexdigest(), found
 
 
 @requirement(SPEC, "Event payload requirements", "state_mutation: type (file_write/env_read/…) and normalized details")
@@ -136,6 +152,15 @@ def test_capture_replay_capturesink_append_and_finalize(tmp_path):
     assert [orjson.loads(line)["seq"] for line in lines] == list(range(len(lines)))
     assert manifest(source)["eventCount"] == len(lines)
     assert sorted(path.name for path in source.iterdir() if path.name.startswith(("manifest", "."))) == ["manifest.json"]
+    sink = CaptureSink(tmp_path / "sunk", redactor=Redactor("default", ()))
+    sink.start({"name": "atomic"})
+    seen_at_start = tmp_path / "manifest-at-start.json"
+    os.link(sink.capture_dir / "manifest.json", seen_at_start)  # a reader holding the file finalize replaces
+    sink.append("run_start", {"argv": ["x"]})
+    sink.finalize()
+    assert orjson.loads(seen_at_start.read_bytes())["status"] == "incomplete", "the old manifest was never rewritten"
+    assert not os.path.samefile(seen_at_start, sink.capture_dir / "manifest.json"), "finalize renamed a new file in"
+    assert manifest(sink.capture_dir)["status"] == "ok"
 
 
 @requirement(SPEC, "ReplaySource",
@@ -244,6 +269,15 @@ def test_capture_replay_divergence_report_codes(tmp_path):
     assert "no answer to serve: event_type_mismatch" in done.stderr, "an LLM call with nothing to serve is catchable"
     codes = {d["code"] for d in report["divergences"]}
     assert codes >= {"event_type_mismatch", "event_missing", "event_unexpected", "nondeterministic_underflow"}
+    recorded_third = next(e["seq"] for e in events(source) if e["data"].get("args") == {"name": "third"})
+    missing = [d for d in report["divergences"] if d["code"] == "event_missing"]
+    assert recorded_third in {d["eventSeq"] for d in missing}, "a recorded call today's run never made is missing"
+    assert all(d["expected"]["type"] == "tool_call" and "observed" not in d for d in missing)
+    unexpected = [d for d in report["divergences"] if d["code"] == "event_unexpected"]
+    assert [d["observed"]["data"]["name"] for d in unexpected] == ["notify"], "a call the capture lacks is unexpected"
+    assert all("eventSeq" not in d and "expected" not in d for d in unexpected)
+    underflow = next(d for d in report["divergences"] if d["code"] == "nondeterministic_underflow")
+    assert underflow["observed"]["type"] == "nondeterministic" and "eventSeq" not in underflow
     _, report = replay(tmp_path, source, env={"CHANGED": ""}, out="same")
     assert report["divergences"] == []
     _, report = replay(tmp_path, source, env={"CHANGED": "", "SECOND": "2nd"}, out="payload")
@@ -376,6 +410,83 @@ def test_capture_replay_acceptance_scenario_2_replay_offline(tmp_path):
         assert len(provider.requests) == served, "the provider was called during the replay"
     assert done.returncode == 0 and report["score"]["score"] == 1.0
     assert captured.stdout.startswith("answer: answer to where is my order?") and done.stderr == captured.stdout
+    assert not (tmp_path / "tool-ran.txt").exists(), "a recorded tool ran again"
+
+
+THREADS_AND_TASKS = """
+    import asyncio, os, threading
+    import openai
+    import openwop_cli as wop
+
+    BASE = os.environ["PROVIDER_URL"] + "/v1"
+    client = openai.OpenAI(base_url=BASE, api_key="sk-test-0123456789abcdef", max_retries=0)
+    answers = {}
+
+    @wop.tool
+    def lookup(order_id):
+        with open("tool-ran.txt", "a") as ran:
+            ran.write(order_id + "\\n")
+        return {"id": order_id, "status": "shipped"}
+
+    @wop.tool
+    async def check(order_id):
+        await asyncio.sleep(0.001)
+        with open("tool-ran.txt", "a") as ran:
+            ran.write(order_id + "\\n")
+        return {"id": order_id, "status": "packed"}
+
+    def worker(n):
+        for turn in range(3):
+            text = f"thread {n} turn {turn}"
+            reply = client.chat.completions.create(model="fake-gpt", messages=[{"role": "user", "content": text}])
+            status = lookup(f"T{n}-{turn}")["status"]
+            wop.state.write("log", text, "append")
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key="pick"))
+
+    async def task(n, async_client):
+        for turn in range(3):
+            text = f"task {n} turn {turn}"
+            reply = await async_client.chat.completions.create(model="fake-gpt",
+                                                               messages=[{"role": "user", "content": text}])
+            status = (await check(f"A{n}-{turn}"))["status"]
+            wop.state.write("log", text, "append")
+            answers[text] = (reply.choices[0].message.content, status, wop.randint(0, 10**6, key="pick"))
+
+    async def tasks():
+        async with openai.AsyncOpenAI(base_url=BASE, api_key="sk-test-0123456789abcdef", max_retries=0) as async_client:
+            await asyncio.gather(*(task(n, async_client) for n in range(4)))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    [thread.start() for thread in threads]
+    asyncio.run(tasks())
+    [thread.join() for thread in threads]
+    for text in sorted(answers):
+        print(text, "|", *answers[text])
+"""
+
+
+@requirement(SPEC, "Given/When/Then acceptance tests",
+             "scenario 2 with concurrency: four threads and four asyncio tasks, each making LLM calls (sync and async "
+             "clients), tool calls (sync and async), state writes and random draws, replay strictly offline with the "
+             "same output, run after run")
+def test_capture_replay_acceptance_scenario_2_threads_and_asyncio_tasks(tmp_path):
+    source = tmp_path / "source"
+    with FakeProvider() as provider:
+        captured = run_wop("capture", "--out", str(source), "--", sys.executable,
+                           str(program(tmp_path, THREADS_AND_TASKS)), env={"PROVIDER_URL": provider.url}, cwd=tmp_path)
+        assert captured.returncode == 0, captured.stderr
+        assert len(captured.stdout.splitlines()) == 24 and "thread 3 turn 2 | answer to thread 3 turn 2 shipped" in captured.stdout
+        (tmp_path / "tool-ran.txt").unlink()
+        served = len(provider.requests)
+        for attempt in range(3):
+            done, report = replay(tmp_path, source, "--strict", env={"PROVIDER_URL": provider.url},
+                                  out=f"replay-{attempt}")
+            assert done.returncode == 0, (attempt, report and report["divergences"][:2])
+            assert report["score"]["score"] == 1.0 and done.stderr == captured.stdout
+            replayed = events(tmp_path / f"replay-{attempt}")
+            assert sorted(e["data"]["value"] for e in replayed if e["data"].get("channel") == "log") == sorted(
+                e["data"]["value"] for e in events(source) if e["data"].get("channel") == "log")
+        assert len(provider.requests) == served, "the provider was called during a replay"
     assert not (tmp_path / "tool-ran.txt").exists(), "a recorded tool ran again"
 
 

@@ -185,7 +185,7 @@ def test_channels_channel_access_control(tmp_path):
             assert refused.value.code == "channel_access_denied"
 
     folded = state(in_process(tmp_path, body))
-    assert [vote["userId"] for vote in folded["channels"]["votes"]] == ["u", "v"] and "secret" not in folded["channels"]
+    assert [vote["userId"] for vote in folded["channels"]["votes"]] == ["u", "v"] and folded["channels"]["secret"] is None
     host = run_log(tmp_path / "host.jsonl", [
         {"sequence": 0, "type": "channel.written", "payload": {"channel": "secret", "value": 1, "reducer": "replace"}}])
     declarations = tmp_path / "declarations.json"
@@ -346,13 +346,18 @@ def test_channels_replay_determinism_reducer_at_write_time(tmp_path):
 def test_channels_snapshot_every_declared_channel(tmp_path):
     def body():
         wop.state.declare("untouched", "append", default=[])
+        wop.state.declare("undefaulted", "votes")
         wop.state.declare("count", "counter")
         wop.state.write("count", 2)
         wop.state.set("_loopbackIteration:n", 4)
 
-    folded = state(in_process(tmp_path, body))
-    assert folded["channels"] == {"untouched": [], "count": 2} and folded["variables"] == {"_loopbackIteration:n": 4}
-    assert set(folded) >= {"atSeq", "channels", "variables"}
+    source = in_process(tmp_path, body)
+    folded = state(source)
+    assert folded["channels"] == {"untouched": [], "undefaulted": None, "count": 2}, \
+        "a declared channel nobody wrote and with no default is in the snapshot, as null (ctx.channels.get: undefined)"
+    assert folded["variables"] == {"_loopbackIteration:n": 4} and set(folded) >= {"atSeq", "channels", "variables"}
+    declared = next(e["seq"] for e in events(source) if e["data"].get("channel") == "undefaulted")
+    assert state(source, "--at", str(declared))["channels"] == {"untouched": [], "undefaulted": None}
 
 
 @requirement(SPEC, "Channel TTL",
@@ -385,16 +390,38 @@ def test_channels_channel_ttl_pruning(tmp_path):
     folded = state(host, "--declarations", str(declarations))
     assert [entry["value"] for entry in folded["channels"]["recent"]] == ["c", "d"] and folded["findings"] == []
     script = """
-        import time
+        import os, time
         import openwop_cli as wop
         wop.state.declare("recent", "append", ttl_ms=150)
         wop.state.write("recent", "old")
-        time.sleep(0.3)
+        time.sleep(float(os.environ.get("PAUSE", "0")))
         print([entry["value"] for entry in wop.state.write("recent", "new")])
     """
-    source = capture(tmp_path, script, out="ttl")
-    done, report = replay(tmp_path, source)
-    assert done.returncode == 0 and done.stderr.strip() == "['new']", "the replay prunes by the recorded times"
+    source = capture(tmp_path, script, out="ttl", env={"PAUSE": "0.3"})
+    done, report = replay(tmp_path, source, env={"PAUSE": "0"})
+    assert done.returncode == 0 and done.stderr.strip() == "['new']", \
+        "the replay (which does not pause) prunes by the recorded times, never by its own clock"
+
+
+@requirement(SPEC, "Channel TTL",
+             "every prior entry whose _ts < now - ttlMs is removed (not only the oldest), a declared default "
+             "included; then maxSize bounds the remainder — with timestamps out of order and with a default")
+def test_channels_channel_ttl_with_max_size_and_timestamps_out_of_order(tmp_path):
+    def written_at(sequence, ts, value, channel="recent"):
+        return {"sequence": sequence, "type": "channel.written", "timestamp": ts,
+                "payload": {"channel": channel, "value": {"value": value, "_ts": ts}, "reducer": "append"}}
+
+    declarations = tmp_path / "declarations.json"
+    declarations.write_text(json.dumps({"recent": {"reducer": "append", "ttlMs": 50, "maxSize": 2},
+                                        "seeded": {"reducer": "append", "ttlMs": 100, "default": ["seed"]}}))
+    host = run_log(tmp_path / "host.jsonl", [
+        written_at(0, 100, "late"), written_at(1, 0, "early"), written_at(2, 120, "new"),  # a clock stepped back
+        written_at(3, 0, "a", "seeded"), written_at(4, 50, "b", "seeded"), written_at(5, 500, "c", "seeded")])
+    folded = state(host, "--declarations", str(declarations))
+    assert [entry["value"] for entry in folded["channels"]["recent"]] == ["late", "new"], \
+        "ttlMs first drops the expired 'early' (0 < 120-50); maxSize first would have dropped the fresh 'late'"
+    assert folded["channels"]["seeded"] == ["seed", {"value": "c", "_ts": 500}], "a default does not stop pruning"
+    assert folded["findings"] == []
 
 
 @requirement(SPEC, "Channel TTL", "range 1 ≤ ttlMs ≤ one year, 0 means no TTL; a declaration out of range is refused")

@@ -66,7 +66,9 @@ def test_replay_fork_two_modes_branch(tmp_path):
     report = orjson.loads(done.stdout)
     forked = manifest(tmp_path / "fork")
     assert forked["runId"] != manifest(source)["runId"] and forked["source"]["mode"] == "branch"
-    assert " 7 " in done.stderr and report["mode"] == "fork"
+    assert " 7 " in done.stderr and report["mode"] == "branch", "the Response's mode: branch, never fork"
+    assert (report["runId"], report["sourceRunId"], report["fromSeq"]) == (forked["runId"], manifest(source)["runId"],
+                                                                           pick), "the Response's fields, at its top"
     assert (tmp_path / "ran.txt").read_text().splitlines() == ["two"], "history was served, the step after it ran"
     assert {path: path.read_bytes() for path in source.rglob("*") if path.is_file()} == before
 
@@ -77,6 +79,8 @@ def test_replay_fork_replay_mode_defaults(tmp_path):
     source = capture(tmp_path, STEPS)
     done, report = replay(tmp_path, source)
     assert done.returncode == 0 and report["fromSeq"] == 0 and report["score"]["fromSeq"] == 0
+    assert (report["mode"], report["runId"], report["sourceRunId"]) == (
+        "replay", manifest(tmp_path / "replay")["runId"], manifest(source)["runId"])
     fork = run_wop("fork", str(source), cwd=tmp_path)
     assert fork.returncode == 2 and "--from-seq" in fork.stderr
 
@@ -190,8 +194,14 @@ def test_replay_fork_cache_key_recipe_matches_an_independent_computation(tmp_pat
 def test_replay_fork_cache_key_recipe_closed_field_set(tmp_path):
     base = recorded_key(tmp_path, RECIPE_REQUEST, "base")
     noisy = {**RECIPE_REQUEST, "max_tokens": 5, "stop": ["x"], "stream": True, "metadata": {"a": 1}, "user": "other",
-             "seed": 9, "tools": list(reversed(RECIPE_REQUEST["tools"]))}
-    assert recorded_key(tmp_path, noisy, "noisy") == base
+             "seed": 9, "tools": list(reversed(RECIPE_REQUEST["tools"])),
+             "messages": [{**message, "id": f"msg_{index}", "cache_control": {"type": "ephemeral"}}
+                          for index, message in enumerate(RECIPE_REQUEST["messages"])]}
+    assert recorded_key(tmp_path, noisy, "noisy") == base, "a message's id and cache_control are outside the set too"
+    recipe = {"provider": "openai", "model": "gpt-4o", "messages": noisy["messages"]}
+    printed = run_wop("cache-key", "-", input=orjson.dumps(recipe).decode())
+    closed = run_wop("cache-key", "-", input=orjson.dumps({**recipe, "messages": RECIPE_REQUEST["messages"]}).decode())
+    assert printed.returncode == 0 and printed.stdout == closed.stdout, "`wop cache-key` keys the same closed set"
     swapped = {**RECIPE_REQUEST, "messages": list(reversed(RECIPE_REQUEST["messages"]))}
     assert recorded_key(tmp_path, swapped, "swapped") != base
 
@@ -208,9 +218,52 @@ def test_replay_fork_cache_key_portable(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == recorded
 
 
+EXTRA_FIELDS_AND_BIG_INTS = """
+    import os
+    import openai
+
+    client = openai.OpenAI(base_url=os.environ["PROVIDER_URL"] + "/v1", api_key="sk-test-0123456789abcdef",
+                           max_retries=0)
+    bounds = {"type": "integer", "maximum": 2**53 + 1, "minimum": -(2**70)}
+    reply = client.chat.completions.create(
+        model="fake-gpt", user="u-7", metadata={"trace": "t-1"}, max_tokens=50,
+        messages=[{"role": "system", "content": "Be brief.", "name": "policy"},
+                  {"role": "user", "content": "count to three", "id": "msg_1"}],
+        tools=[{"type": "function", "function": {"name": "count", "description": "Count",
+                                                 "parameters": {"type": "object", "properties": {"n": bounds}}}}])
+    print(reply.choices[0].message.tool_calls[0].function.name)
+"""
+
+
+@requirement(SPEC, "LLM cache-key recipe",
+             "§A/§B through a real SDK: a request with fields outside the set (a message id, metadata, user) and "
+             "integers beyond 2^53 in a tool schema gets a key — the independent recipe's, and `wop cache-key`'s — "
+             "and replays strictly")
+def test_replay_fork_cache_key_extra_fields_and_big_integers(tmp_path):
+    with FakeProvider() as provider:
+        source = capture(tmp_path, EXTRA_FIELDS_AND_BIG_INTS, env={"PROVIDER_URL": provider.url})
+        done, report = replay(tmp_path, source, "--strict", env={"PROVIDER_URL": provider.url})
+    assert done.returncode == 0 and done.stderr.strip() == "count", report and report["divergences"][:1]
+    recorded = next(e["data"]["cacheKey"] for e in events(source) if e["type"] == "llm_request")
+    bounds = {"type": "integer", "maximum": float(2**53 + 1), "minimum": float(-(2**70))}  # I-JSON numbers
+    recipe = {"provider": "openai", "model": "fake-gpt",
+              "messages": [{"role": "system", "content": "Be brief.", "name": "policy"},
+                           {"role": "user", "content": "count to three"}],
+              "tools": [{"name": "count", "description": "Count",
+                         "parameters": {"type": "object", "properties": {"n": bounds}}}]}
+    assert recorded == hashlib.sha256(rfc8785.dumps(recipe)).hexdigest()
+    as_sent = {**recipe, "messages": [*recipe["messages"][:1], {**recipe["messages"][1], "id": "msg_1"}],
+               "user": "u-7", "metadata": {"trace": "t-1"}}
+    text = orjson.dumps(as_sent).decode().replace("9007199254740992.0", str(2**53 + 1)).replace(
+        "-1.1805916207174113e+21", str(-(2**70)))
+    assert str(2**53 + 1) in text and str(-(2**70)) in text
+    printed = run_wop("cache-key", "-", input=text)
+    assert printed.returncode == 0 and printed.stdout.strip() == recorded
+
+
 @requirement(SPEC, "Replay determinism under nondeterministic models",
-             "§B: a refusal where the original got a valid envelope (or the reverse) is never silently substituted: "
-             "replay_diverged_at_refusal")
+             "§B: a refusal where the original got a valid envelope, and the reverse, is never silently substituted: "
+             "replay_diverged_at_refusal in both directions")
 def test_replay_fork_nondeterministic_models_refusal_divergence(tmp_path):
     with FakeProvider() as provider:
         source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
@@ -221,6 +274,18 @@ def test_replay_fork_nondeterministic_models_refusal_divergence(tmp_path):
     refusal = [d for d in orjson.loads(done.stdout)["divergences"] if d["code"] == "replay_diverged_at_refusal"]
     assert (refusal[0]["expectedValue"], refusal[0]["observedValue"]) == ("valid", "refusal")
     assert refusal[0]["expected"]["type"] == "llm_response"
+    with FakeProvider(refuse=True) as refusing:
+        refused = capture(tmp_path, AGENT, env={"PROVIDER_URL": refusing.url}, out="refused")
+    with FakeProvider() as provider:
+        done = run_wop("fork", str(refused), "--from-seq", "1", "--json", "--out", str(tmp_path / "answered"),
+                       env={"PROVIDER_URL": provider.url}, cwd=tmp_path)
+    assert done.returncode == 1, "the other direction: refused in the original, answered today"
+    refusal = [d for d in orjson.loads(done.stdout)["divergences"] if d["code"] == "replay_diverged_at_refusal"]
+    assert [(d["expectedValue"], d["observedValue"]) for d in refusal] == [("refusal", "valid")]
+    with FakeProvider(refuse=True) as refusing:
+        done = run_wop("fork", str(refused), "--from-seq", "1", "--json", "--out", str(tmp_path / "still-refused"),
+                       env={"PROVIDER_URL": refusing.url}, cwd=tmp_path)
+    assert done.returncode == 0 and orjson.loads(done.stdout)["divergences"] == [], "refused both times: no shift"
 
 
 STATEFUL = """

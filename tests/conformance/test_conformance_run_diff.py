@@ -67,6 +67,16 @@ def test_run_diff_determinism_pure_function(tmp_path):
     first = run_wop("diff", str(a), str(b), "--json")
     second = run_wop("diff", str(a), str(b), "--json")
     assert first.returncode == second.returncode == 1 and first.stdout == second.stdout
+    for options in ((), ("--align", "content")):
+        _, result = diff(a, b, *options)
+        seqs = [item["seq"] for item in result["eventDiffs"]]
+        assert len(seqs) > 1 and seqs == sorted(seqs) and result["divergedAtSeq"] == seqs[0], (options, seqs)
+    skipping = [run_log(tmp_path / f"{name}.jsonl", [record(name, seq, "step.done", {"step": seq, "run": name})
+                                                     for seq in sequences])
+                for name, sequences in (("x", [0, 2, 5, 9]), ("y", [0, 3, 5, 8]))]
+    _, result = diff(*skipping)
+    assert [(item["seq"], item["op"]) for item in result["eventDiffs"]] == [
+        (0, "changed"), (2, "removed"), (3, "added"), (5, "changed"), (8, "added"), (9, "removed")]
 
 
 @requirement(SPEC, "Conformance",

@@ -205,6 +205,18 @@ def test_an_edited_answer_changes_the_later_calls_and_the_fork_diffs_at_the_edit
     assert "the edit changed the run from seq" in human.stdout and "did not happen in the fork" in human.stdout
 
 
+def test_the_fork_reports_diff_leaves_the_shells_environment_out(example, tmp_path):
+    """An edit that changes nothing, forked from a shell with one more exported variable: the fork report's diff
+    against the original finds no difference (run_start's env names are run metadata, not behaviour)."""
+    seq = llm_response_seq(example)
+    recorded = orjson.loads((example / "events.jsonl").read_bytes().splitlines()[seq])
+    same = orjson.dumps(recorded["data"]["response"]["choices"][0]["message"]["content"]).decode()
+    done = run_wop("fork", str(example), "--edit", str(seq), f"$.response.choices[0].message.content={same}",
+                   "--json", "--out", str(tmp_path / "fork"), env={"PS1": "$ "}, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert orjson.loads(done.stdout)["diff"]["divergedAtSeq"] is None
+
+
 def test_an_offline_edited_fork_stops_at_the_first_call_that_needs_the_network(example, tmp_path):
     seq = llm_response_seq(example)
     done = run_wop("fork", str(example), "--edit", str(seq), REFUSAL, "--offline", cwd=tmp_path)

@@ -221,7 +221,7 @@ def test_fork_serves_history_then_runs_live_with_overrides(tmp_path):
         assert done.returncode == 0, done.stderr
         assert len(provider.requests) == before, "the LLM call before the branch point must be served"
     report = orjson.loads(done.stdout)
-    assert report["mode"] == "fork" and report["fromSeq"] == tool_seq and not report["diverged"]
+    assert report["mode"] == "branch" and report["fromSeq"] == tool_seq and not report["diverged"]
     assert (tmp_path / "tool-ran.txt").read_text() == "A-1\n", "the tool after the branch point runs live"
     assert "| pick: 7 |" in done.stderr and "answer: answer to" in done.stderr
     forked = Path(report["replay"]["path"])

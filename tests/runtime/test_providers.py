@@ -82,6 +82,27 @@ def test_every_wire_format_gives_the_same_key_for_the_same_conversation():
     assert ollama["temperature"] == 0
 
 
+def test_the_recipe_keeps_only_the_recipes_message_fields():
+    """A provider message becomes {role, content, name?, toolCallId?}: its id, cache_control, annotations and the
+    like are not the recipe's (§A), whichever client sent them."""
+    request = {"messages": [
+        {"role": "user", "content": "hi", "id": "msg_1", "cache_control": {"type": "ephemeral"}, "name": "ann"},
+        {"role": "tool", "content": "42", "tool_call_id": "call_1", "annotations": []}]}
+    assert recipe_input("openai", "m", request)["messages"] == [
+        {"role": "user", "content": "hi", "name": "ann"}, {"role": "tool", "content": "42", "toolCallId": "call_1"}]
+
+
+def test_a_null_content_is_kept_verbatim_never_coalesced_to_an_empty_string():
+    """§B: messages[i].content is preserved verbatim; `null` and `""` are two requests with two keys."""
+    def recipe(content):
+        return recipe_input("openai", "m", {"messages": [{"role": "assistant", "content": content}]})
+
+    assert recipe(None)["messages"] == [{"role": "assistant", "content": None}]
+    assert cache_key(recipe(None)) != cache_key(recipe(""))
+    assert recipe_input("openai", "m", {"messages": [{"role": "assistant"}]})["messages"] == [
+        {"role": "assistant", "content": None}], "a message without content is keyed as content null"
+
+
 def test_tool_call_turns_get_a_key_that_depends_on_the_call():
     def turn(arguments):
         return {"messages": [{"role": "assistant", "content": None, "tool_calls": [

@@ -50,6 +50,20 @@ def test_access_is_checked_per_declaration_and_denied_writes_are_findings():
     assert writer_allowed({"writers": ["*"]}, "x", "any.type") and writer_allowed({"readers": []}, "x", None)
 
 
+def test_a_star_writer_entry_admits_a_node_known_only_by_its_node_id():
+    """Spec (Channel access control): `*` alone matches all nodes, so a write that carries a nodeId and no typeId is
+    allowed; a dotted wildcard still needs a typeId to match."""
+    declarations = {"log": {"reducer": "append", "access": {"writers": ["*"]}},
+                    "ai": {"reducer": "append", "access": {"writers": ["core.ai.*"]}}}
+    fold = fold_events([write(0, "log", "x", "append", nodeId="collector-1"), write(1, "ai", "y", "append",
+                                                                                    nodeId="collector-1")],
+                       declarations=declarations)
+    assert fold.snapshot()["channels"]["log"] == ["x"]
+    assert [(f.code, f.seq) for f in fold.findings] == [("channel_access_denied", 1)]
+    assert writer_allowed({"writers": ["*"]}, "n1", None) and writer_allowed({"writers": ["*"]}, None, None)
+    assert not writer_allowed({"writers": ["core.ai.*"]}, "core.ai.x", None), "a nodeId is never matched by wildcard"
+
+
 def test_cross_engine_writes_to_replace_and_merge_are_forbidden_but_append_is_fine():
     events = [write(0, "decision", "yes", sourceEngineId="child-7", sourceRunId="r"),
               write(1, "log", "entry", "append", sourceEngineId="child-7")]
@@ -82,6 +96,13 @@ def test_declarations_come_from_the_run_itself():
                                                                      "declaration": {"reducer": "append", "maxSize": 1}}},
               write(2, "n", 2, None), write(3, "log", "a", None), write(4, "log", "b", None)]
     assert fold_events(events).snapshot()["channels"] == {"n": 7, "log": ["b"]}
+
+
+def test_the_snapshot_holds_every_declared_channel_with_or_without_a_default():
+    declarations = {"quiet": {"reducer": "append"}, "seeded": {"reducer": "counter", "default": 3},
+                    "written": {"reducer": "replace"}}
+    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1}
 
 
 WRITE_EVENTS = st.lists(st.one_of(
@@ -217,7 +238,7 @@ def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
     done = run_wop("state", str(capture), "--json")
     assert done.returncode == 0, done.stderr
     state = orjson.loads(done.stdout)
-    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1}
+    assert state["channels"] == {"gate": 1, "compat": 1, "plain": 1, "typed": None, "pattern": None, "linked": None}
     problems = {finding["channel"]: finding["message"] for finding in state["findings"]}
     assert set(problems) == {"gate", "compat", "typed", "pattern", "linked"}
     assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]

@@ -50,6 +50,19 @@ def test_message_is_idempotent_on_message_id():
     assert fold("message", [first, second, dict(first, content="retried")]) == [first, second]
 
 
+def test_message_with_max_size_never_admits_an_evicted_id_again():
+    """maxSize drops the oldest message, but the idempotency invariant holds for the whole run: a messageId lands in
+    the log exactly once, so a re-emission of the dropped message is still a non-event."""
+    first, second, third = ({"messageId": f"m{n}", "role": "user", "content": str(n), "timestamp": "t"} for n in (1, 2, 3))
+    assert fold("message", [first, second, third, first], {"maxSize": 2}) == [second, third]
+    store = ChannelStore()
+    for message in (first, second, third):
+        store.write("c", message, "message", declaration={"maxSize": 2})
+    twin = store.copy()
+    twin.write("c", first, "message", declaration={"maxSize": 2})
+    assert twin.value("c") == [second, third], "a copied store remembers the dropped ids too"
+
+
 @pytest.mark.parametrize("reducer, value", [
     ("merge", [1]), ("counter", "1"), ("counter", True), ("votes", {"action": "approve"}),
     ("feedback", {"text": "x"}), ("message", {"messageId": "m", "role": "robot", "content": "x"}),
@@ -80,6 +93,33 @@ def test_ttl_wraps_entries_and_prunes_by_the_events_own_time_then_max_size():
     result = fold("append", ["old", "mid", "new", "newest"], declaration, stamps=[0, 1500, 1800, 2600])
     # at 2600 the cutoff is 1600: "old" (0) and "mid" (1500) are gone before maxSize applies
     assert result == [{"value": "new", "_ts": 1800}, {"value": "newest", "_ts": 2600}]
+
+
+def test_ttl_prunes_every_expired_entry_when_timestamps_come_out_of_order():
+    """Spec (Channel TTL): before appending, remove EVERY prior entry whose _ts < now - ttlMs, not only a prefix."""
+    result = fold("append", ["late", "early", "mid", "now"], {"ttlMs": 100}, stamps=[1_000, 500, 990, 1_095])
+    # at 1095 the cutoff is 995: "early" (500) and "mid" (990) expired although "late" (1000) came before them
+    assert result == [{"value": "late", "_ts": 1_000}, {"value": "now", "_ts": 1_095}]
+
+
+def test_ttl_a_declared_default_does_not_stop_the_pruning_of_expired_writes():
+    declaration = {"ttlMs": 100, "default": ["seed"]}
+    result = fold("append", ["a", "b", "c"], declaration, stamps=[0, 50, 500])
+    assert result == ["seed", {"value": "c", "_ts": 500}], "the default never expires; the writes before 400 do"
+
+
+def test_ttl_applies_before_max_size():
+    """Spec: ttlMs is applied first (at write time), then maxSize on the remainder. With timestamps out of order the
+    order shows: maxSize first would drop the fresh "late" entry and keep only the new one."""
+    declaration = {"ttlMs": 50, "maxSize": 2}
+    result = fold("append", ["late", "early", "new"], declaration, stamps=[100, 0, 120])
+    assert result == [{"value": "late", "_ts": 100}, {"value": "new", "_ts": 120}]
+
+
+def test_ttl_prunes_in_order_after_an_out_of_order_write_is_gone():
+    declaration = {"ttlMs": 100}
+    result = fold("feedback", [{"feedback": str(n)} for n in range(5)], declaration, stamps=[10, 5, 200, 250, 320])
+    assert [entry["value"]["feedback"] for entry in result] == ["3", "4"]
 
 
 def test_ttl_votes_still_replace_by_user():
@@ -141,3 +181,34 @@ def test_the_store_agrees_with_the_spec_functions(writes):
             continue
         expected[channel] = reference(reducer, expected.get(channel), value)
     assert store.snapshot() == expected
+
+
+def ttl_reference(reducer, writes, declaration):
+    """The spec's TTL rule taken literally: before each append drop every stamped entry older than now - ttlMs, then
+    the reducer, then maxSize from the oldest end."""
+    ttl, limit = declaration["ttlMs"], declaration.get("maxSize")
+    entries = list(declaration.get("default", []))
+    for value, ts in writes:
+        entries = [e for e in entries if not (isinstance(e, dict) and "_ts" in e and e["_ts"] < ts - ttl)]
+        if reducer == "votes":
+            entries = [e for e in entries if not isinstance(e, dict) or e.get("value", {}).get("userId") != value["userId"]]
+        entries.append({"value": value, "_ts": ts})
+        if limit is not None:
+            entries = entries[max(0, len(entries) - limit):]
+    return entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["append", "votes", "feedback"]),
+       st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3"]), st.integers(0, 400)), max_size=25),
+       st.integers(1, 150), st.none() | st.integers(0, 6), st.booleans())
+def test_ttl_channels_agree_with_the_spec_rule_whatever_order_the_timestamps_come_in(reducer, writes, ttl, limit,
+                                                                                    seeded):
+    values = [{"userId": user, "action": "approve", "feedback": user} for user, _ in writes]
+    declaration = {"ttlMs": ttl, **({"maxSize": limit} if limit is not None else {}),
+                   **({"default": ["seed"]} if seeded else {})}
+    store = ChannelStore()
+    for value, (_, ts) in zip(values, writes):
+        store.write("c", value, reducer, ts=ts, declaration=declaration)
+    expected = ttl_reference(reducer, list(zip(values, (ts for _, ts in writes))), declaration)
+    assert store.value("c", declaration.get("default", [])) == expected
