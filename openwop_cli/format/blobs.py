@@ -22,6 +22,7 @@ from openwop_cli.format.schema import MAX_DEPTH
 BLOB_KEY = "$blob"
 BLOB_MARKER = b'"$blob"'
 DEFAULT_THRESHOLD = 64 * 1024
+ENCODINGS = ("json", "utf-8", "binary")  # what a blob reference may say its bytes are
 
 _REF = re.compile(r"sha256:([0-9a-f]{64})")
 
@@ -122,8 +123,10 @@ class BlobStore:
         return {BLOB_KEY: self.put(data), "size": len(data), "encoding": encoding}
 
     def _load(self, ref: dict[str, Any], depth: int) -> Any:
-        data = self.get(ref[BLOB_KEY])
         encoding = ref.get("encoding", "json")
+        if encoding not in ENCODINGS:
+            raise CorruptCapture(f"blob {ref.get(BLOB_KEY)!r} has an encoding wop does not write: {encoding!r}")
+        data = self.get(ref[BLOB_KEY])
         try:
             if encoding == "binary":
                 return data

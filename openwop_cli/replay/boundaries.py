@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable
 
 from openwop_cli.format.canonical import content_hash
+from openwop_cli.format.credentials import REDACTED
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
 from openwop_cli.format.imported import HTTP, URL, not_in_trace, traced_part, traced_request_fields
 from openwop_cli.replay.ambient import AmbientValues
@@ -344,15 +345,19 @@ class Replayer:
         self.session.record("nondeterministic", data, seq, site=site)
         return data["value"]
 
-    def ambient_live(self, source: str, key: str, site: dict[str, Any], value: Any) -> None:
+    def ambient_live(self, source: str, key: str, site: dict[str, Any], value: Any, recorded: Any = None) -> None:
         """A read served live: on record, and, unless a fork is past its branch point, a divergence (the capture
         has no value for this site and thread/task: the code or what runs it changed) — or only a note for the
-        report where the capture cannot say (origins not stable in an older capture, an imported trace)."""
+        report where the capture cannot say (origins not stable in an older capture, an imported trace) or kept
+        the value redacted (`recorded`: what it holds there; the strict profile keeps no entropy)."""
         data = {"source": source, "key": key, "value": value, "ambient": True}
+        redacted = recorded == REDACTED
         if not self.engine.branch:
             data["live"] = True
+            if redacted:
+                data["redacted"] = True
         self.session.record("nondeterministic", data, site=site)
-        if self._live_diverges:
+        if self._live_diverges and not redacted:
             origin = self.session.origin()
             where = f"{site.get('file')}:{site.get('line')} in {site.get('function')}()"
             with self._lock:

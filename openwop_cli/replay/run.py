@@ -408,6 +408,8 @@ class ReplayAccount:
         note = self._live.setdefault(where, {"source": data.get("source"), "key": data.get("key"), "site": site,
                                              "count": 0})
         note["count"] += 1
+        if data.get("redacted") is True:
+            note["redacted"] = True  # the capture keeps no value there (the strict profile's entropy)
 
     def _checked(self, seq: int) -> bool:
         return is_checked(seq, self.from_seq, self.branch) and seq not in self.source.telemetry_seqs

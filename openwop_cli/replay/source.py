@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from openwop_cli.errors import CorruptCapture, IncompleteCapture
+from openwop_cli.errors import CaptureError, CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore
 from openwop_cli.format.files import open_regular
 from openwop_cli.format.events import (
@@ -196,6 +196,8 @@ class ReplaySource:
                 self.exit_code = data.get("exitCode")
                 continue
             if event_type in _RESULT_TYPES:
+                if BLOB_MARKER in line and not self.keyed:  # what will be served: checked before the program runs
+                    self._resolved(data, seq - 1)
                 unit = pending.pop(data.get("callId"), None)
                 if unit is not None:
                     self.result_seqs[unit] = event["seq"]
@@ -220,7 +222,7 @@ class ReplaySource:
             if open_calls == 0:
                 group += 1
             if BLOB_MARKER in line:
-                data = self.blobs.resolve(data)
+                data = self._resolved(data, seq - 1)
             unit = len(self.kinds)
             self.kinds.append(kind)
             self.keys.append(self.unit_key(kind, data, origin) if self.keyed else 0)
@@ -244,6 +246,13 @@ class ReplaySource:
         two threads is two values, each its thread's, in a capture whose origins are stable from run to run."""
         key = unit_key(kind, data, self.redactor)
         return by_origin(key, origin) if kind == KIND_VALUE and self.stable_origins else key
+
+    def _resolved(self, data: Any, seq: int) -> Any:
+        """data with its blobs put back; CorruptCapture naming the seq when one is missing, altered or unknown."""
+        try:
+            return self.blobs.resolve(data)
+        except CaptureError as exc:
+            raise CorruptCapture(f"cannot replay {self.capture_dir}: seq {seq}: {exc}") from None
 
     def _note_destination(self, kind: int, data: dict[str, Any]) -> None:
         http = data.get("http") if kind == KIND_LLM else data.get("args") if data.get("name") == "http" else None

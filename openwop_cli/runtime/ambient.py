@@ -148,7 +148,7 @@ def observe(source: str, key: str, site: dict[str, Any], live: Callable[[], Any]
         if value is not None:
             return value
     value = live()
-    replayer.ambient_live(source, key, site, encode(value))
+    replayer.ambient_live(source, key, site, encode(value), recorded)
     return value
 
 

@@ -2,6 +2,7 @@
 wop's code inside the replayed program, and one holding a value a replay cannot serve fails `verify` and the replay
 with exit 3, naming its seq and field."""
 
+import re
 import sys
 
 import orjson
@@ -57,3 +58,31 @@ def test_a_value_a_replay_cannot_serve_fails_verify_and_the_replay_with_exit_3(t
 def test_what_a_user_tool_returns_is_served_as_it_was_whatever_its_shape(tmp_path):
     capture = write_capture(tmp_path / "c", EVENTS)
     assert run_wop("verify", str(capture)).returncode == 0
+
+
+@pytest.mark.parametrize("damage", ["changed", "missing", "unknown encoding"])
+def test_a_blob_verify_rejects_is_never_served(tmp_path, damage):
+    """A recorded answer kept in a blob that was changed, removed or names an encoding wop does not write: the replay
+    refuses the capture (exit 3 naming the seq) before the program runs, never serving it after a warning."""
+    program = tmp_path / "agent.py"
+    program.write_text("import openwop_cli as wop\n@wop.tool\ndef big():\n    return 'x' * 100000\n"
+                       "print(len(big()))\n")
+    done = run_wop("capture", "--no-output", "--out", str(tmp_path / "source"), "--", sys.executable, str(program),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = tmp_path / "source" / "events.jsonl"
+    [result] = [orjson.loads(line) for line in events.read_bytes().splitlines() if b'"tool_result"' in line]
+    reference = result["data"]["result"]
+    blob = tmp_path / "source" / "blobs" / "sha256" / reference["$blob"][7:9] / reference["$blob"][7:]
+    if damage == "changed":
+        blob.chmod(0o600)
+        blob.write_bytes(b'"tampered"')
+    elif damage == "missing":
+        blob.unlink()
+    else:
+        lines = (tmp_path / "source" / "events.jsonl").read_bytes().splitlines(keepends=True)
+        forge(tmp_path / "source", [re.sub(rb'"encoding":"[\w-]+"', b'"encoding":"utf-16"', line) for line in lines])
+    replayed = run_wop("replay", str(tmp_path / "source"), "--out", str(tmp_path / "replay"), cwd=tmp_path)
+    assert replayed.returncode == 3, replayed.stdout + replayed.stderr
+    assert f"seq {result['seq']}" in replayed.stderr and "Traceback" not in replayed.stderr
+    assert "100000" not in replayed.stdout
