@@ -74,6 +74,11 @@ class AmbientValues:
         self._next[key] = position + 1
         return seqs[position]
 
+    def recorded_here(self, data: dict[str, Any], origin: dict[str, Any]) -> bool:
+        """True when the capture holds values of this read's site and thread/task (served, or all used up)."""
+        key = ambient_key(data, origin, self._by_origin)
+        return key in self._index or self._renamed(key) in self._index
+
     def _renamed(self, key: tuple) -> tuple:
         """The recorded key of the same site in another file (the program's file renamed), if there is one."""
         if self._moved is None:

@@ -346,10 +346,12 @@ class Replayer:
         return data["value"]
 
     def ambient_live(self, source: str, key: str, site: dict[str, Any], value: Any, recorded: Any = None) -> None:
-        """A read served live: on record, and, unless a fork is past its branch point, a divergence (the capture
-        has no value for this site and thread/task: the code or what runs it changed) — or only a note for the
-        report where the capture cannot say (origins not stable in an older capture, an imported trace) or kept
-        the value redacted (`recorded`: what it holds there; the strict profile keeps no entropy)."""
+        """A read served live: on record, and, unless a fork is past its branch point, a divergence when the capture
+        has no value at all for this site and thread/task (new or changed code, or another thread reads it today).
+        Only a note for the report where this site and thread/task used up its recorded values (a timer's or a
+        polling loop's reads, as many as time allows), where the capture cannot say (origins not stable in an older
+        capture, an imported trace), or kept the value redacted (`recorded`: what it holds there; the strict
+        profile keeps no entropy)."""
         data = {"source": source, "key": key, "value": value, "ambient": True}
         redacted = recorded == REDACTED
         if not self.engine.branch:
@@ -357,14 +359,15 @@ class Replayer:
             if redacted:
                 data["redacted"] = True
         self.session.record("nondeterministic", data, site=site)
-        if self._live_diverges and not redacted:
-            origin = self.session.origin()
+        origin = self.session.origin()
+        if self._live_diverges and not redacted and not self._ambient.recorded_here(data, {**origin, "site": site}):
             where = f"{site.get('file')}:{site.get('line')} in {site.get('function')}()"
             with self._lock:
                 self.engine.report(Divergence(
                     NONDETERMINISTIC_UNDERFLOW, None, "$.value", None, value,
-                    f"{source} read {key} at {where} ({describe_reader(reader_of(origin))}) has no recorded value left there: it was read "
-                    "live (new or changed code, or another thread or task reads it today)", "nondeterministic",
+                    f"{source} read {key} at {where} ({describe_reader(reader_of(origin))}) has no recorded value: "
+                    "it was read live (new or changed code, or another thread or task reads it today)",
+                    "nondeterministic",
                     observed=observed_event("nondeterministic", data), point=self.engine.next_unserved_seq(),
                     site=site))
                 self._emit_divergences()

@@ -466,24 +466,30 @@ def test_every_source_replays_exactly_and_library_internal_reads_are_not_recorde
         assert [line for line in program_output(done.stderr) if not line[:4].isdigit()] == captured
 
 
-def test_a_read_with_no_recorded_value_is_a_divergence_at_its_site_and_unread_values_are_none(tmp_path):
-    """A value read live (new code, or a thread reading another's) is never "replays exactly": the replay names its
-    call site; a recorded value today's run does not read is no divergence."""
+def test_a_read_at_a_site_the_capture_never_saw_is_a_divergence_and_one_more_read_is_a_note(tmp_path):
+    """A value read live at a site (or by a thread or task) the capture has none for — new or changed code — is never
+    "replays exactly": the replay names its call site. One more read at a site whose recorded values ran out (a
+    timer's, a polling loop's: as many as time allows) gets a live value and a note; a recorded value today's run
+    does not read is nothing."""
     source = capture(tmp_path, """
         import os, uuid
         for _ in range(int(os.environ.get("READS", "2"))):
             uuid.uuid4()
+        if os.environ.get("NEW"):
+            uuid.uuid1()
     """, env={"READS": "2"})
     assert len(ambient_events(source)) == 2
     done, report = replay(tmp_path, source, env={"READS": "1"}, name="fewer")
     assert done.returncode == 0 and report["divergences"] == [] and report["liveValues"] == []
     done, report = replay(tmp_path, source, env={"READS": "3"}, name="more")
+    assert done.returncode == 0 and report["divergences"] == []
+    assert [(note["key"], note["site"]["line"], note["count"]) for note in report["liveValues"]] == [("uuid.uuid4", 4, 1)]
+    done, report = replay(tmp_path, source, env={"NEW": "1"}, name="new")
     assert done.returncode == 1
     [divergence] = report["divergences"]
-    assert (divergence["code"], divergence["site"]["line"]) == ("nondeterministic_underflow", 4)
-    assert [(note["key"], note["site"]["line"], note["count"]) for note in report["liveValues"]] == [("uuid.uuid4", 4, 1)]
-    text = run_wop("replay", str(source), "--out", str(tmp_path / "text"), env={"READS": "3"}, cwd=tmp_path)
-    assert text.returncode == 1 and "agent.py:4" in text.stdout
+    assert (divergence["code"], divergence["site"]["line"]) == ("nondeterministic_underflow", 6)
+    text = run_wop("replay", str(source), "--out", str(tmp_path / "text"), env={"NEW": "1"}, cwd=tmp_path)
+    assert text.returncode == 1 and "agent.py:6" in text.stdout
 
 
 def test_boundary_requests_name_their_call_site_and_results_do_not(tmp_path):
