@@ -220,7 +220,7 @@ class ReplayEngine:
             EVENT_PAYLOAD_MISMATCH, seq, "$.value", chosen, {"min": data.get("min"), "max": data.get("max")},
             f"the recorded run took version {chosen} of {data.get('key')!r}; today's code supports only "
             f"{data.get('min')}..{data.get('max')}", "nondeterministic", self.source.event(seq),
-            observed_event("nondeterministic", data)))
+            observed_event("nondeterministic", self._kept(data))))
 
     # ---- decisions -------------------------------------------------------------------------
 
@@ -238,12 +238,12 @@ class ReplayEngine:
         """The first call of an edited fork that the capture cannot answer: say how it differs, then run live."""
         self.went_live = True
         event_type = _EVENT_TYPES[kind]
-        observed = observed_event(event_type, data)
+        observed = observed_event(event_type, self._kept(data))
         expected = self._closest(kind, _name_of(kind, data))
         if expected is not None:
             seq = self.source.request_seqs[expected]
             recorded = self.source.event(seq)
-            path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
+            path, was, now = first_difference(_comparable(kind, recorded["data"]), _comparable(kind, self._kept(data)))
             divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                                     f"this {event_type} differs from the one recorded at seq {seq}: from here the "
                                     "run goes its own way", event_type, recorded, observed)
@@ -257,7 +257,7 @@ class ReplayEngine:
     def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
                    live_if_unrecorded: bool = False) -> Match:
         event_type = _EVENT_TYPES[kind]
-        observed = observed_event(event_type, data)
+        observed = observed_event(event_type, self._kept(data))
         if kind == KIND_VERSION:
             return Match(None, **override)
         if kind == KIND_VALUE:
@@ -274,7 +274,7 @@ class ReplayEngine:
             seq = self.source.request_seqs[expected]
             recorded = self.source.event(seq)
             path, was, now = (kind == KIND_LLM and shape_difference(recorded["data"], data)) or \
-                first_difference(_comparable(kind, recorded["data"]), _comparable(kind, data))
+                first_difference(_comparable(kind, recorded["data"]), _comparable(kind, self._kept(data)))
             divergence = Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                                     f"this {event_type} differs from the one recorded at seq {seq}", event_type,
                                     recorded, observed)
@@ -314,7 +314,7 @@ class ReplayEngine:
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, "$.origin", was, now,
                           f"the {data.get('source')} value {data.get('key')!r} recorded at seq {seq} was read by "
                           f"{describe_reader(was)}; today {describe_reader(now)} asks for it (it has none of its "
-                          "own left)", "nondeterministic", recorded, observed_event("nondeterministic", data))
+                          "own left)", "nondeterministic", recorded, observed_event("nondeterministic", self._kept(data)))
 
     def state_difference(self, seq: int, data: dict[str, Any], expected: Any, observed: Any) -> None:
         """Observable state determinism: the channel's value after a matched write, as today's reducer and
@@ -330,7 +330,7 @@ class ReplayEngine:
         self._diverge(Divergence(EVENT_PAYLOAD_MISMATCH, seq, prefix + path[1:], was, now,
                                  f"after this write {channel!r} holds a different value than in the recorded run "
                                  "(same input, different reducer or declaration)", "state_mutation",
-                                 self.source.event(seq), observed_event("state_mutation", data)))
+                                 self.source.event(seq), observed_event("state_mutation", self._kept(data))))
 
     def _difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
         """What differs between a call and the recorded one its content key found: an LLM request beyond the key's
@@ -354,7 +354,7 @@ class ReplayEngine:
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                           f"the llm_request recorded at seq {seq} has the same cache key, but today's request differs "
                           f"at {path}{shape}", "llm_request", json_form(self.source.event(seq)),
-                          observed_event("llm_request", json_form(data)))
+                          observed_event("llm_request", self._kept(json_form(data))))
 
     def _state_difference(self, data: dict[str, Any], unit: int) -> Divergence | None:
         """A state write matches its recorded write by channel and value; its reducer must match too."""
@@ -362,12 +362,12 @@ class ReplayEngine:
             return None
         seq = self.source.request_seqs[unit]
         recorded = self.source.event(seq)
-        path, was, now = first_difference(_comparable(KIND_STATE, recorded["data"]), _comparable(KIND_STATE, data))
+        path, was, now = first_difference(_comparable(KIND_STATE, recorded["data"]), _comparable(KIND_STATE, self._kept(data)))
         if path is None:
             return None
         return Divergence(EVENT_PAYLOAD_MISMATCH, seq, path, was, now,
                           f"the write to {data.get('channel', data.get('key'))!r} differs from the one recorded "
-                          f"at seq {seq}", "state_mutation", recorded, observed_event("state_mutation", data))
+                          f"at seq {seq}", "state_mutation", recorded, observed_event("state_mutation", self._kept(data)))
 
     def _out_of_order(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
         if not self._checked(unit):
@@ -378,10 +378,16 @@ class ReplayEngine:
         recorded = self.source.event(head_seq)
         code = EVENT_PAYLOAD_MISMATCH if self.source.kinds[head] == kind else EVENT_TYPE_MISMATCH
         return Divergence(code, head_seq, "$", event_summary(head_type, recorded["data"]),
-                          event_summary(_EVENT_TYPES[kind], data),
+                          event_summary(_EVENT_TYPES[kind], self._kept(data)),
                           f"calls out of order: this {_EVENT_TYPES[kind]} was recorded at seq {seq}, after the "
                           f"{head_type} at seq {head_seq} that has not been made yet", _EVENT_TYPES[kind],
-                          recorded, observed_event(_EVENT_TYPES[kind], data))
+                          recorded, observed_event(_EVENT_TYPES[kind], self._kept(data)))
+
+    def _kept(self, data: Any) -> Any:
+        """Today's call as the capture would keep it (its redactor): what a divergence compares and shows, so a secret
+        is neither the difference found nor printed (built only where a divergence is)."""
+        redactor = self.source.redactor
+        return redactor.redact_flagged(data) if redactor is not None else data
 
     def _diverge(self, divergence: Divergence) -> None:
         self.report(divergence)

@@ -90,3 +90,31 @@ def test_a_flipped_stream_flag_diverges_at_the_call_and_never_gets_an_answer_of_
         assert (first["code"], first["eventSeq"], first["jsonPath"], first["expectedValue"], first["observedValue"]) \
             == ("event_payload_mismatch", request["seq"], "$.stream", True, False)
         assert "AttributeError" not in done.stderr  # the SDK got wop's error, not an SSE body as a str
+
+
+SECRET_IN_A_TOOL = """
+import os
+import openwop_cli as wop
+
+@wop.tool
+def post(url, body):
+    return {"posted": body["order"]}
+
+print(post("https://api.example.com/orders", {"api_key": os.environ["SERVICE_KEY"], "order": os.environ["ORDER"]}))
+"""
+
+
+def test_a_tools_divergence_names_the_real_change_and_never_shows_the_secret(tmp_path):
+    """The recorded call holds the key redacted; today's holds it in clear. The divergence compares both as the capture
+    keeps them: it is at the order that changed, and the key is neither the difference nor printed anywhere."""
+    secret = "sk-proj-" + "Qz7" * 16
+    done, source = capture(tmp_path, SECRET_IN_A_TOOL, {"SERVICE_KEY": secret, "ORDER": "A-1"})
+    assert done.returncode == 0, done.stderr
+    replayed, report = replay(tmp_path, source, "--strict", env={"SERVICE_KEY": secret, "ORDER": "B-2"})
+    assert replayed.returncode == 1
+    first = report["divergences"][0]
+    assert (first["code"], first["jsonPath"]) == ("event_payload_mismatch", "$.args.body.order")
+    assert secret not in replayed.stdout and secret not in replayed.stderr
+    for path in (tmp_path / "replay").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
