@@ -4,6 +4,7 @@
 Events are plain dicts straight from orjson; this module names their parts (format/schema.py checks them).
 """
 
+import base64
 import os
 from typing import Any
 
@@ -57,6 +58,22 @@ def big_int_digits(value: Any) -> str | None:
         if type(digits) is str:
             return digits
     return None
+
+
+BYTES_TAG = "$bytes"  # {BYTES_TAG: base64}: bytes as a capture's JSON holds them before the sink stores a blob
+
+
+def tagged_bytes(value: Any) -> Any:
+    """value with bytes as {BYTES_TAG: base64}, as runtime.jsonable.json_form writes them: an event redacted before it
+    is JSON (the sink redacts a line it could not dump) keys its request as the program's JSON form keys it."""
+    kind = type(value)
+    if kind is bytes or kind is bytearray:
+        return {BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
+    if kind is dict:
+        return {key: tagged_bytes(child) for key, child in value.items()}
+    if kind is list or kind is tuple:
+        return [tagged_bytes(child) for child in value]
+    return value
 
 
 def revived_big_ints(value: Any) -> Any:

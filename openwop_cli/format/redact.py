@@ -238,11 +238,13 @@ class Redactor:
             from openwop_cli.format.canonical import content_hash
 
             kept["valueHash"] = content_hash(kept.get("value"))
-        if event_type == "llm_request" and "cacheKey" in kept:
+        if event_type == "llm_request" and "cacheKey" in kept and kept.get("request") != data.get("request"):
             from openwop_cli.format.cachekey import request_keys
+            from openwop_cli.format.events import tagged_bytes
 
             kept.pop("toolSchemaHash", None)
-            kept.update(request_keys(str(kept.get("provider", "")), str(kept.get("model", "")), kept.get("request")))
+            kept.update(request_keys(str(kept.get("provider", "")), str(kept.get("model", "")),
+                                     tagged_bytes(kept.get("request"))))
         return kept
 
     def shown(self, events: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:

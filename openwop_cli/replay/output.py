@@ -6,7 +6,10 @@ does. The first line that differs, stdout first, is an `output_mismatch` naming 
 Text that varies from run to run without meaning is compared after a documented normalization (NORMALIZATIONS;
 `--exact-output` turns it off): times and dates (a log's `%(asctime)s` reads the stdlib's clock, which stays live),
 durations, object addresses and `id()`s, the run's process ids and temporary paths. Lines wop's own runtime writes to
-stderr (`wop: …`) are not the program's and are left out.
+stderr (`wop: …`) are not the program's and are left out, and so are the reports of an async generator that failed to
+close when it was collected (asyncio's "an error occurred during closing of asynchronous generator", Python's
+"Exception ignored in: <async_generator …>"): when and whether they print depends on garbage collection and on what
+stood under the generator (the network in a capture, the capture in a replay), not on the program.
 """
 
 import re
@@ -16,6 +19,10 @@ from openwop_cli.format.output import STREAMS
 from openwop_cli.replay.divergence import OUTPUT_MISMATCH, Divergence
 
 WOP_LINE = "wop: "
+COLLECTED_GENERATOR_REPORTS = ("an error occurred during closing of asynchronous generator",
+                               "exception ignored in: <async_generator")
+_CHAINED = ("During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 # (what it stands for, pattern): applied in this order to a line that differs
@@ -73,7 +80,41 @@ def normalized(line: str, pids: tuple[str, ...] = ()) -> str:
 
 def _lines(text: str, stream: str) -> list[str]:
     lines = text.splitlines()
-    return [line for line in lines if not line.startswith(WOP_LINE)] if stream == "stderr" else lines
+    if stream != "stderr":
+        return lines
+    return _without_collected_generator_reports([line for line in lines if not line.startswith(WOP_LINE)])
+
+
+def _without_collected_generator_reports(lines: list[str]) -> list[str]:
+    """lines without the report of an async generator that failed to close when collected (see the module doc)."""
+    if not any(line.lower().startswith(COLLECTED_GENERATOR_REPORTS) for line in lines):
+        return lines
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        if lines[index].lower().startswith(COLLECTED_GENERATOR_REPORTS):
+            index = _report_end(lines, index + 1)
+        else:
+            kept.append(lines[index])
+            index += 1
+    return kept
+
+
+def _report_end(lines: list[str], index: int) -> int:
+    """The index past a collected generator's report whose first line was just before index: asyncio's
+    `asyncgen: <…>` line, then its traceback, chained ones included, to the last exception's line."""
+    if index < len(lines) and lines[index].startswith("asyncgen: "):
+        index += 1
+    while index < len(lines) and lines[index] == "Traceback (most recent call last):":
+        index += 1
+        while index < len(lines) and lines[index].startswith(" "):
+            index += 1
+        index += 1  # the exception's line
+        if lines[index:index + 1] == [""] and lines[index + 1:index + 2] in ([_CHAINED[0]], [_CHAINED[1]]):
+            index += 3  # the blank line, the chaining sentence, the blank line before the next traceback
+            continue
+        break
+    return index
 
 
 def _first_difference(was: list[str], now: list[str], normalize: bool,

@@ -12,9 +12,8 @@ from typing import Any
 
 import orjson
 
-from openwop_cli.format.events import BIG_INT_TAG, LARGEST_INT, SMALLEST_INT, revived_big_ints
+from openwop_cli.format.events import BIG_INT_TAG, BYTES_TAG, LARGEST_INT, SMALLEST_INT, revived_big_ints
 
-BYTES_TAG = "$bytes"
 _BIG_INT_MARKER = b'"%s"' % BIG_INT_TAG.encode()
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 

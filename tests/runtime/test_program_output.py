@@ -97,6 +97,40 @@ def test_normalization_keeps_what_means_something():
     assert output_divergence({"stdout": "total 41\n"}, {"stdout": "total 42\n"}).json_path == "$.output.stdout[0]"
 
 
+COLLECTED_GENERATOR = """an error occurred during closing of asynchronous generator <async_generator object Response.aiter_bytes at 0x7f>
+asyncgen: <async_generator object Response.aiter_bytes at 0x7f>
+Traceback (most recent call last):
+  File "/x/httpx2/_models.py", line 1010, in aiter_bytes
+    yield chunk
+GeneratorExit
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/x/contextlib.py", line 386, in __aexit__
+    await self.thing.aclose()
+RuntimeError: aclose(): asynchronous generator is already running
+"""
+PROGRAM_DIED = """Traceback (most recent call last):
+  File "agent.py", line 12, in <module>
+    asyncio.run(main())
+RuntimeError: the agent's handler failed on a chunk
+"""
+
+
+def test_a_collected_generators_report_is_not_the_programs_output():
+    """asyncio prints it in a capture (a live stream stood under the generator) and not in the replay: an unchanged
+    program. What follows the report is still compared, and a report in the middle is taken out as a whole."""
+    assert output_divergence({"stderr": COLLECTED_GENERATOR + PROGRAM_DIED}, {"stderr": PROGRAM_DIED}) is None
+    assert output_divergence({"stderr": PROGRAM_DIED + COLLECTED_GENERATOR}, {"stderr": PROGRAM_DIED}) is None
+    other = PROGRAM_DIED.replace("on a chunk", "on a header")
+    found = output_divergence({"stderr": COLLECTED_GENERATOR + PROGRAM_DIED}, {"stderr": other})
+    assert found is not None and found.json_path == "$.output.stderr[3]"
+    unraisable = "Exception ignored in: <async_generator object gen at 0x7f>\nTraceback (most recent call last):\n" \
+                 "  File \"a.py\", line 3, in gen\nRuntimeError: boom\n"
+    assert output_divergence({"stderr": "start\n" + unraisable + "end\n"}, {"stderr": "start\nend\n"}) is None
+
+
 def test_a_program_still_sees_a_terminal_and_its_output_is_kept(tmp_path):
     """wop capture at a terminal gives the program a pseudo-terminal: isatty() is true, colours and line buffering
     stay as without wop, and what it printed is kept without the terminal's line endings."""

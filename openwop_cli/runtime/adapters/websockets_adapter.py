@@ -648,6 +648,11 @@ class _ServedSocket(socket.socket):
         self._answer(data)
         return len(data)
 
+    def setsockopt(self, level: int, option: int, value: Any, *size: int) -> None:
+        """TCP options (websockets 16 sets TCP_NODELAY on a socket it is handed) have no meaning on a socket pair."""
+        if level != socket.IPPROTO_TCP:
+            super().setsockopt(level, option, value, *size)
+
     def shutdown(self, how: int) -> None:
         if how in (socket.SHUT_WR, socket.SHUT_RDWR):
             self._answer(b"")
