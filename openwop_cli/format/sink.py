@@ -8,7 +8,9 @@
   batch), so a kill loses at most that window. It is first scanned for secrets in one pass (only
   the flagged lines are redacted), then written, hashed (sha256 of the whole file) and checksummed
   per line (crc32, so `wop verify` can name an edited line). Secrets live only in memory until then.
-- finalize writes the per-line checksums and replaces the manifest with the final one.
+- finalize writes the per-line checksums and replaces the manifest with the final one, signed with
+  this user's key (format/signature.py): how a replay knows a capture made here (an incomplete
+  capture, which no replay runs, is unsigned).
 A crash at any point leaves a readable capture whose manifest says "incomplete". An I/O failure
 (disk full, read-only) never stops the program: it is reported once, a line cut off by it is
 trimmed, and the manifest — written into space reserved at start — says from which seq events
@@ -44,6 +46,7 @@ from openwop_cli.format.manifest import (
 from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
+from openwop_cli.format.signature import SIGNATURE_FIELD, signature_for
 
 DEFAULT_BUFFER_BYTES = 64 * 1024
 RESERVE_NAME = ".wop-reserve"
@@ -95,6 +98,7 @@ class CaptureSink:
         self._model: dict[str, Any] | None = None
         self._capture_id = ""
         self._run_id = ""
+        self._warned: set[str] = set()
 
     @property
     def event_count(self) -> int:
@@ -245,7 +249,7 @@ class CaptureSink:
             flush_later(self, self._buffer_started + FLUSH_SECONDS)
 
     def finalize(self, status: str = "ok", error: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Write everything, then replace the manifest with the final one (status, counts, integrity)."""
+        """Write everything, then replace the manifest with the final, signed one (status, counts, integrity)."""
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         with self._lock:
@@ -271,12 +275,24 @@ class CaptureSink:
                 manifest["status"] = STATUS_ERROR
                 manifest["lost"] = self._lost_report()
                 manifest["error"] = manifest["lost"]["reason"]
+            manifest = self._signed(manifest)
             try:
                 write_manifest_atomic(self.capture_dir, manifest, durable=self.durable)
             except OSError as exc:
                 self._warn(f"wop: could not finalize the capture manifest in {self.capture_dir}: {exc}")
             self.manifest = manifest
             return manifest
+
+    def _signed(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """manifest with its signature under this user's key (format.signature), when the key can be used."""
+        content = {name: value for name, value in manifest.items() if name != SIGNATURE_FIELD}
+        signature = signature_for(content, self._warn_once)
+        return content if signature is None else {**content, SIGNATURE_FIELD: signature}
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            self._warn(message)
 
     def _serialize_now(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
         """The line of an event that cannot wait for the buffer scan: redacted, big values in blobs."""

@@ -35,6 +35,7 @@ from openwop_cli.replay.launch import replay_environment
 from openwop_cli.replay.overrides import resolve_overrides
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
+from openwop_cli.trust import require_trusted
 
 if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
@@ -122,6 +123,7 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
+        require_trusted(source_dir, source.manifest, argv, controls.trust, branch)
         if source.unrecorded_connections and not branch:
             from openwop_cli.runtime.connections import describe
 
