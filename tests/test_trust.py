@@ -137,6 +137,26 @@ def test_a_batch_skips_the_untrusted_captures_and_lists_them(tmp_path):
     assert 'skipped="1"' in junit.read_text() and "<skipped" in junit.read_text()
 
 
+def test_a_received_capture_recorded_without_redaction_does_not_make_your_replay_record_your_secrets(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "agent.py").write_text(
+        "import os\nimport openwop_cli as wop\n\n@wop.tool\ndef call(token):\n    return 'ok'\n\n"
+        "print(call(os.environ.get('SERVICE_TOKEN', 'nothing-secret')))\n")
+    capture = project / "received"
+    done = run_wop("capture", "--redact", "none", "--out", str(capture), "--", "python", "agent.py",
+                   env=elsewhere(tmp_path), cwd=project)
+    assert done.returncode == 0
+    secret = "my-own-service-token-0123456789"
+    for command in (["replay", "--lenient"], ["fork", "--from-seq", "1"]):
+        out = tmp_path / command[0]
+        run_wop(*command[:1], str(capture), *command[1:], "--out", str(out), env={"SERVICE_TOKEN": secret},
+                cwd=project)
+        manifest = orjson.loads((out / "manifest.json").read_bytes())
+        assert manifest["redaction"]["profile"] == "default"
+        assert secret.encode() not in b"".join(path.read_bytes() for path in out.rglob("*") if path.is_file())
+
+
 def test_the_signing_key_is_made_once_private_and_one_others_can_read_is_not_used(tmp_path):
     children = [subprocess.Popen([sys.executable, "-c", "from openwop_cli.format.signature import user_key; "
                                   "print(user_key().hex())"], stdout=subprocess.PIPE, text=True) for _ in range(6)]

@@ -12,12 +12,15 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
             proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool,
             record_output: bool = True) -> int:
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
-    from openwop_cli.config import load_settings
+    from openwop_cli.config import load_settings, redaction_off_warning
     from openwop_cli.report.plain import print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.home import captures_root
 
     settings = load_settings()
+    warning = redaction_off_warning(settings) if redact is None else None
+    if warning is not None:
+        print_warning(warning)
     outcome = run_captured(
         argv,
         out=out,

@@ -34,12 +34,18 @@ def vcr(
       wop replay --strict tests/runs/agent
       wop import vcr cassette.json --name checkout --json
     """
-    from openwop_cli.config import load_settings
-    from openwop_cli.importers.vcr import import_cassette
+    from openwop_cli.config import load_settings, redaction_off_warning
     from openwop_cli.home import captures_root
+    from openwop_cli.importers.vcr import import_cassette
 
+    settings = load_settings()
+    warning = redaction_off_warning(settings) if redact is None else None
+    if warning is not None:
+        from openwop_cli.report.console import print_warning
+
+        print_warning(warning)
     imported = import_cassette(cassette, out=out, store_root=captures_root(), name=name, argv=list(argv or []),
-                               redact=redact.value if redact is not None else load_settings().redact)
+                               redact=redact.value if redact is not None else settings.redact)
     summary = {"captureId": imported.manifest["captureId"], "name": imported.manifest.get("name"),
                "path": str(imported.path), "events": imported.manifest.get("eventCount"),
                "llmCalls": imported.llm_calls, "httpCalls": imported.http_calls}

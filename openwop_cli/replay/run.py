@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
+from openwop_cli.config import replay_profile
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import (
     LLM_REQUEST,
@@ -133,7 +134,7 @@ def run_replay(
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
-                               redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
+                               redact=replay_profile(source.manifest),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
                                ambient=watches_ambient(source.manifest), quiet=controls.quiet, launch=launch,
