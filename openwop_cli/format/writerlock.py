@@ -14,7 +14,8 @@ _OPEN = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_C
 
 
 def hold(capture_dir: Path) -> int | None:
-    """Create and lock the capture's lock file; its descriptor (release it with release), None without flock.
+    """Create and lock the capture's lock file; its descriptor (release it with release), or None where there is no
+    flock (the platform's, or the file system's: some network file systems refuse it; the capture goes on unlocked).
     Another process holding it raises BlockingIOError."""
     try:
         import fcntl
@@ -23,6 +24,12 @@ def hold(capture_dir: Path) -> int | None:
     fd = os.open(capture_dir / LOCK_NAME, _OPEN, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise
+    except OSError:
+        release(capture_dir, fd)
+        return None
     except BaseException:
         os.close(fd)
         raise
