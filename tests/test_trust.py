@@ -137,6 +137,24 @@ def test_a_batch_skips_the_untrusted_captures_and_lists_them(tmp_path):
     assert 'skipped="1"' in junit.read_text() and "<skipped" in junit.read_text()
 
 
+def test_pytest_fails_an_untrusted_collected_capture_with_the_refusal_and_runs_it_under_wop_trust(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.wop]\nreplay = ["runs"]\n')
+    marker = tmp_path / "PWNED"
+    shell = received(tmp_path, "sh", "-c", f"touch {marker}", name="shell")
+    (project / "runs").mkdir()
+    shutil.move(str(shell), str(project / "runs" / "shell"))
+    marker.unlink()
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    refused = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and not marker.exists()
+    assert "not running the command recorded in" in refused.stdout and "--trust" in refused.stdout
+    trusted = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "WOP_TRUST": "1"})
+    assert trusted.returncode == 0 and marker.exists(), trusted.stdout
+
+
 def test_a_received_capture_recorded_without_redaction_does_not_make_your_replay_record_your_secrets(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
