@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from openwop_cli.errors import UsageError
 
 RECORD_MODES = ("none", "once", "new", "all")
+REDACT_PROFILES = ("none", "default", "strict")  # weakest first
 # The key `wop` as TOML can write it (bare or quoted; in a table header, a dotted key or an inline table): a
 # pyproject.toml without it has no [tool.wop] and is not parsed (importing tomllib costs more than a small capture).
 _WOP_KEY = re.compile(r"""(?:^|[\s.\[{,"'])wop(?:[\s.=\]"']|$)""", re.MULTILINE)
@@ -36,6 +37,7 @@ class Settings(NamedTuple):
     ambient: bool
     replay: list[Path]
     telemetry: list[str] = []
+    source: Path | None = None  # the pyproject.toml that set `redact`, if one did
 
 
 def read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
@@ -63,8 +65,33 @@ def load_settings(start: Path | None = None) -> Settings:
     for directory in (here, *here.parents):
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
-            return _from_table(directory, _wop_table(pyproject))
+            table = _wop_table(pyproject)
+            return _from_table(directory, table)._replace(source=pyproject if "redact" in table else None)
     return _from_table(here, {})
+
+
+def redaction_off_warning(settings: Settings) -> str | None:
+    """The warning for redaction turned off by a config file rather than the command line (a project's
+    pyproject.toml, in any directory above this one, must not silently record this user's secrets in clear)."""
+    if settings.redact != "none" or settings.source is None:
+        return None
+    return (f'redaction is off: [tool.wop] redact = "none" in {settings.source}; secrets this run sees are '
+            "recorded in clear (--redact default turns it back on)")
+
+
+def stronger_profile(*profiles: Any) -> str:
+    """The strongest of redaction profiles (none < default < strict); one wop does not know counts as strict."""
+    known = [profile if profile in REDACT_PROFILES else "strict" for profile in profiles]
+    return max(known, key=REDACT_PROFILES.index)
+
+
+def replay_profile(source_manifest: dict[str, Any]) -> str:
+    """The redaction profile a replay or fork of a capture records with: the stronger of this user's ([tool.wop]
+    redact, else default) and the capture's own, so a received capture recorded with `none` never makes this run
+    write this user's secrets in clear."""
+    redaction = source_manifest.get("redaction")
+    recorded = redaction.get("profile") if isinstance(redaction, dict) else None
+    return stronger_profile(load_settings().redact, recorded if recorded is not None else "default")
 
 
 def _wop_table(pyproject: Path) -> dict[str, Any]:
@@ -82,7 +109,7 @@ def _wop_table(pyproject: Path) -> dict[str, Any]:
 
 
 def _from_table(root: Path, table: dict[str, Any]) -> Settings:
-    choices = {"redact": ("none", "default", "strict"), "policy": ("strict", "lenient"), "record": RECORD_MODES}
+    choices = {"redact": REDACT_PROFILES, "policy": ("strict", "lenient"), "record": RECORD_MODES}
     for key, allowed in choices.items():
         if key in table and table[key] not in allowed:
             raise UsageError(f"[tool.wop] {key} = {table[key]!r}: use one of {', '.join(allowed)}")

@@ -50,6 +50,19 @@ class ExportError(UsageError):
     """An export could not be delivered (the endpoint is unreachable or refused it)."""
 
 
+class SigningKeyError(UsageError):
+    """This user's signing key (format.signature) cannot be read or made."""
+
+
+class UntrustedCommand(UsageError):
+    """A replay or fork would run a command taken from a capture that is not trusted here (trust.py)."""
+
+    def __init__(self, message: str, command: list[str], reason: str) -> None:
+        super().__init__(message)
+        self.command = command
+        self.reason = reason
+
+
 class CaptureError(WopError):
     """The capture itself is corrupt, incomplete or written by an incompatible wop."""
 

@@ -196,7 +196,13 @@ class WopRun:
         self._work = self.path.parent / f".{self.path.name}.wop-{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.action == "record":
+            from openwop_cli.config import redaction_off_warning
             from openwop_cli.runtime.sdk import capture
+
+            warning = redaction_off_warning(self.settings)
+            if warning and not getattr(self.item.config, "_wop_warned_redaction", False):
+                self.item.config._wop_warned_redaction = True
+                print(f"wop: warning: {warning}", file=sys.stderr)
 
             self._context = capture(name=self.item.nodeid, out=self._work, redact=self.settings.redact,
                                     test=self.item.nodeid, ambient=self.settings.ambient)

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
+from openwop_cli.format.writerlock import LOCK_NAME, being_written
 from openwop_cli.home import captures_root
 from openwop_cli.runtime.heldsignals import imported_held
 
@@ -147,7 +148,7 @@ def is_inside_store(path: Path, root: Path | None = None) -> bool:
     return resolved != root and resolved.is_relative_to(root)
 
 
-CAPTURE_FILES = ("manifest.json", "events.jsonl", "events.crc32", ".wop-reserve")
+CAPTURE_FILES = ("manifest.json", "events.jsonl", "events.crc32", ".wop-reserve", LOCK_NAME)
 _TEMP_FILE = re.compile(r"\.manifest\..*\.tmp")  # a manifest written by write_manifest_atomic, cut short
 _BLOB_DIR = re.compile(r"[0-9a-f]{2}")
 _BLOB_FILE = re.compile(r"[0-9a-f]{64}|\.[0-9a-f]{64}\..*\.tmp")
@@ -167,11 +168,13 @@ class Deletion(NamedTuple):
 def deletable_problem(path: Path) -> str | None:
     """Why wop must not delete the directory at path, or None for a valid wop capture: a real directory
     (not a link) whose manifest is a valid wop manifest (its `tool` says wop) and whose events carry its
-    captureId. A web app with a manifest.json and a blobs/ folder is not one."""
+    captureId, and that no running wop is writing. A web app with a manifest.json and a blobs/ folder is not one."""
     if path.is_symlink():
         return "it is a symbolic link"
     if not path.is_dir():
         return "it is not a directory"
+    if being_written(path):
+        return "a running wop is writing it (a capture, replay or fork in progress); try again once it has ended"
     try:
         manifest = read_manifest(path)
     except (CaptureError, NotACapture) as exc:

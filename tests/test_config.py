@@ -55,3 +55,33 @@ def load_value(text):
     import tomllib
 
     return tomllib.loads(f"v = {text}")["v"]
+
+
+def test_redaction_turned_off_by_a_parent_pyproject_is_a_one_line_warning_naming_it(tmp_path):
+    from tests.conftest import run_wop
+
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\nredact = "none"\n')
+    project = tmp_path / "project" / "src"
+    project.mkdir(parents=True)
+    done = run_wop("capture", "--out", str(tmp_path / "c"), "--", "sh", "-c", "true", cwd=project)
+    warnings = [line for line in done.stderr.splitlines() if "redaction is off" in line]
+    assert done.returncode == 0 and len(warnings) == 1 and str(tmp_path / "pyproject.toml") in warnings[0]
+    explicit = run_wop("capture", "--redact", "none", "--out", str(tmp_path / "c2"), "--", "sh", "-c", "true",
+                       cwd=project)
+    assert explicit.returncode == 0 and "redaction is off" not in explicit.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\nredact = "default"\n')
+    assert "redaction is off" not in run_wop("capture", "--out", str(tmp_path / "c3"), "--", "sh", "-c", "true",
+                                             cwd=project).stderr
+
+
+@pytest.mark.parametrize("mine, theirs, recorded", [
+    ("default", "none", "default"), ("default", "strict", "strict"), ("strict", "none", "strict"),
+    ("none", "none", "none"), ("default", "a-newer-one", "strict"), ("default", None, "default"),
+])
+def test_a_replay_records_with_the_stronger_profile(tmp_path, monkeypatch, mine, theirs, recorded):
+    from openwop_cli.config import replay_profile
+
+    (tmp_path / "pyproject.toml").write_text(f'[tool.wop]\nredact = "{mine}"\n')
+    monkeypatch.chdir(tmp_path)
+    manifest = {"redaction": {"profile": theirs}} if theirs else {}
+    assert replay_profile(manifest) == recorded

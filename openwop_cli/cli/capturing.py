@@ -12,12 +12,15 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
             proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool,
             record_output: bool = True) -> int:
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
-    from openwop_cli.config import load_settings
+    from openwop_cli.config import load_settings, redaction_off_warning
     from openwop_cli.report.plain import print_warning
     from openwop_cli.runtime.launcher import run_captured
     from openwop_cli.home import captures_root
 
     settings = load_settings()
+    warning = redaction_off_warning(settings) if redact is None else None
+    if warning is not None:
+        print_warning(warning)
     outcome = run_captured(
         argv,
         out=out,
@@ -30,6 +33,8 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
         ambient=ambient if ambient is not None else settings.ambient,
         record_output=record_output,
     )
+    if not _kept(outcome):
+        return _report_deleted(outcome, json_output)
     _print_summary(outcome, json_output)
     if strict_transports and outcome.unrecorded and outcome.exit_code == 0:
         if not json_output:
@@ -38,6 +43,34 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
             print_error("--strict-transports: the capture misses connections or child processes wop did not record")
         return 1
     return outcome.exit_code
+
+
+def _kept(outcome: Any) -> bool:
+    """True when the capture's final manifest is on disk and is this run's (not deleted under it by `wop rm`)."""
+    from openwop_cli.format.manifest import manifest_hint
+
+    hint = manifest_hint(outcome.path)
+    return hint is not None and hint.get("captureId") == outcome.capture_id
+
+
+def _report_deleted(outcome: Any, json_output: bool) -> int:
+    """The capture was deleted while it was written: say so (never "ok"), and exit 3, whatever the program did."""
+    from openwop_cli.errors import EXIT_BAD_CAPTURE
+    from openwop_cli.format.sink import DELETED
+
+    message = f"{outcome.path}: {DELETED} (by `wop rm` or `wop gc`, or by hand?)"
+    if json_output:
+        from openwop_cli.cli.output import json_line
+
+        summary = {"captureId": outcome.capture_id, "path": str(outcome.path), "status": "error", "error": message,
+                   "exitCode": outcome.exit_code}
+        sys.stderr.buffer.write(json_line(summary) + b"\n")
+        sys.stderr.flush()
+    else:
+        from openwop_cli.report.console import print_error
+
+        print_error(message)
+    return EXIT_BAD_CAPTURE
 
 
 def _print_summary(outcome: Any, json_output: bool) -> None:

@@ -42,6 +42,7 @@ _REPLAY_OPTIONS: dict[str, tuple[str, Any]] = {
     "--verbose": ("verbose", "flag"), "-v": ("verbose", "flag"),
     "--output": ("compare_output", "flag"), "--no-output": ("compare_output", "unflag"),
     "--exact-output": ("exact_output", "flag"),
+    "--trust": ("trust", "flag"),
 }
 _DIFF_OPTIONS: dict[str, tuple[str, Any]] = {
     "--ignore": ("ignore", "many"),
@@ -196,7 +197,7 @@ def _replay_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
         "repeat": None, "jobs": options.get("jobs"), "shard": options.get("shard"),
         "json_output": options.get("json_output", False), "verbose": options.get("verbose", False),
         "pdb": False, "break_at": None, "compare_output": options.get("compare_output", True),
-        "exact_output": options.get("exact_output", False),
+        "exact_output": options.get("exact_output", False), "trust": options.get("trust", False),
     }
 
 

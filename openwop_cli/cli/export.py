@@ -26,9 +26,10 @@ def otel(
     input.value/output.value); state writes, recorded values and replay divergences are span events.
     Values go out as the capture holds them, redactions included. Needs the otel extra:
     pip install 'openwop-cli[otel]'. OTEL_EXPORTER_OTLP_HEADERS adds headers (an API key). When the
-    endpoint cannot be reached nothing is sent and wop exits 2. Every event also travels whole
-    (wop.request_event, wop.result_event, wop.event, wop.manifest), so `wop import otel` gives
-    the capture back exactly.
+    endpoint cannot be reached nothing is sent and wop exits 2. Credentials in the endpoint URL (a
+    password, query values such as ?api_key=) are sent, but never printed: errors and --json mask them.
+    Every event also travels whole (wop.request_event, wop.result_event, wop.event, wop.manifest), so
+    `wop import otel` gives the capture back exactly.
 
     \b
     Examples:
@@ -38,19 +39,20 @@ def otel(
       wop export otel last --file run.jsonl && wop import otel run.jsonl
     """
     from openwop_cli.errors import UsageError
-    from openwop_cli.export.otel import endpoint_url, export_captures
+    from openwop_cli.export.otel import endpoint_url, export_captures, shown_url
     from openwop_cli.store import resolve_capture
 
     if file is not None and endpoint:
         raise UsageError("--file and --endpoint do not go together: write the traces to a file or send them")
     url = endpoint_url(endpoint, dict(os.environ)) if file is None else str(file)
+    shown = shown_url(url) if file is None else url
     traces = export_captures([resolve_capture(capture) for capture in captures], None if file else url, project,
                              file=file)
     if json_output:
         from openwop_cli.cli.output import print_json
 
         print_json([{"capture": str(trace.capture), "captureId": trace.capture_id, "traceId": trace.trace_id,
-                     "spans": trace.spans, "endpoint": url} for trace in traces])
+                     "spans": trace.spans, "endpoint": shown} for trace in traces])
         return
     from rich.text import Text
 
@@ -60,5 +62,5 @@ def otel(
     console = make_console()
     for trace in traces:
         console.print(Text.assemble(("exported ", "muted"), (trace.capture_id, "bold"), "  ", (str(trace.capture), "path"),
-                                    f"  as trace {trace.trace_id} ({plural(trace.spans, 'span')}) to {url}"),
+                                    f"  as trace {trace.trace_id} ({plural(trace.spans, 'span')}) to {shown}"),
                       soft_wrap=True)

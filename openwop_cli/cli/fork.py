@@ -29,6 +29,9 @@ def command(
     name: Optional[str] = typer.Option(None, "--name", "-n", metavar="NAME", help="Name of the fork's capture."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON (the program's output goes to stderr)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Keep the program's whole traceback."),
+    trust: bool = typer.Option(False, "--trust", help="Run the command the capture recorded even though the capture "
+                               "is not trusted here (not signed by you, and not a Python script of this directory); "
+                               "WOP_TRUST=1 does the same."),
 ) -> None:
     """What if: serve the recorded calls before seq N — or every call, with one answer edited — then let the
     program run live, recording it.
@@ -39,7 +42,8 @@ def command(
     still match the capture are served from it, and from the first call that no longer matches the
     run goes live (--offline: it stops there instead). The report lists the calls the edit changed;
     the fork is a new capture to diff against the original. `--set greeting=0` changes a recorded
-    value.
+    value. As with `wop replay`, the recorded command runs only when the capture is trusted here
+    (signed by you, or a Python script of this directory's tree); else give a command after --, or --trust.
 
     \b
     Examples:
@@ -55,7 +59,8 @@ def command(
 
     if offline and not edits:
         raise UsageError("--offline goes with --edit: a --from-seq fork runs live after its branch point by design")
-    controls = ReplayControls(edits=tuple(_edit(value) for value in edits or []), offline=offline, verbose=verbose)
+    controls = ReplayControls(edits=tuple(_edit(value) for value in edits or []), offline=offline, verbose=verbose,
+                              trust=trust)
     outcome = run(capture, argv, policy="strict" if offline else "lenient", from_seq=from_seq, branch=True,
                   overrides=split_overrides(set_values or []), allow_tools=[], out=out, name=name,
                   json_output=json_output, proxy=False, controls=controls)

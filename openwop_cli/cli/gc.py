@@ -12,7 +12,8 @@ def command(
     json_output: bool = typer.Option(False, "--json", help="Print the deleted (or, with --dry-run, doomed) captures as JSON."),
 ) -> None:
     """Delete store captures older than DAYS days. Only valid wop captures in directories inside the store
-    are touched (never through a link), only the files wop writes; what was kept is listed.
+    are touched (never through a link, never one a running wop is still writing), only the files wop
+    writes; what was kept is listed.
 
     \b
     Examples:

@@ -34,12 +34,11 @@ def vcr(
       wop replay --strict tests/runs/agent
       wop import vcr cassette.json --name checkout --json
     """
-    from openwop_cli.config import load_settings
-    from openwop_cli.importers.vcr import import_cassette
     from openwop_cli.home import captures_root
+    from openwop_cli.importers.vcr import import_cassette
 
     imported = import_cassette(cassette, out=out, store_root=captures_root(), name=name, argv=list(argv or []),
-                               redact=redact.value if redact is not None else load_settings().redact)
+                               redact=_profile(redact))
     summary = {"captureId": imported.manifest["captureId"], "name": imported.manifest.get("name"),
                "path": str(imported.path), "events": imported.manifest.get("eventCount"),
                "llmCalls": imported.llm_calls, "httpCalls": imported.http_calls}
@@ -97,7 +96,6 @@ def otel(
       wop replay runs/incident
       wop import otel --phoenix http://127.0.0.1:6006 --project agent --trace-id 4bf92f35 --json
     """
-    from openwop_cli.config import load_settings
     from openwop_cli.errors import UsageError
     from openwop_cli.home import captures_root
     from openwop_cli.importers.otel import import_traces
@@ -113,7 +111,7 @@ def otel(
         raise UsageError("--project goes with --phoenix URL")
     traces = TraceSource(source) if source is not None else PhoenixSource(phoenix, project)
     imported = import_traces(traces, trace_ids=list(trace_ids or []), out=out, store_root=captures_root(), name=name,
-                             argv=list(argv or []), redact=redact.value if redact is not None else load_settings().redact)
+                             argv=list(argv or []), redact=_profile(redact))
     summaries = (_trace_summary(trace) for trace in imported)
     if json_output:
         from openwop_cli.cli.output import print_json
@@ -133,6 +131,21 @@ def otel(
         for span in trace["hidden"]:
             console.print(Text.assemble(("  hidden in the trace: ", "warning"), f"{span['kind']} span {span['spanId']} "
                                         f"{span['name']!r}: {', '.join(span['hidden'])}"), soft_wrap=True)
+
+
+def _profile(redact: Optional[RedactProfile]) -> str:
+    """--redact, else [tool.wop] redact (with its warning when that turns redaction off), else default."""
+    if redact is not None:
+        return redact.value
+    from openwop_cli.config import load_settings, redaction_off_warning
+
+    settings = load_settings()
+    warning = redaction_off_warning(settings)
+    if warning is not None:
+        from openwop_cli.report.console import print_warning
+
+        print_warning(warning)
+    return settings.redact
 
 
 def _trace_summary(trace: Any) -> dict[str, Any]:

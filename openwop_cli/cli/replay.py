@@ -40,6 +40,9 @@ def command(
                                         "with the recorded ones (the first differing line is an output_mismatch)."),
     exact_output: bool = typer.Option(False, "--exact-output", help="Compare the output as it is: without "
                                       "normalizing times, durations, addresses, ids, pids and temporary paths."),
+    trust: bool = typer.Option(False, "--trust", help="Run the command the capture recorded even though the capture "
+                               "is not trusted here (not signed by you, and not a Python script of this directory); "
+                               "WOP_TRUST=1 does the same."),
 ) -> None:
     """Re-run each recorded command with every call served from its capture and the network blocked.
 
@@ -54,6 +57,12 @@ def command(
     as ::error annotations. Exits 0 when everything replays exactly, 1 on any divergence, 2 on bad
     input, 3 when a capture is corrupt or incomplete.
 
+    A capture is data: its recorded command runs only when the capture is trusted — signed by you
+    (wop signs every capture it writes with your key), or a Python interpreter running a script or
+    module of the current directory's tree (a capture committed with its project, replayed in CI).
+    Any other (`sh -c …`, a capture someone sent) exits 2 showing the command: give your own after
+    --, or add --trust. In a batch such captures are skipped, listed with why, and the exit is 2.
+
     \b
     Examples:
       wop replay last
@@ -65,9 +74,11 @@ def command(
       wop replay last --break-at 6
       wop replay --repeat last              why is my replay flaky? (3 replays compared)
       wop replay --repeat 5 support
+      wop replay ./received-capture --trust   run the command it recorded, whoever made it
     """
     from openwop_cli.cli.replaying import replay_captures
 
     replay_captures(captures, strict=strict, from_seq=from_seq, allow_tool=allow_tool, out=out, name=name, proxy=proxy,
                     junit=junit, repeat=repeat, jobs=jobs, shard=shard, json_output=json_output, verbose=verbose,
-                    pdb=pdb, break_at=break_at, compare_output=compare_output, exact_output=exact_output)
+                    pdb=pdb, break_at=break_at, compare_output=compare_output, exact_output=exact_output,
+                    trust=trust)

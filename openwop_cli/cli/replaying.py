@@ -109,7 +109,8 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
 def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int | None, allow_tool: list[str] | None,
                     out: Path | None, name: str | None, proxy: bool, junit: Path | None, repeat: int | None,
                     jobs: int | None, shard: str | None, json_output: bool, verbose: bool, pdb: bool,
-                    break_at: int | None, compare_output: bool = True, exact_output: bool = False) -> None:
+                    break_at: int | None, compare_output: bool = True, exact_output: bool = False,
+                    trust: bool = False) -> None:
     """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits."""
     from openwop_cli.config import load_settings
     from openwop_cli.errors import UsageError
@@ -124,18 +125,20 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
 
         os.environ[ENV_EXTRA_HOSTS] = ",".join(settings.telemetry)  # this process's source index and its programs'
     if repeat is not None:
-        _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy)
+        _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy,
+                trust)
     policy = ("strict" if strict else "lenient") if strict is not None else settings.policy
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
              name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
              controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at, compare_output=compare_output,
-                                     exact_output=exact_output))
+                                     exact_output=exact_output, trust=trust))
 
 
 def _repeat(references: list[str], argv: list[str], times: int, policy: str, allow_tool: list[str] | None,
-            out: Path | None, name: str | None, json_output: bool, proxy: bool) -> None:
+            out: Path | None, name: str | None, json_output: bool, proxy: bool, trust: bool) -> None:
     """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
     from openwop_cli.errors import UsageError
+    from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.replay.repeat import run_repeated
     from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
@@ -147,7 +150,8 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
     outcome = run_repeated(sources[0], argv, times, out=out, policy=policy, from_seq=None, branch=False, overrides={},
                            allow_tools=list(allow_tool or []), name=name,
                            warn=lambda message: print_warning(message.removeprefix("wop: ")),
-                           store_root=captures_root(), output_to_stderr=json_output, proxy=proxy)
+                           store_root=captures_root(), output_to_stderr=json_output, proxy=proxy,
+                           controls=ReplayControls(trust=trust))
     if json_output:
         from openwop_cli.cli.output import print_json
         from openwop_cli.report.repeat import repeat_json

@@ -13,7 +13,8 @@ def command(
 
     Only a valid wop capture is deleted (a wop manifest whose captureId its events carry), and only
     the files wop writes (manifest, events, checksums, blobs); anything else in the directory is kept
-    and listed. A symbolic link to a capture is removed, never what it points to.
+    and listed. A symbolic link to a capture is removed, never what it points to. A capture that a
+    running `wop capture` (or replay, or fork) is still writing is refused (exit 2).
 
     \b
     Examples:

@@ -13,6 +13,10 @@ def command(
     Exits 0 when the capture is intact and 3 when anything is wrong, naming the line, seq and field. A
     matching sha256 proves nothing about a line (anyone can recompute it): every line is checked.
 
+    Also says whose capture it is: "signed here" (signed with your key, which wop keeps in your config
+    directory, and unchanged since), "unsigned" (no signature, or another user's), or "bad signature"
+    (signed with your key and changed since: exit 3). --json has it as `signature`.
+
     \b
     Examples:
       wop verify last

@@ -17,7 +17,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -25,6 +25,7 @@ from openwop_cli.errors import ExportError, IncompleteCapture, UsageError, WopEr
 
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 TRACES_PATH = "/v1/traces"
+MASK = "***"
 MAX_VALUE_CHARS = 32_768
 MAX_STATUS_BODY_CHARS = 200  # of a failed HTTP answer's body, in its span's status text
 SPANS_PER_REQUEST = 1_000
@@ -48,18 +49,43 @@ class ExportedTrace:
 
 
 def endpoint_url(given: str | None, environ: dict[str, str]) -> str:
-    """The OTLP/HTTP traces URL: --endpoint (a base URL gets /v1/traces), else the OTEL_EXPORTER_OTLP_* variables,
-    else the OTLP default on localhost."""
+    """The OTLP/HTTP traces URL: --endpoint (a base URL, with no path, gets /v1/traces), else the OTEL_EXPORTER_OTLP_*
+    variables (the base endpoint's path gets /v1/traces, as the OTLP exporter specification says), else the OTLP
+    default on localhost. Its query and credentials stay where they are."""
     if given:
         parts = urlsplit(given)
+        try:
+            parts.port
+        except ValueError:
+            parts = parts._replace(scheme="")
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"--endpoint {given}: expected an http(s) URL, e.g. http://127.0.0.1:6006")
-        return given.rstrip("/") + TRACES_PATH if parts.path in ("", "/") else given
+            raise UsageError(f"--endpoint {shown_url(given)}: expected an http(s) URL, e.g. http://127.0.0.1:6006")
+        return _traces_url(given) if parts.path in ("", "/") else given
     if environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         return environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
     if environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        return environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + TRACES_PATH
+        return _traces_url(environ["OTEL_EXPORTER_OTLP_ENDPOINT"])
     return DEFAULT_ENDPOINT
+
+
+def _traces_url(base: str) -> str:
+    """base with /v1/traces added to its path (before its query, not after it)."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + TRACES_PATH))
+
+
+def shown_url(url: str) -> str:
+    """An endpoint URL as wop prints it (errors, --json): its credentials masked — the userinfo's password (or a
+    lone user name, often a key) and every query value (`?api_key=…`); the rest as given."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, has_password, _password = userinfo.partition(":")
+        netloc = f"{user}:***@{host}" if has_password else f"***@{host}"
+    query = "&".join(f"{name}={MASK}" if sep else name
+                     for name, sep, _value in (pair.partition("=") for pair in parts.query.split("&")) if name or sep)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def check_reachable(url: str) -> None:
@@ -70,7 +96,7 @@ def check_reachable(url: str) -> None:
         socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_SECONDS).close()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise ExportError(f"cannot reach the OTLP endpoint {url} ({reason}); nothing was exported") from None
+        raise ExportError(f"cannot reach the OTLP endpoint {shown_url(url)} ({reason}); nothing was exported") from None
 
 
 def export_captures(captures: list[Path], url: str | None, project: str | None = None,
@@ -97,7 +123,7 @@ def export_captures(captures: list[Path], url: str | None, project: str | None =
         for start in range(0, len(collected), SPANS_PER_REQUEST):
             if exporter.export(collected[start:start + SPANS_PER_REQUEST]) != sdk.SUCCESS:
                 sent = f"; {start} of {len(collected)} spans had been sent" if start else "; nothing was exported"
-                raise ExportError(f"the OTLP endpoint {url} did not accept the spans{sent}")
+                raise ExportError(f"the OTLP endpoint {shown_url(url)} did not accept the spans{sent}")
     finally:
         exporter.shutdown()
         provider.shutdown()

@@ -524,7 +524,7 @@ MANIFEST = (
     ("completedAt", OPT_INT), ("mode", OPT_STR), ("eventCount", OPT_INT), ("eventLogPath", OPT_STR),
     ("redaction", OPT_DICT), ("tool", OPT_DICT), ("program", OPT_DICT), ("integrity", OPT_DICT), ("lost", OPT_DICT),
     ("error", OPT_STR), ("source", OPT_DICT), ("score", OPT_DICT), ("model", OPT_DICT), ("originScheme", OPT_INT),
-    ("output", OPT_DICT), ("compared", OPT_DICT),
+    ("output", OPT_DICT), ("compared", OPT_DICT), ("signature", OPT_DICT),
 )
 PROGRAM = (("argv", OPT_LIST), ("cwd", OPT_STR), ("python", OPT_STR), ("script", OPT_LIST), ("modules", OPT_LIST),
            ("processes", OPT_LIST), ("workflow", OPT_DICT), ("pytest", OPT_STR))
@@ -538,6 +538,7 @@ SUB_FIELDS = {
     "score": (("sourceRunId", OPT_STR), ("replayRunId", OPT_STR), ("fromSeq", OPT_INT), ("matchedEvents", OPT_INT),
               ("comparedEvents", OPT_INT), ("firstDivergenceSeq", OPT_INT), ("score", OPT_NUMBER)),
     "model": (("provider", OPT_STR), ("model", OPT_STR)),
+    "signature": (("algorithm", OPT_STR), ("keyId", OPT_STR), ("value", OPT_STR)),
     "program": PROGRAM,
     "integrity": INTEGRITY,
 }

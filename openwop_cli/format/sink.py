@@ -1,20 +1,25 @@
 """The capture sink: start / append / finalize, append-only and safe to call from many threads.
 
-- start writes manifest.json atomically with status "incomplete" and creates events.jsonl; it
-  refuses a directory that already holds a capture.
+- start takes the writer's lock (format/writerlock.py: `wop rm`/`wop gc` leave the capture alone until
+  finalize), reserves the space finalize needs (a store without it is refused at once), writes
+  manifest.json atomically with status "incomplete" and creates events.jsonl; it refuses a directory
+  that already holds a capture.
 - append assigns the next seq under one lock and buffers the serialized line; big or binary values
   are redacted at once and moved to blobs. The buffer is written when it is full, on flush, and at
   the latest FLUSH_SECONDS after its first line (format/flusher.py: one thread, one write per
   batch), so a kill loses at most that window. It is first scanned for secrets in one pass (only
   the flagged lines are redacted), then written, hashed (sha256 of the whole file) and checksummed
   per line (crc32, so `wop verify` can name an edited line). Secrets live only in memory until then.
-- finalize writes the per-line checksums and replaces the manifest with the final one.
+- finalize writes the per-line checksums and replaces the manifest with the final one, signed with
+  this user's key (format/signature.py): how a replay knows a capture made here (an incomplete
+  capture, which no replay runs, is unsigned).
 A crash at any point leaves a readable capture whose manifest says "incomplete". An I/O failure
 (disk full, read-only) never stops the program: it is reported once, a line cut off by it is
 trimmed, and the manifest — written into space reserved at start — says from which seq events
 were lost. Everything is created readable by its owner only (0700 directory, 0600 files).
 """
 
+import errno
 import os
 import sys
 import threading
@@ -42,13 +47,17 @@ from openwop_cli.format.manifest import (
     write_manifest_atomic,
 )
 from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
+from openwop_cli.format import writerlock
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
+from openwop_cli.format.signature import SIGNATURE_FIELD, signature_for
 
 DEFAULT_BUFFER_BYTES = 64 * 1024
 RESERVE_NAME = ".wop-reserve"
 RESERVE_BYTES = 256 * 1024  # room for the final manifest and checksums when the disk fills up
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
+_NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+DELETED = "the capture directory was deleted while wop was writing it: nothing of this run was kept"
 
 
 def now_ms() -> int:
@@ -95,6 +104,9 @@ class CaptureSink:
         self._model: dict[str, Any] | None = None
         self._capture_id = ""
         self._run_id = ""
+        self._lock_fd: int | None = None
+        self._events_identity: tuple[int, int] | None = None
+        self._warned: set[str] = set()
 
     @property
     def event_count(self) -> int:
@@ -102,13 +114,21 @@ class CaptureSink:
         return self._next_seq
 
     def start(self, seed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Create the capture: directory, incomplete manifest, empty events.jsonl, the space finalize needs."""
+        """Create the capture: directory, writer's lock, the space finalize needs, empty events.jsonl, incomplete
+        manifest. A store without that space, or any of it failing, is a UsageError, and what was made is removed."""
+        made_directory = not self.capture_dir.exists()
         try:
             self.capture_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot create the capture directory {self.capture_dir}: {exc.strerror or exc}") from None
         if manifest_path(self.capture_dir).exists() or (self.capture_dir / EVENTS_NAME).exists():
             raise UsageError(f"{self.capture_dir} already holds a capture; choose another --out directory")
+        try:
+            self._lock_fd = writerlock.hold(self.capture_dir)
+        except BlockingIOError:
+            raise UsageError(f"{self.capture_dir} is being written by another wop; choose another --out directory") from None
+        except OSError as exc:
+            raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
         fields = dict(seed or {})
         self._capture_id = fields.pop("captureId", None) or new_id()
         self._run_id = fields.pop("runId", None) or new_id()
@@ -130,12 +150,18 @@ class CaptureSink:
         self._line_prefix = (b'{"version":%d,"captureId":%s,"runId":%s,"seq":' % (
             EVENT_VERSION, orjson.dumps(self._capture_id), orjson.dumps(self._run_id)))
         try:
+            if self.durable:
+                _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
             self._file = _create_private(self.capture_dir / EVENTS_NAME)
+            self._events_identity = _identity(os.fstat(self._file.fileno()))
             write_manifest_atomic(self.capture_dir, self.manifest, durable=False)  # finalize's is the durable one
         except OSError as exc:
+            self._abandon(made_directory)
+            if exc.errno in _NO_SPACE:
+                raise UsageError(f"cannot capture in {self.capture_dir}: its file system has less free than the "
+                                 f"{RESERVE_BYTES // 1024} KiB a capture keeps for its final manifest "
+                                 f"({exc.strerror}); free some space, or write it elsewhere with --out DIR") from None
             raise UsageError(f"cannot create a capture in {self.capture_dir}: {exc.strerror or exc}") from None
-        if self.durable:
-            _reserve(self.capture_dir / RESERVE_NAME, RESERVE_BYTES)
         return self.manifest
 
     def append(
@@ -245,7 +271,9 @@ class CaptureSink:
             flush_later(self, self._buffer_started + FLUSH_SECONDS)
 
     def finalize(self, status: str = "ok", error: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Write everything, then replace the manifest with the final one (status, counts, integrity)."""
+        """Write everything, then replace the manifest with the final, signed one (status, counts, integrity) and
+        let go of the writer's lock. A capture whose directory was deleted meanwhile is not written again: its
+        manifest says so (status error, everything lost), and only the caller learns it."""
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         with self._lock:
@@ -263,6 +291,12 @@ class CaptureSink:
             )
             if error is not None:
                 manifest["error"] = self.redactor.scrub_text(error)
+            if self._deleted():
+                manifest.update(status=STATUS_ERROR, lost={"fromSeq": 0, "events": self._next_seq, "reason": DELETED})
+                manifest["error"] = DELETED
+                self.manifest = manifest
+                writerlock.release(self.capture_dir, self._lock_fd)
+                return manifest
             if self.durable:
                 (self.capture_dir / RESERVE_NAME).unlink(missing_ok=True)
             if not self._write_line_checksums():
@@ -271,12 +305,51 @@ class CaptureSink:
                 manifest["status"] = STATUS_ERROR
                 manifest["lost"] = self._lost_report()
                 manifest["error"] = manifest["lost"]["reason"]
+            manifest = self._signed(manifest)
             try:
                 write_manifest_atomic(self.capture_dir, manifest, durable=self.durable)
             except OSError as exc:
                 self._warn(f"wop: could not finalize the capture manifest in {self.capture_dir}: {exc}")
+            writerlock.release(self.capture_dir, self._lock_fd)
             self.manifest = manifest
             return manifest
+
+    def _signed(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """manifest with its signature under this user's key (format.signature), when the key can be used."""
+        content = {name: value for name, value in manifest.items() if name != SIGNATURE_FIELD}
+        signature = signature_for(content, self._warn_once)
+        return content if signature is None else {**content, SIGNATURE_FIELD: signature}
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            self._warn(message)
+
+    def _deleted(self) -> bool:
+        """True when the capture's events file is no longer the one this sink wrote (its directory deleted or
+        replaced under it)."""
+        try:
+            return _identity(os.stat(self.capture_dir / EVENTS_NAME, follow_symlinks=False)) != self._events_identity
+        except OSError:
+            return True
+
+    def _abandon(self, made_directory: bool) -> None:
+        """Remove what a start that failed had made (the directory too, when it made it and it is empty)."""
+        for name in (RESERVE_NAME, EVENTS_NAME):
+            try:
+                (self.capture_dir / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        writerlock.release(self.capture_dir, self._lock_fd)
+        self._lock_fd = None
+        if made_directory:
+            try:
+                self.capture_dir.rmdir()
+            except OSError:
+                pass
 
     def _serialize_now(self, event: dict[str, Any], data: dict[str, Any]) -> bytes:
         """The line of an event that cannot wait for the buffer scan: redacted, big values in blobs."""
@@ -413,8 +486,9 @@ def _create_private(path: Path) -> Any:
 
 
 def _reserve(path: Path, size: int) -> None:
-    """Hold size bytes of disk in a file finalize deletes, so the final manifest still fits on a full disk
-    (best effort: without the room, the capture goes on and finalize tries anyway)."""
+    """Hold size bytes of disk in a file finalize deletes, so the final manifest still fits on a full disk. A file
+    system without that room raises (ENOSPC, EDQUOT); one that cannot reserve space ahead is let be (the capture
+    goes on, and finalize tries anyway)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -424,8 +498,14 @@ def _reserve(path: Path, size: int) -> None:
                 os.write(fd, bytes(size))
         finally:
             os.close(fd)
-    except OSError:
+    except OSError as exc:
         path.unlink(missing_ok=True)
+        if exc.errno in _NO_SPACE:
+            raise
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
 
 def _dumps_or_none(event: dict[str, Any]) -> bytes | None:

@@ -1,5 +1,7 @@
 """Integrity check of a whole capture: every field of the manifest and of every event (format/schema.py),
-seq contiguity, the sha256 and per-line checksums, every blob (pinned sources too), completeness."""
+seq contiguity, the sha256 and per-line checksums, every blob (pinned sources too), completeness, and whose
+signature it carries (format/signature.py): signed here, unsigned, or a bad signature (a problem: the manifest
+changed since this user's wop signed it)."""
 
 from collections import deque
 from dataclasses import dataclass, field
@@ -7,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from openwop_cli.format.reader import CaptureReader, Problem
+from openwop_cli.format.signature import BAD_SIGNATURE, SignatureCheck, check_signature
 
 
 @dataclass(slots=True)
@@ -16,6 +19,7 @@ class VerifyReport:
     path: Path
     manifest: dict[str, Any]
     events: int
+    signature: SignatureCheck
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -30,6 +34,8 @@ class VerifyReport:
             "status": self.manifest.get("status"),
             "ok": self.ok,
             "events": self.events,
+            "signature": self.signature.status,
+            "signatureDetail": self.signature.detail,
             "problems": [problem.to_json() for problem in self.problems],
         }
 
@@ -38,4 +44,8 @@ def verify_capture(capture_dir: Path) -> VerifyReport:
     """Read every line of a capture and report all that is wrong with it, with line and seq."""
     reader = CaptureReader(capture_dir)
     deque(reader.scan_all(), maxlen=0)
-    return VerifyReport(Path(capture_dir), reader.manifest, reader.events_read, list(reader.problems))
+    signature = check_signature(reader.manifest)
+    problems = list(reader.problems)
+    if signature.status == BAD_SIGNATURE:
+        problems.append(Problem("bad_signature", f"manifest.json: {BAD_SIGNATURE}: {signature.detail}"))
+    return VerifyReport(Path(capture_dir), reader.manifest, reader.events_read, signature, problems)

@@ -3,8 +3,12 @@
 Every recorded exchange goes through the same Exchange a live capture uses: an LLM call is recognised
 by its provider (a streamed answer split into its events), any other request becomes an `http` tool
 call. A cassette is data from a stranger: the file, each body (also once decompressed), the number of
-interactions and the size of the parsed document are bounded, every field's type is checked, and
-anything wrong is one BadCassette naming the interaction — all before a capture directory is created.
+interactions, every field's type, and what the document expands to are bounded — YAML aliases are
+counted, and the values and bytes they expand to are added up on the parsed node graph, before one
+Python value is built (a 400-byte "billion laughs" is refused at once) — and so is the total of the
+bodies imported, repeats included. An interaction repeated by alias is read once, and a body
+decompressed once. Anything wrong is one BadCassette naming the interaction — all before a capture
+directory is created.
 """
 
 import base64
@@ -24,6 +28,9 @@ MAX_CASSETTE_BYTES = 512 << 20
 MAX_BODY_BYTES = 64 << 20
 MAX_INTERACTIONS = 100_000
 MAX_NODES = 20_000_000
+MAX_ALIASES = 10_000
+MAX_EXPANDED_BYTES = MAX_CASSETTE_BYTES  # the scalars of a YAML document, counted as often as aliases repeat them
+MAX_TOTAL_BODY_BYTES = MAX_CASSETTE_BYTES  # the bodies of all interactions imported, decoded, repeats included
 DECODERS = {"gzip": 47, "x-gzip": 47, "deflate": 15}  # zlib wbits: 47 reads a gzip header, 15 a zlib one
 
 
@@ -49,11 +56,23 @@ def _interactions(raw: bytes, path: Path) -> list[Interaction]:
     document = _parse(raw, path)
     if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
         raise BadCassette(f"{path} is not a VCR.py cassette: it has no `interactions` list")
-    _check_size(document, path)
     interactions = document["interactions"]
     if len(interactions) > MAX_INTERACTIONS:
         raise BadCassette(f"{path} holds {len(interactions)} interactions; wop imports at most {MAX_INTERACTIONS}")
-    return [_interaction(item, index, path) for index, item in enumerate(interactions)]
+    read: dict[int, Interaction] = {}  # an interaction a YAML alias repeats is the same object: read once
+    decoder = _Decoder()
+    total = 0
+    found = []
+    for index, item in enumerate(interactions):
+        interaction = read.get(id(item))
+        if interaction is None:
+            interaction = read[id(item)] = _interaction(item, index, path, decoder)
+        total += len(interaction.request_body) + len(interaction.response_body)
+        if total > MAX_TOTAL_BODY_BYTES:
+            raise BadCassette(f"{path}: the bodies of its first {index + 1} interactions add up to more than "
+                              f"{MAX_TOTAL_BODY_BYTES} bytes (repeated by YAML aliases?); not imported")
+        found.append(interaction)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +141,18 @@ def _parse(raw: bytes, path: Path) -> Any:
         import yaml
     except ImportError:
         raise BadCassette(f"{path} is YAML, which needs PyYAML: pip install 'openwop-cli[vcr]'") from None
+    loader = _loader(yaml)(raw)  # a safe loader with VCR.py's few benign tags
     try:
-        return yaml.load(raw, Loader=_loader(yaml))  # noqa: S506 (a safe loader with VCR.py's few benign tags)
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_expansion(yaml, root, path)
+        return loader.construct_document(root)
     except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
         problem = " ".join(str(exc).split())[:200]
         raise BadCassette(f"{path} is not a readable YAML cassette: {problem}") from None
+    finally:
+        loader.dispose()
 
 
 def _loader(yaml: Any) -> Any:
@@ -148,23 +174,52 @@ def _loader(yaml: Any) -> Any:
     return loader
 
 
-def _check_size(document: Any, path: Path) -> None:
-    """Refuse a document that expands to more than MAX_NODES values (YAML aliases can multiply a small file)."""
-    budget = MAX_NODES
-    stack = [document]
+def _check_expansion(yaml: Any, root: Any, path: Path) -> None:
+    """Refuse a YAML node graph that aliases more than MAX_ALIASES times, or that would expand into more than
+    MAX_NODES values or MAX_EXPANDED_BYTES of scalars: each node's expanded size is worked out once and counted
+    as often as it is referred to, so nothing is expanded to find out (nor is an alias cycle followed)."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, scalar bytes) it expands to
+    expanding: set[int] = set()  # the nodes whose children are being sized: the current node's ancestors
+    referenced: set[int] = set()
+    aliases = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
-        value = stack.pop()
-        budget -= 1
-        if budget < 0:
-            raise BadCassette(f"{path} expands to more than {MAX_NODES} values (repeated YAML aliases?); not imported")
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            stack.extend(value)
+        node, children_sized = stack.pop()
+        key = id(node)
+        if children_sized:
+            expanding.discard(key)
+            values, size = 1, 0
+            for child in _children(yaml, node):
+                child_values, child_size = sizes[id(child)]
+                values, size = values + child_values, size + child_size
+            if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+                raise BadCassette(f"{path} expands to more than {MAX_NODES} values or {MAX_EXPANDED_BYTES} bytes "
+                                  "(repeated YAML aliases?); not imported")
+            sizes[key] = (values, size)
+        elif key not in sizes:
+            if isinstance(node, yaml.ScalarNode):
+                sizes[key] = (1, len(node.value))
+                continue
+            expanding.add(key)
+            stack.append((node, True))
+            for child in _children(yaml, node):
+                if id(child) in expanding:
+                    raise BadCassette(f"{path} holds a YAML alias to a value that contains it; not imported")
+                if id(child) in referenced:
+                    aliases += 1
+                    if aliases > MAX_ALIASES:
+                        raise BadCassette(f"{path} uses YAML aliases more than {MAX_ALIASES} times; not imported")
+                referenced.add(id(child))
+                stack.append((child, False))
 
 
-def _interaction(item: Any, index: int, path: Path) -> Interaction:
+def _children(yaml: Any, node: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _interaction(item: Any, index: int, path: Path, decoder: "_Decoder") -> Interaction:
     def bad(problem: str) -> BadCassette:
         return BadCassette(f"{path}: interaction {index}: {problem}")
 
@@ -183,7 +238,7 @@ def _interaction(item: Any, index: int, path: Path) -> Interaction:
     response_headers = _headers(response.get("headers"), bad)
     body = response["body"] if "body" in response else response.get("content")
     return Interaction(method.upper(), uri, _headers(request.get("headers"), bad),
-                       _request_body(request.get("body"), bad), code, *_decoded(response_headers, _bytes(body, bad), bad))
+                       _request_body(request.get("body"), bad), code, *decoder.decoded(response_headers, _bytes(body, bad), bad))
 
 
 def _request_body(value: Any, bad: Callable[[str], BadCassette]) -> bytes:
@@ -239,30 +294,44 @@ def _bytes(value: Any, bad: Callable[[str], BadCassette]) -> bytes:
     return value
 
 
-def _decoded(headers: list[tuple[str, str]], body: bytes,
-             bad: Callable[[str], BadCassette]) -> tuple[list[tuple[str, str]], bytes]:
-    """A compressed response body (gzip, deflate) decompressed, bounded, and its content-encoding dropped.
+class _Decoder:
+    """Compressed response bodies (gzip, deflate) decompressed, bounded, each distinct body once."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[str, bytes], bytes] = {}
+
+    def decoded(self, headers: list[tuple[str, str]], body: bytes,
+                bad: Callable[[str], BadCassette]) -> tuple[list[tuple[str, str]], bytes]:
+        """The body decompressed and the headers without its content-encoding (see _decoded)."""
+        encodings = [value.strip().lower() for name, value in headers if name.lower() == "content-encoding"]
+        encoding = next((value for value in encodings if value not in ("", "identity")), None)
+        if encoding is None or not body:
+            return headers, body
+        if encoding not in DECODERS:
+            raise bad(f"the response is {encoding}-encoded; wop decodes gzip and deflate (record with "
+                      "decode_compressed_response=True)")
+        plain = [(name, value) for name, value in headers if name.lower() != "content-encoding"]
+        decoded = self._done.get((encoding, body))
+        if decoded is None:
+            decoded = self._done[(encoding, body)] = _decoded(encoding, body, bad)
+        return plain, decoded
+
+
+def _decoded(encoding: str, body: bytes, bad: Callable[[str], BadCassette]) -> bytes:
+    """A body sent with a content-encoding of gzip or deflate, decompressed (bounded).
 
     VCR.py's requests and aiohttp stubs store the body their client already decoded under the server's
     `Content-Encoding: gzip` header (and play it back as it is): a body that does not start the way its
     encoding does (gzip's magic number, a zlib header, a raw deflate stream that ends) is taken as decoded."""
-    encodings = [value.strip().lower() for name, value in headers if name.lower() == "content-encoding"]
-    encoding = next((value for value in encodings if value not in ("", "identity")), None)
-    if encoding is None or not body:
-        return headers, body
-    if encoding not in DECODERS:
-        raise bad(f"the response is {encoding}-encoded; wop decodes gzip and deflate (record with "
-                  "decode_compressed_response=True)")
-    plain = [(name, value) for name, value in headers if name.lower() != "content-encoding"]
     if encoding == "deflate" and not _zlib_header(body):
         decoded = _inflate(body, -15, bad)  # deflate without the zlib header, as some servers send it
-        return plain, body if decoded is None else decoded
+        return body if decoded is None else decoded
     if DECODERS[encoding] == 47 and body[:2] != b"\x1f\x8b":
-        return plain, body
+        return body
     decoded = _inflate(body, DECODERS[encoding], bad)
     if decoded is None:
         raise bad(f"the response body is not valid {encoding} data")
-    return plain, decoded
+    return decoded
 
 
 def _zlib_header(body: bytes) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from openwop_cli.errors import CaptureError, NotACapture, UsageError, WopError
+from openwop_cli.errors import CaptureError, NotACapture, UntrustedCommand, UsageError, WopError
 from openwop_cli.format.manifest import read_manifest
 
 
@@ -36,7 +36,10 @@ class BatchResult:
 
     @property
     def verdict(self) -> str:
-        """`ok`, `diverged`, or `error` (the capture could not be replayed)."""
+        """`ok`, `diverged`, `skipped` (its recorded command is not trusted here: trust.py) or `error` (the capture
+        could not be replayed)."""
+        if isinstance(self.error, UntrustedCommand):
+            return "skipped"
         if self.error is not None:
             return "error"
         return "diverged" if self.outcome.diverged else "ok"
@@ -113,7 +116,8 @@ def run_batch(entries: list[BatchResult], replay: Callable[[Path], Any], *, jobs
 
 
 def exit_code(entries: list[BatchResult]) -> int:
-    """The batch's exit code: the worst error's (3 corrupt capture, 2 bad input), else 1 on any divergence, else 0."""
+    """The batch's exit code: the worst error's (3 corrupt capture, 2 bad input or a capture skipped as not trusted:
+    a CI job never passes with captures it did not replay), else 1 on any divergence, else 0."""
     errors = [entry.error.exit_code for entry in entries if entry.error is not None]
     if errors:
         return max(errors)
@@ -126,11 +130,15 @@ def write_junit(path: Path, entries: list[BatchResult]) -> None:
 
     failures = sum(entry.verdict == "diverged" for entry in entries)
     errors = sum(entry.verdict == "error" for entry in entries)
+    skipped = sum(entry.verdict == "skipped" for entry in entries)
     suite = ET.Element("testsuite", name="wop replay", tests=str(len(entries)), failures=str(failures),
-                       errors=str(errors), time=f"{sum(entry.seconds for entry in entries):.3f}")
+                       errors=str(errors), skipped=str(skipped), time=f"{sum(entry.seconds for entry in entries):.3f}")
     for entry in entries:
         case = ET.SubElement(suite, "testcase", classname="wop.replay", name=entry.name, file=str(entry.source),
                              time=f"{entry.seconds:.3f}")
+        if isinstance(entry.error, UntrustedCommand):
+            ET.SubElement(case, "skipped", message=f"not trusted: {entry.error.reason}")
+            continue
         if entry.error is not None:
             ET.SubElement(case, "error", message=entry.error.message, type=type(entry.error).__name__)
             continue

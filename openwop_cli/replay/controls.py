@@ -24,7 +24,8 @@ class ReplayControls(NamedTuple):
     in the debugger at the first divergence; break_at: stop in the debugger just before seq is served; quiet:
     the program's output is not passed on (one of several replays running side by side); compare_output: the
     program's stdout and stderr are part of the verdict (replay.output), exact_output: compared without
-    normalization. The last two concern the parent only.
+    normalization; trust: run the command the capture recorded even when the capture is not trusted here
+    (--trust, trust.py). The last three concern the parent only.
 
     A named tuple, and edits loaded only when there are some: a replayed process reads its controls before its
     program's first line."""
@@ -37,6 +38,7 @@ class ReplayControls(NamedTuple):
     quiet: bool = False
     compare_output: bool = True
     exact_output: bool = False
+    trust: bool = False
 
     @property
     def debugging(self) -> bool:

@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from openwop_cli.config import replay_profile
 from openwop_cli.format.events import new_id
+from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
@@ -43,7 +45,7 @@ class InProcessReplay:
         self.source = ReplaySource.for_serving(self.source_dir)
         from_seq = self.source.event_count if self.extend else 0
         self.account = ReplayAccount(self.source, self.source_dir, self.policy, from_seq, self.extend)
-        self.sink = CaptureSink(self.out, redactor=self.source.redactor)
+        self.sink = CaptureSink(self.out, redactor=Redactor.from_environment(replay_profile(self.source.manifest)))
         self.ambient = self.source.manifest.get("ambient") is True
         self.sink.start({"captureId": new_id(), "name": self.name, "mode": self.account.mode,
                          "ambient": self.ambient, **self.account.manifest_seed()})

@@ -12,6 +12,7 @@ from openwop_cli.format.manifest import manifest_hint
 from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.runtime.launcher import ChildLaunch, starts_own_python
+from openwop_cli.trust import recorded_command_trust, trust_from_environment
 
 
 def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],
@@ -35,8 +36,8 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
                    output_to_stderr: bool, proxy: bool, controls: ReplayControls) -> ChildLaunch | None:
     """A plain replay (no --from-seq, --set, edits, pdb or --proxy) of a command wop's own Python runs starts it,
     gated, before the replay reads and checks its source capture: the interpreter starts meanwhile, and runs nothing
-    of the program's until its go. None for any other run, or where the manifest cannot say the command (the replay
-    then reports why)."""
+    of the program's until its go. None for any other run, where the manifest cannot say the command, or where the
+    capture is not trusted to run it (the replay then reports why)."""
     if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
         return None
     manifest = manifest_hint(source_dir)
@@ -47,6 +48,9 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
     command = argv or (recorded if isinstance(recorded, list) and all(type(word) is str for word in recorded) else [])
     if not command or (program.get("pytest") and not argv) or not starts_own_python(command):
         return None
+    if not argv and not (controls.trust or trust_from_environment()
+                         or recorded_command_trust(source_dir, manifest).trusted):
+        return None  # the replay refuses it once it has read the capture (trust.require_trusted)
     try:
         launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=watches_ambient(manifest),
                              extra_env=replay_environment(source_dir, policy, 0, False, {}, allow_tools, controls),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
+from openwop_cli.config import replay_profile
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import (
     LLM_REQUEST,
@@ -35,6 +36,7 @@ from openwop_cli.replay.launch import replay_environment
 from openwop_cli.replay.overrides import resolve_overrides
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
+from openwop_cli.trust import require_trusted
 
 if TYPE_CHECKING:
     from openwop_cli.format.sink import CaptureSink
@@ -122,6 +124,7 @@ def run_replay(
         command = argv or list(program.get("argv") or [])
         if not command:
             raise UsageError(f"{source_dir} does not record the command it ran: give it after --")
+        require_trusted(source_dir, source.manifest, argv, controls.trust, branch)
         if source.unrecorded_connections and not branch:
             from openwop_cli.runtime.connections import describe
 
@@ -131,7 +134,7 @@ def run_replay(
         proxy = proxy or (not branch and recorded_through_proxy(source))
         label = "fork" if branch else "replay"
         capture = run_captured(command, out=out, name=name or f"{source.manifest.get('name') or 'run'}-{label}",
-                               redact=(source.manifest.get("redaction") or {}).get("profile", "default"),
+                               redact=replay_profile(source.manifest),
                                workflow=None, warn=warn, store_root=store_root, hooks=hooks,
                                output_to_stderr=output_to_stderr, proxy=proxy,
                                ambient=watches_ambient(source.manifest), quiet=controls.quiet, launch=launch,

@@ -9,8 +9,9 @@ from rich.text import Text
 
 from openwop_cli.report.console import clean, status_style
 from openwop_cli.report.replay import render_replay, replay_json
+from openwop_cli.trust import shown_command
 
-_VERDICT_STYLES = {"ok": "ok", "diverged": "error", "error": "error"}
+_VERDICT_STYLES = {"ok": "ok", "diverged": "error", "skipped": "warning", "error": "error"}
 
 
 def render_batch(console: Console, entries: list[Any]) -> None:
@@ -24,6 +25,9 @@ def render_batch(console: Console, entries: list[Any]) -> None:
     for entry in entries:
         verdict = Text(entry.verdict, status_style(_VERDICT_STYLES[entry.verdict]))
         cells = [clean(entry.name), clean(entry.capture_id), clean(entry.source), verdict]
+        if entry.verdict == "skipped":
+            table.add_row(*cells, "", "", clean(f"not trusted: {shown_command(entry.error.command)}"))
+            continue
         if entry.error is not None:
             table.add_row(*cells, "", "", clean(entry.error.message))
             continue
@@ -31,9 +35,22 @@ def render_batch(console: Console, entries: list[Any]) -> None:
         table.add_row(*cells, f"{entry.outcome.score.get('score', 1.0):.2f}", str(len(entry.outcome.divergences)),
                       "" if first is None else f"seq {first}")
     console.print(table)
-    counts = {verdict: sum(entry.verdict == verdict for entry in entries) for verdict in ("ok", "diverged", "error")}
+    counts = {verdict: sum(entry.verdict == verdict for entry in entries) for verdict in _VERDICT_STYLES}
     console.print(Text(", ").join(Text(f"{count} {verdict}", status_style(_VERDICT_STYLES[verdict]))
                                   for verdict, count in counts.items() if count))
+    _render_skipped(console, [entry for entry in entries if entry.verdict == "skipped"])
+
+
+def _render_skipped(console: Console, skipped: list[Any]) -> None:
+    """Each capture skipped because its recorded command is not trusted here: its command and why, and what to do."""
+    if not skipped:
+        return
+    console.print(Text(f"skipped {len(skipped)} capture(s) whose recorded command is not trusted here:", "warning"))
+    for entry in skipped:
+        console.print(Text.assemble("  ", (clean(entry.source), "path"), f"  {clean(shown_command(entry.error.command))}"
+                                    f"  ({clean(entry.error.reason)})"), soft_wrap=True)
+    console.print("  replay them with your own command after --, or with --trust (WOP_TRUST=1) if you trust them",
+                  style="muted")
 
 
 def batch_json(entries: list[Any]) -> list[dict[str, Any]]:
@@ -42,7 +59,10 @@ def batch_json(entries: list[Any]) -> list[dict[str, Any]]:
     for entry in entries:
         item: dict[str, Any] = {"name": entry.name, "id": entry.capture_id, "path": str(entry.source),
                                 "verdict": entry.verdict, "seconds": round(entry.seconds, 3)}
-        if entry.error is not None:
+        if entry.verdict == "skipped":
+            item.update(error=entry.error.message, exitCode=entry.error.exit_code,
+                        skipped={"command": entry.error.command, "reason": entry.error.reason})
+        elif entry.error is not None:
             item.update(error=entry.error.message, exitCode=entry.error.exit_code)
         else:
             item.update(replay_json(entry.outcome))

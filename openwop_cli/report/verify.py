@@ -15,9 +15,15 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     if report.ok:
         console.print(
             Text.assemble(("ok ", "ok"), f"capture {capture_id}: {report.events} events, every field, sha256 and "
-                          f"blobs intact, status {clean(report.manifest.get('status'))}  ", (clean(report.path), "path")),
+                          f"blobs intact, status {clean(report.manifest.get('status'))}, ",
+                          (report.signature.status, "ok" if report.signature.signed_here else "warning"), "  ",
+                          (clean(report.path), "path")),
             soft_wrap=True,
         )
+        if not report.signature.signed_here:
+            console.print(Text.assemble(("  unsigned ", "warning"), clean(report.signature.detail),
+                                        ": `wop replay` runs its recorded command only if it is a Python script of "
+                                        "this directory, or with --trust"), soft_wrap=True)
         lost = report.manifest.get("lost")
         if lost:
             console.print(Text.assemble(("  lost ", "warning"), clean(lost.get("reason") or lost)), soft_wrap=True)

@@ -9,10 +9,18 @@ It does not tunnel websockets: a request asking to upgrade (`Upgrade: websocket`
 client sends to OPENAI_BASE_URL) is answered 501 with a message saying so, never forwarded stripped of
 its Upgrade header (which servers refuse with a puzzling 426). A Python program's websockets are
 recorded by the websockets adapter, with or without --proxy.
+
+Only the recorded program may use it: the base URLs carry a token made for this run
+(`http://127.0.0.1:PORT/TOKEN/openai/v1`), which every SDK keeps in front of the paths it calls, and
+which only the processes started with that environment know. Any other process on the machine that
+finds the port gets 403 and nothing of its request is recorded or forwarded. (A token in the path, not
+in the URL's userinfo: an SDK sends userinfo as Basic credentials in place of its own API key.)
 """
 
+import hmac
 import http.client
 import os
+import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +58,7 @@ class LLMProxy:
         source_env = os.environ if environ is None else environ
         self.upstreams = {prefix: (source_env.get(variable) or default).rstrip("/")
                           for prefix, (variable, _suffix, default) in ROUTES.items()}
+        self.token = secrets.token_urlsafe(24)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -58,7 +67,8 @@ class LLMProxy:
     def child_environment(self) -> dict[str, str]:
         """The base URL variables that send the child's SDKs through the proxy, and the proxy's address
         (what the child's adapters and connection watcher leave to the proxy)."""
-        environment = {variable: f"{self.url}/{prefix}{suffix}" for prefix, (variable, suffix, _d) in ROUTES.items()}
+        environment = {variable: f"{self.url}/{self.token}/{prefix}{suffix}"
+                       for prefix, (variable, suffix, _d) in ROUTES.items()}
         environment[ENV_PROXY] = self.url.removeprefix("http://")
         return environment
 
@@ -69,9 +79,15 @@ class LLMProxy:
         self.server.shutdown()
         self.server.server_close()
 
+    def admits(self, path: str) -> bool:
+        """True when path starts with this run's token (compared in constant time)."""
+        token, _, _rest = path.lstrip("/").partition("/")
+        return hmac.compare_digest(token.encode(), self.token.encode())
+
     def upstream_url(self, path: str) -> str | None:
-        """Where a proxied path goes: /openai/v1/chat/completions → <OpenAI upstream>/chat/completions."""
-        prefix, _, rest = path.lstrip("/").partition("/")
+        """Where a proxied path goes: /TOKEN/openai/v1/chat/completions → <OpenAI upstream>/chat/completions."""
+        _token, _, path = path.lstrip("/").partition("/")
+        prefix, _, rest = path.partition("/")
         route = ROUTES.get(prefix)
         if route is None:
             return None
@@ -93,12 +109,19 @@ def _handler_class(proxy: LLMProxy) -> type:
         do_POST = do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815
 
         def _proxy(self) -> None:
+            if not proxy.admits(self.path):
+                self.close_connection = True
+                self._send(403, [("content-type", "text/plain")], [b"wop proxy: only the program wop runs may use "
+                                                                   b"this proxy (its requests carry this run's token)"],
+                           False)
+                return
             target = proxy.upstream_url(self.path)
             if self.headers.get("Upgrade"):
                 self._send(501, [("content-type", "text/plain")], [UPGRADE_REFUSED.encode()], False)
                 return
             if target is None:
-                self._send(404, [("content-type", "text/plain")], [b"wop proxy: unknown route " + self.path.encode()], False)
+                route = self.path.lstrip("/").partition("/")[2]
+                self._send(404, [("content-type", "text/plain")], [b"wop proxy: unknown route /" + route.encode()], False)
                 return
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             exchange = Exchange(proxy.session, self.command, target, self.headers, body)

@@ -235,7 +235,12 @@ def test_spans_are_built_from_any_event_data_before_the_endpoint_is_tried(tmp_pa
 
 
 class FakeCollector:
-    """An OTLP/HTTP traces endpoint on 127.0.0.1 keeping the spans it is sent (decoded with opentelemetry-proto)."""
+    """An OTLP/HTTP traces endpoint on 127.0.0.1 keeping the spans it is sent (decoded with opentelemetry-proto), the
+    path and Authorization of each request, and answering with status."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.requests: list[tuple[str, str | None]] = []
 
     def __enter__(self) -> "FakeCollector":
         from http.server import BaseHTTPRequestHandler
@@ -247,12 +252,13 @@ class FakeCollector:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                collector.requests.append((self.path, self.headers.get("Authorization")))
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 for resource in request.resource_spans:
                     for scope in resource.scope_spans:
                         collector.spans.extend(scope.spans)
-                self.send_response(200)
+                self.send_response(collector.status)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -293,3 +299,30 @@ def test_an_http_error_answer_is_a_span_status_with_its_http_status_and_body_not
     assert status["GET /orders/A-9"] == (error, 'HTTP 404 {"detail":"order A-9 not found"}')
     assert status["chat gpt-4o-mini"] == (error, 'HTTP 429 {"error":{"message":"Rate limit reached"}}')
     assert status["execute_tool lookup"] == (error, "KeyError: 'id'")
+
+
+def test_credentials_in_the_endpoint_are_sent_but_never_printed_and_the_path_goes_before_the_query(tmp_path):
+    import base64
+
+    capture = write_capture(tmp_path / "c", [("run_start", {}), ("run_end", {"exitCode": 0})])
+    password, key = "Pa55word-never-shown", "K3y-never-shown"
+    with FakeCollector() as collector:
+        endpoint = collector.url.replace("http://", f"http://user:{password}@") + f"/?api_key={key}"
+        done = run_wop("export", "otel", str(capture), "--endpoint", endpoint, "--json")
+        shown = run_wop("export", "otel", str(capture), "--endpoint", endpoint)
+    assert done.returncode == 0 and shown.returncode == 0, done.stderr
+    basic = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
+    assert collector.requests[0] == (f"/v1/traces?api_key={key}", basic)
+    assert orjson.loads(done.stdout)[0]["endpoint"] == collector.url.replace("http://", "http://user:***@") + \
+        "/v1/traces?api_key=***"
+    with FakeCollector(status=400) as refusing:
+        refused = run_wop("export", "otel", str(capture), "--endpoint",
+                          refusing.url.replace("http://", f"http://user:{password}@") + f"/?api_key={key}")
+    unreachable = run_wop("export", "otel", str(capture), "--endpoint", f"http://user:{password}@127.0.0.1:9/?api_key={key}")
+    bad = run_wop("export", "otel", str(capture), "--endpoint", f"ftp://user:{password}@h/?api_key={key}")
+    from_env = run_wop("export", "otel", str(capture),
+                       env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://user:{password}@127.0.0.1:9/base?api_key={key}"})
+    assert [run.returncode for run in (refused, unreachable, bad, from_env)] == [2, 2, 2, 2]
+    assert "http://user:***@127.0.0.1:9/base/v1/traces?api_key=***" in from_env.stderr
+    for run in (done, shown, refused, unreachable, bad, from_env):
+        assert password not in run.stdout + run.stderr and key not in run.stdout + run.stderr

@@ -29,10 +29,12 @@ def lines_of(capture):
 
 
 def forge(capture, lines):
-    """Write lines and recompute everything anyone can recompute: the sha256 in the manifest and the checksums."""
+    """Write lines and recompute everything anyone can recompute: the sha256 in the manifest and the checksums
+    (the signature, which only its writer's key makes, is dropped: the capture reads as unsigned)."""
     data = b"".join(lines)
     (capture / "events.jsonl").write_bytes(data)
     manifest = orjson.loads((capture / "manifest.json").read_bytes())
+    manifest.pop("signature", None)
     manifest["integrity"]["eventsHash"] = hashlib.sha256(data).hexdigest()
     (capture / "manifest.json").write_bytes(orjson.dumps(manifest))
     (capture / "events.crc32").write_bytes(checksums_to_bytes(array("I", map(zlib.crc32, lines))))

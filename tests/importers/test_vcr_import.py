@@ -214,3 +214,58 @@ def test_any_json_document_reads_or_is_a_bad_cassette(tmp_path, document):
         return
     for interaction in interactions:
         assert isinstance(interaction.request_body, bytes) and isinstance(interaction.status, int)
+
+
+def hostile_alias_cassette(aliases: int) -> str:
+    """The held-out case: one interaction whose response is a gzip body of 60 MB of zeros (61 KB compressed),
+    repeated `aliases` more times by YAML alias (582 KB at 100k)."""
+    body = base64.b64encode(gzip.compress(b"\0" * (60 << 20), compresslevel=9)).decode()
+    first = ("- &i\n  request: {method: GET, uri: 'http://h/p', body: null, headers: {}}\n"
+             "  response:\n    status: {code: 200, message: OK}\n    headers: {Content-Encoding: [gzip]}\n"
+             f"    body: !!binary |\n      {body}\n")
+    return "interactions:\n" + first + "- *i\n" * aliases
+
+
+BILLION_LAUGHS = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)) + \
+    "interactions: [*i]\n"
+
+
+def import_limited(tmp_path, cassette, megabytes: int = 1536):
+    """`wop import vcr` under an address-space limit: a cassette read once per alias could not stay under it."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return subprocess.run([sys.executable, "-m", "openwop_cli", "import", "vcr", str(cassette), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, preexec_fn=limit, timeout=300,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+@pytest.mark.parametrize("name, make, message", [
+    ("laughs.yaml", lambda: BILLION_LAUGHS, "expands to more than 20000000 values or"),
+    ("aliases.yaml", lambda: hostile_alias_cassette(99_999), "uses YAML aliases more than 10000 times"),
+    ("fewer-aliases.yaml", lambda: hostile_alias_cassette(5_000), "add up to more than"),
+    ("cycle.yaml", lambda: "interactions: &a [*a]\n", "a value that contains it"),
+], ids=["billion-laughs", "100k-aliases-of-a-60MB-gzip-body", "5k-aliases", "alias-cycle"])
+def test_hostile_yaml_is_refused_before_it_expands_with_bounded_memory(tmp_path, name, make, message):
+    text = make()
+    (tmp_path / name).write_text(text)
+    if name == "aliases.yaml":
+        assert 550_000 < len(text) < 600_000 and len(BILLION_LAUGHS) < 400
+    done = import_limited(tmp_path, tmp_path / name)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_interaction_repeated_by_alias_imports_once_read_and_decoded_once(tmp_path):
+    body = base64.b64encode(gzip.compress(orjson.dumps({"ok": True}))).decode()
+    text = ("interactions:\n- &i\n  request: {method: GET, uri: 'http://h/p', body: null, headers: {}}\n"
+            "  response:\n    status: {code: 200, message: OK}\n    headers: {Content-Encoding: [gzip]}\n"
+            f"    body: !!binary |\n      {body}\n" + "- *i\n" * 3)
+    (tmp_path / "few.yaml").write_text(text)
+    interactions = read_cassette(tmp_path / "few.yaml")
+    assert len(interactions) == 4 and len({id(interaction) for interaction in interactions}) == 1
+    assert orjson.loads(interactions[0].response_body) == {"ok": True}

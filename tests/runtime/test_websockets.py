@@ -131,7 +131,7 @@ def test_the_proxy_says_it_cannot_tunnel_a_websocket_instead_of_forwarding_it_st
     proxy.start()
     try:
         connection = http.client.HTTPConnection(proxy.url.removeprefix("http://"))
-        connection.request("GET", "/openai/v1/realtime?model=gpt-realtime", headers={
+        connection.request("GET", f"/{proxy.token}/openai/v1/realtime?model=gpt-realtime", headers={
             "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
         answer = connection.getresponse()
