@@ -15,8 +15,8 @@ from pathlib import Path
 
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.runtime.channel import Collector
-from openwop_cli.runtime.launcher import child_environment
+from openwop_cli.host.collector import Collector
+from openwop_cli.host.launcher import child_environment
 
 
 def start_ms(env: dict) -> float:

@@ -10,7 +10,7 @@ varies). Target (issues 8 and 20): <= 2x the bare read at 100,000 and 1,000,000 
 that does not grow with the event count (peak RSS of the diff process). Medians of RUNS runs with their spread.
 Like for like, the bare read is a Python process too (start-up included, as `wop diff` is timed); the ratio to the
 same loop inside this process is printed beside it. `wop diff` reads B in a second process when a CPU is idle
-(format.forked): its CPU-time ratio counts both processes.
+(diff.forked): its CPU-time ratio counts both processes.
 Run: python bench/bench_diff.py [EVENTS] [RUNS] [plain|state-late|state-early|all]   (defaults: 1000000 3 all)
 """
 

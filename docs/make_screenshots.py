@@ -15,9 +15,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from openwop_cli.replay.run import run_replay
+from openwop_cli.host.run_replay import run_replay
 from openwop_cli.report.console import THEME
-from openwop_cli.report.replay import render_replay
+from openwop_cli.report.verdict import render_replay
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

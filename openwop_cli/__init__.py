@@ -19,18 +19,20 @@ __all__ = ["__version__", "ReplayDivergenceError", *sorted(SDK_NAMES)]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "state":
-        import importlib
-
-        return importlib.import_module("openwop_cli.state")
     if name == "ReplayDivergenceError":
-        from openwop_cli.runtime.replaying import ReplayDivergenceError
+        from openwop_cli.replay.errors import ReplayDivergenceError
 
         return ReplayDivergenceError
-    if name in SDK_NAMES:
-        from openwop_cli.runtime import sdk
+    if name not in SDK_NAMES:
+        raise AttributeError(f"module 'openwop_cli' has no attribute {name!r}")
+    from openwop_cli.runtime import inprocess_capture  # also how WOP_MODE=capture with no `wop` parent records
 
-        value = getattr(sdk, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'openwop_cli' has no attribute {name!r}")
+    if name in ("state", "ChannelError", "workflow"):
+        from openwop_cli.runtime import state_api as module
+    elif name == "capture":
+        module = inprocess_capture
+    else:
+        from openwop_cli.runtime import sdk as module
+    value = getattr(module, name)
+    globals()[name] = value
+    return value

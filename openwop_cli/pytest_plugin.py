@@ -116,7 +116,7 @@ class CaptureReplay(pytest.Item):
 
     def runtest(self) -> None:
         from openwop_cli.config import load_settings
-        from openwop_cli.replay.run import run_replay
+        from openwop_cli.host.run_replay import run_replay
 
         # pytest's tmp_path_factory (an item that is not a test function gets no fixtures): one directory per replay
         work = self.config._tmp_path_factory.mktemp("wop-replay")
@@ -131,7 +131,7 @@ class CaptureReplay(pytest.Item):
         from openwop_cli.errors import WopError
 
         if isinstance(excinfo.value, CaptureDiverged):
-            from openwop_cli.report.replay import replay_text
+            from openwop_cli.report.verdict import replay_text
 
             return f"wop replay of {self.path} diverged:\n{replay_text(excinfo.value.outcome)}"
         if isinstance(excinfo.value, WopError):
@@ -197,7 +197,7 @@ class WopRun:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.action == "record":
             from openwop_cli.config import redaction_off_warning
-            from openwop_cli.runtime.sdk import capture
+            from openwop_cli.runtime.inprocess_capture import capture
 
             warning = redaction_off_warning(self.settings)
             if warning and not getattr(self.item.config, "_wop_warned_redaction", False):
@@ -207,7 +207,7 @@ class WopRun:
             self._context = capture(name=self.item.nodeid, out=self._work, redact=self.settings.redact,
                                     test=self.item.nodeid, ambient=self.settings.ambient)
         else:
-            from openwop_cli.replay.inprocess import InProcessReplay
+            from openwop_cli.host.inprocess_replay import InProcessReplay
 
             self._context = InProcessReplay(self.path, out=self._work, policy=self.policy,
                                             extend=self.action == "extend", name=self.item.nodeid)
@@ -221,7 +221,7 @@ class WopRun:
             shutil.rmtree(self._work, ignore_errors=True)
             self.outcome = context.outcome
             if self.outcome.diverged:
-                from openwop_cli.report.replay import replay_text
+                from openwop_cli.report.verdict import replay_text
 
                 pytest.fail(f"wop replay of {self.path} diverged:\n{replay_text(self.outcome)}", pytrace=False)
             return

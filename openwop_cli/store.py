@@ -16,7 +16,7 @@ from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 from openwop_cli.format.writerlock import LOCK_NAME, being_written
 from openwop_cli.home import captures_root
-from openwop_cli.runtime.heldsignals import imported_held
+from openwop_cli.heldsignals import imported_held
 
 LAST = "last"
 

@@ -11,7 +11,7 @@ runs only when the capture is trusted here:
 - or the user said so: `--trust`, or WOP_TRUST=1 (CI).
 
 A command given after `--` is the user's own and needs none of this. Checked twice: on the manifest as its
-JSON says before the program is started early (replay.launch), and on the checked manifest before it runs.
+JSON says before the program is started early (host.replay_launch), and on the checked manifest before it runs.
 """
 
 import os

@@ -2,7 +2,7 @@
 # Mutation testing (mutmut 3) of the modules that decide a verdict; see docs/mutation.md.
 #
 #   scripts/mutation.sh                                  # the modules of [tool.mutmut] only_mutate
-#   scripts/mutation.sh openwop_cli/diff.py ...          # these modules instead
+#   scripts/mutation.sh openwop_cli/diff/__init__.py ...          # these modules instead
 #
 # It runs in a copy of the work tree (tracked files, as they are on disk) under $TMPDIR, so the
 # tree never holds mutants/, and prints the score and every mutant that survived. The copy is kept

@@ -1,4 +1,4 @@
-"""`wop diff` of two big captures on two cores (format.forked): B read, checked and folded by a child process.
+"""`wop diff` of two big captures on two cores (diff.forked): B read, checked and folded by a child process.
 
 The diff read that way must be the diff read in one process, byte for byte, whatever the runs hold; a damaged B
 must be reported as the one-process reader reports it; and the child must never outlive the diff.
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.diff import diff_runs
-from openwop_cli.format.forked import MIN_BYTES, can_fork
+from openwop_cli.diff.forked import MIN_BYTES, can_fork
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.format.redact import Redactor
@@ -353,7 +353,7 @@ def test_a_caller_that_lives_through_ctrl_c_gets_its_diff(tmp_path):
 
 
 def test_wop_diff_of_two_big_captures_is_the_diff_read_in_one_process(tmp_path):
-    """The command forks when the machine has a CPU to spare (format.forked.pays); either way, the same diff."""
+    """The command forks when the machine has a CPU to spare (diff.forked.pays); either way, the same diff."""
     a, b = big_pair(tmp_path)
     done = run_wop("diff", str(a), str(b), "--json", "--detail")
     assert done.returncode == 1, done.stderr
@@ -371,7 +371,7 @@ def open_descriptors() -> set[str]:
 def test_a_read_the_caller_lost_is_ended_by_the_garbage_collector(tmp_path):
     """A ForkedRead dropped unclosed (its caller interrupted before it held it): the child is killed and reaped, the
     pipes closed, once the read is collected."""
-    from openwop_cli.format.forked import ForkedRead
+    from openwop_cli.diff.forked import ForkedRead
 
     events = [{"kind": "channel", "channel": "log", "value": {"n": index, "pad": "p" * 600}, "reducer": "append"}
               for index in range(3000)]  # more keys than the pipe holds: the child waits on it for good

@@ -3,7 +3,7 @@
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, diff, entry, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
+from openwop_cli.cli import cache_key, capture, diff, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
 from openwop_cli.cli.help import WopCommand
 
 app = typer.Typer(
@@ -47,8 +47,7 @@ def root(
     ),
     debug: bool = typer.Option(False, "--debug", envvar="WOP_DEBUG", help="Show tracebacks for errors."),
 ) -> None:
-    """Global options."""
-    entry.debug["on"] = debug
+    """Global options (--debug is read where errors are reported: cli.entry.debugging)."""
 
 
 COMMANDS = (
@@ -83,5 +82,3 @@ for group_name, group_summary, group_help, commands in GROUPS:
     for name, function, summary in commands:
         group.command(name, cls=WopCommand, short_help=summary)(function)
     app.add_typer(group, name=group_name, short_help=group_summary)
-
-main = entry.main  # the entry point of installs made before cli.entry

@@ -14,7 +14,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
     """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
     from openwop_cli.config import load_settings, redaction_off_warning
     from openwop_cli.report.plain import print_warning
-    from openwop_cli.runtime.launcher import run_captured
+    from openwop_cli.host.launcher import run_captured
     from openwop_cli.home import captures_root
 
     settings = load_settings()
@@ -96,7 +96,8 @@ def _print_summary(outcome: Any, json_output: bool) -> None:
         sys.stderr.buffer.write(json_line(summary) + b"\n")
         sys.stderr.flush()
         return
-    from openwop_cli.report.plain import clean, print_plain
+    from openwop_cli.report.escape import clean
+    from openwop_cli.report.plain import print_plain
 
     status = str(summary["status"])
     line = [("captured ", "muted"), (outcome.capture_id, "bold"), ("  ", ""), (clean(outcome.path), "path"),

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 EXIT_INTERNAL = 70
-debug = {"on": False}  # --debug / WOP_DEBUG (set by the Typer app's root callback)
 
 # option -> (parameter, kind); kinds: "flag" (True), "text", "path", "count" (digits), "many" (repeatable text),
 # or a tuple of the words the option accepts
@@ -61,8 +60,8 @@ def main() -> None:
 
 def _typer_app() -> None:
     """The Typer app, loaded where a Ctrl-C ends wop with 130 (not a traceback), orjson first with Ctrl-C held: the
-    commands' modules load it, and a Ctrl-C landing in its initialization would crash wop (runtime.heldsignals)."""
-    from openwop_cli.runtime.heldsignals import imported_held
+    commands' modules load it, and a Ctrl-C landing in its initialization would crash wop (heldsignals)."""
+    from openwop_cli.heldsignals import imported_held
 
     imported_held("orjson")
     from openwop_cli.cli.app import app
@@ -99,11 +98,16 @@ def guarded(run: Callable[[], Any]) -> None:
 def _report(message: str, exc: BaseException) -> None:
     from openwop_cli.report.console import print_error
 
-    if debug["on"] or "--debug" in sys.argv:
+    if debugging():
         import traceback
 
         traceback.print_exception(exc)
     print_error(message)
+
+
+def debugging() -> bool:
+    """--debug on the command line or WOP_DEBUG set true (as the Typer app's --debug reads it): show tracebacks."""
+    return "--debug" in sys.argv or os.environ.get("WOP_DEBUG", "").strip().lower() in ("1", "true", "t", "yes", "y", "on")
 
 
 def fast_command(args: list[str]) -> Callable[[], None] | None:

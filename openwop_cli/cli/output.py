@@ -10,19 +10,13 @@ from openwop_cli.format.schema import dumps_wrapping
 
 def print_json(value: Any) -> None:
     """Write value as indented JSON to stdout (recorded values in it however deep a capture may hold them)."""
-    sys.stdout.buffer.write(dumps_wrapping(value, orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE, _default))
+    sys.stdout.buffer.write(dumps_wrapping(value, orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     sys.stdout.flush()
 
 
 def json_line(value: Any) -> bytes:
     """Compact JSON bytes of a value (bytes values become a size placeholder)."""
-    return dumps_wrapping(value, default=_default)
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return dumps_wrapping(value)
 
 
 def human_size(size: int) -> str:

@@ -1,4 +1,4 @@
-"""What `wop replay` and `wop fork` share: resolving captures, running them (many: replay.batch), printing reports, exit codes."""
+"""What `wop replay` and `wop fork` share: resolving captures, running them (many: host.replay_batch), printing reports, exit codes."""
 
 import os
 import sys
@@ -21,7 +21,7 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
     """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
     from openwop_cli.home import captures_root
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.replay.launch import launched_early
+    from openwop_cli.host.replay_launch import launched_early
     from openwop_cli.report.plain import print_warning
 
     json_output = options.pop("json_output")
@@ -31,10 +31,10 @@ def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options
     early = {key: options[key] for key in ("policy", "from_seq", "branch", "overrides", "allow_tools", "out", "proxy")}
     launch = launched_early(source, list(argv or []), store_root=captures_root(), output_to_stderr=json_output,
                             controls=controls, **early)
-    from openwop_cli.runtime.heldsignals import imported_held
+    from openwop_cli.heldsignals import imported_held
 
     imported_held("orjson")  # first, and with Ctrl-C held: one landing in its initialization would crash wop
-    from openwop_cli.replay.run import run_replay  # after the launch: the program starts while the replay loads
+    from openwop_cli.host.run_replay import run_replay  # after the launch: the program starts while the replay loads
 
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
                       store_root=captures_root(), output_to_stderr=json_output, controls=controls, launch=launch,
@@ -59,7 +59,7 @@ def finish(outcome: Any, json_output: bool) -> None:
 def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
              out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
              controls: Any = None, jobs: int | None = None, shard: str | None = None) -> None:
-    """`wop replay` over one or more captures (directories expand to the captures inside them; see replay.batch,
+    """`wop replay` over one or more captures (directories expand to the captures inside them; see host.replay_batch,
     imported only for a batch: one replay's program starts the sooner)."""
     from openwop_cli.errors import UsageError
     from openwop_cli.report.plain import print_warning
@@ -69,7 +69,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
         raise UsageError(f"--jobs {jobs}: give 1 or more")
     shard_index = None
     if shard is not None:
-        from openwop_cli.replay.batch import parse_shard
+        from openwop_cli.host.replay_batch import parse_shard
 
         shard_index = parse_shard(shard)  # a bad --shard is reported before the captures are looked for
     sources = find_captures(references, print_warning)
@@ -80,7 +80,7 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
         raise UsageError(f"--pdb and --break-at stop one program at a time: give one capture, not {len(sources)}")
     if not many and junit is None and shard is None:
         finish(_replay(sources[0], argv, **options), json_output)
-    from openwop_cli.replay import batch
+    from openwop_cli.host import replay_batch as batch
 
     jobs = batch.default_jobs() if jobs is None else jobs
     if out is not None and len(sources) > 1:
@@ -139,7 +139,7 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
     """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.replay.repeat import run_repeated
+    from openwop_cli.host.replay_repeat import run_repeated
     from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
     from openwop_cli.store import find_captures
@@ -176,7 +176,7 @@ def split_command(items: list[str]) -> tuple[list[str], list[str]]:
 
 
 def split_overrides(pairs: list[str]) -> dict[str, str]:
-    """--set KEY=VALUE pairs as KEY → VALUE, as typed (replay.overrides reads each against what the capture recorded)."""
+    """--set KEY=VALUE pairs as KEY → VALUE, as typed (host.overrides reads each against what the capture recorded)."""
     from openwop_cli.errors import UsageError
 
     overrides: dict[str, str] = {}
@@ -191,7 +191,7 @@ def split_overrides(pairs: list[str]) -> dict[str, str]:
 def _print_report(outcome: Any, json_output: bool) -> None:
     if json_output:
         from openwop_cli.cli.output import print_json
-        from openwop_cli.report.replay import replay_json
+        from openwop_cli.report.verdict import replay_json
 
         print_json(replay_json(outcome))
     else:
@@ -200,7 +200,7 @@ def _print_report(outcome: Any, json_output: bool) -> None:
         if print_clean_replay(sys.stdout, outcome):
             return
         from openwop_cli.report.console import make_console
-        from openwop_cli.report.replay import render_replay
+        from openwop_cli.report.verdict import render_replay
 
         render_replay(make_console(), outcome)
 

@@ -146,7 +146,7 @@ def expand_types(values: list[str]) -> frozenset[str]:
 
 def _show_one(reader: Any, seq: int, json_output: str | None, with_state: bool) -> None:
     """The event with this seq (and the state after it) as a tree, or as JSON: an indented "object" or one "lines"."""
-    from openwop_cli.state.fold import StateFold
+    from openwop_cli.channels.fold import StateFold
 
     fold = StateFold() if with_state else None
     last = -1

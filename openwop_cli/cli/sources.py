@@ -23,7 +23,7 @@ def diff_readers(reader_a: Any, reader_b: Any, *, events_a: Any = None, ignore_r
     manifest, a run log's from its terminal event; wop's recorder bookkeeping left out when both are captures
     (unless ignore_run_metadata says otherwise)."""
     from openwop_cli.diff import diff_runs
-    from openwop_cli.format.forked import pays
+    from openwop_cli.diff.forked import pays
     from openwop_cli.runtime.program import pinned_channels
 
     if ignore_run_metadata is None:

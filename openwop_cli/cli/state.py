@@ -31,7 +31,7 @@ def command(
     """
     from openwop_cli.cli.sources import open_run
     from openwop_cli.runtime.program import pinned_channels
-    from openwop_cli.state.fold import fold_events
+    from openwop_cli.channels.fold import fold_events
 
     reader = open_run(capture, resolve_blobs=True)
     count = reader.manifest.get("eventCount")

@@ -69,7 +69,7 @@ class BackgroundHash:
             self._thread = None
 
     def _hash(self) -> None:
-        if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the main thread, even while it holds it (format.forked)
+        if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the main thread, even while it holds it (diff.forked)
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         chunks = self._chunks
         while True:

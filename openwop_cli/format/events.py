@@ -26,7 +26,7 @@ PROXY_ORIGIN = {"pid": 0, "thread": "wop-proxy"}  # the origin of the calls `--p
 # numbers, which a replay cannot match thread by thread.
 ORIGIN_SCHEME = 2
 # An integer a capture cannot hold as a JSON number (orjson's range: SMALLEST_INT..LARGEST_INT) is recorded exactly as
-# {BIG_INT_TAG: its digits} (runtime.jsonable.tag_big_int; hex past Python's decimal-digit limit)
+# {BIG_INT_TAG: its digits} (wire.jsonable.tag_big_int; hex past Python's decimal-digit limit)
 BIG_INT_TAG = "$bigint"
 SMALLEST_INT, LARGEST_INT = -(2**63), 2**64 - 1
 
@@ -64,7 +64,7 @@ BYTES_TAG = "$bytes"  # {BYTES_TAG: base64}: bytes as a capture's JSON holds the
 
 
 def tagged_bytes(value: Any) -> Any:
-    """value with bytes as {BYTES_TAG: base64}, as runtime.jsonable.json_form writes them: an event redacted before it
+    """value with bytes as {BYTES_TAG: base64}, as wire.jsonable.json_form writes them: an event redacted before it
     is JSON (the sink redacts a line it could not dump) keys its request as the program's JSON form keys it."""
     kind = type(value)
     if kind is bytes or kind is bytearray:
@@ -74,6 +74,14 @@ def tagged_bytes(value: Any) -> Any:
     if kind is list or kind is tuple:
         return [tagged_bytes(child) for child in value]
     return value
+
+
+LOCAL_POOL_TASKS = ("threads ", "threadpool ", "queue ")  # origin.poolTask names run by the submitting process's threads
+
+
+def moves_between_processes(pool_task: str) -> bool:
+    """True for a task any of a process pool's workers may run; False for one its own process's threads run."""
+    return not pool_task.startswith(LOCAL_POOL_TASKS)
 
 
 def revived_big_ints(value: Any) -> Any:

@@ -4,7 +4,7 @@
                "stderr": {"bytes": 901120, "lines": 9001, "blob": "sha256:<hex>", "truncated": true}}
 
 `bytes` counts what the program wrote, `lines` what is kept; `truncated` says the program wrote more than was kept
-(runtime.output.MAX_KEPT_BYTES). The text is redacted like every event; under the strict profile only the sizes are
+(host.output.MAX_KEPT_BYTES). The text is redacted like every event; under the strict profile only the sizes are
 kept (`redacted: true`). A stream with no entry was not recorded (`wop capture --no-output`, or an older capture).
 """
 

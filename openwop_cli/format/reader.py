@@ -172,7 +172,7 @@ class CaptureReader:
 
     def line_event(self, line: bytes, lineno: int) -> dict[str, Any]:
         """The event one line of events.jsonl holds (1-based lineno), read and checked as a pass over the file reads
-        it: for a caller that holds a line such a pass accepted, in another process (format.forked). CorruptCapture
+        it: for a caller that holds a line such a pass accepted, in another process (diff.forked). CorruptCapture
         when the line is not one it would accept (the file changed since)."""
         if self._line_checker is None:
             self._line_checker = EventChecker(self.manifest["captureId"], self.manifest["runId"])

@@ -475,7 +475,17 @@ def cut_nesting(value: Any, levels: int) -> Any:
     return value
 
 
-def dumps_wrapping(value: Any, option: int = 0, default: Any = None) -> bytes:
+def shown_bytes(value: Any) -> Any:
+    """How an output shows bytes (a resolved binary blob, a program's raw request): their size and the start of
+    their sha256, so two that differ read differently, never their content."""
+    if isinstance(value, (bytes, bytearray)):
+        import hashlib
+
+        return f"<{len(value)} bytes sha256:{hashlib.sha256(value).hexdigest()[:12]}>"
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dumps_wrapping(value: Any, option: int = 0, default: Any = shown_bytes) -> bytes:
     """orjson.dumps for an output that wraps recorded values (a diff, a report, a state): a value a reader
     accepts may already nest MAX_DEPTH levels, so the output's own levels would take it past what orjson
     writes; then the few outer levels are written here and every value below them by orjson on its own."""

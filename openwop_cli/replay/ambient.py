@@ -13,7 +13,7 @@ process (runtime.pooltasks).
 
 from typing import Any
 
-from openwop_cli.runtime.pooltasks import moves_between_processes
+from openwop_cli.format.events import moves_between_processes
 
 KIND_AMBIENT = 6
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import orjson
 
 from openwop_cli.replay.divergence import first_difference
-from openwop_cli.runtime.jsonable import json_form
+from openwop_cli.wire.jsonable import json_form
 
 # Body fields an SDK sets anew on every call: never a change in what the program asked.
 VOLATILE_FIELDS = frozenset({"request_id", "requestId", "idempotency_key", "idempotencyKey", "client_request_id"})

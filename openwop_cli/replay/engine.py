@@ -8,7 +8,7 @@ its own: its calls are served, in their order, to whichever worker runs it today
 
 Policies: strict raises ReplayDivergenceError at the first divergence (and at every call after
 it); lenient records every divergence and serves the closest recorded unit so the run goes on
-(a call of a kind the capture has no more of is left to the boundary: see replay.boundaries).
+(a call of a kind the capture has no more of is left to the boundary: see runtime.boundaries).
 `from_seq` (replay mode) leaves units before it unchecked. Branch mode (fork) serves matching units
 before `from_seq` and lets everything else run live.
 """
@@ -34,10 +34,10 @@ from openwop_cli.replay.compare import changes_shape, request_difference, shape_
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.replay.telemetry import telemetry_of
-from openwop_cli.runtime.jsonable import json_form
-from openwop_cli.runtime.pooltasks import moves_between_processes
-from openwop_cli.runtime.replaying import ReplayDivergenceError
-from openwop_cli.state.reducers import legacy_reducer, unwrapped
+from openwop_cli.wire.jsonable import json_form
+from openwop_cli.format.events import moves_between_processes
+from openwop_cli.replay.errors import ReplayDivergenceError
+from openwop_cli.channels.reducers import legacy_reducer, unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",

@@ -79,7 +79,7 @@ class ReplaySource:
         self.groups = array("i")
         self.telemetry = bytearray()  # per unit: 1 for a telemetry call (replay.telemetry), served but never checked
         self.telemetry_seqs: set[int] = set()
-        self.destinations: set[str] = set()  # host:port of every recorded HTTP call (a raw socket's, replay.child)
+        self.destinations: set[str] = set()  # host:port of every recorded HTTP call (a raw socket's, runtime.replay_child)
         self.origin_ids: dict[tuple, int] = {}  # origin_key → origin id
         self.pool_task_origins: dict[int, str] = {}  # origin id → the pool task it stands for
         self.edits: dict[int, list[Any]] = {}

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.report.console import clean, status_style
-from openwop_cli.report.replay import render_replay, replay_json
+from openwop_cli.report.verdict import render_replay, replay_json
 from openwop_cli.trust import shown_command
 
 _VERDICT_STYLES = {"ok": "ok", "diverged": "error", "skipped": "warning", "error": "error"}

@@ -31,7 +31,7 @@ def write_report(write: Callable[[str], Any], manifest: dict[str, Any], events: 
     """Write the whole HTML page for a capture (and, with diff, its RFC 0054 diff against another run), streaming
     the events into it."""
     from openwop_cli.format.redact import Redactor
-    from openwop_cli.state.fold import StateFold
+    from openwop_cli.channels.fold import StateFold
 
     redactor = Redactor.of_capture(manifest)
     manifest = redactor.redact_flagged(manifest)

@@ -1,5 +1,4 @@
-"""Report lines without rich: `clean` (what makes text from a capture safe to print), plain printing of
-lines made of (text, style) segments for the reports that are only lines when nothing is coloured, and a
+"""Report lines without rich: plain printing of lines made of (text, style) segments for the reports that are only lines when nothing is coloured, and a
 print_warning that imports rich only when there is a warning.
 
 Importing rich costs more than a small capture's whole run, so `wop capture` and a clean `wop replay`
@@ -8,33 +7,9 @@ TTY_COMPATIBLE=0); when it is, rich Text is assembled from the same segments.
 """
 
 import os
-import re
 from typing import Sequence, TextIO
 
 Segment = tuple[str, str]  # text and its theme style ("" for none)
-
-# C0 controls but tab and newline, DEL, C1 controls (CSI among them), zero-width and bidirectional overrides
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-_UNSAFE_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-
-
-def clean(text: object) -> str:
-    """Text from a capture made safe for a terminal: ESC, BEL, CR, C1 and bidirectional controls become
-    visible escapes such as \\x1b (newline and tab stay), so recorded data can never move the cursor, clear
-    the screen, set the window title or reorder what is shown."""
-    text = str(text)
-    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
-
-
-def clean_inline(text: object) -> str:
-    """`clean`, and newline and tab shown as escapes too: text that must stay on its one line (a timeline row)."""
-    text = str(text)
-    return _UNSAFE_INLINE.sub(_escaped, text) if _UNSAFE_INLINE.search(text) else text
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return ascii(match.group())[1:-1]
-
 
 def styled(stream: TextIO) -> bool:
     """Whether a rich console on stream would colour what it prints, decided as rich decides (TTY_COMPATIBLE,

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from openwop_cli.replay.nondeterminism import site_text
 from openwop_cli.report.console import clean
-from openwop_cli.report.replay import render_replay, replay_json, trimmed
+from openwop_cli.report.verdict import render_replay, replay_json, trimmed
 
 MAX_PANELS = 20
 

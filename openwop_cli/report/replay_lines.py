@@ -2,13 +2,14 @@
 
 A replay that reproduced its capture exactly is reported by these lines alone; when they go to a stream
 that is not coloured, they are printed as plain text (report.plain) without importing rich, which would
-cost more than replaying a small capture. report.replay turns the same segments into rich Text.
+cost more than replaying a small capture. report.verdict turns the same segments into rich Text.
 """
 
 from typing import Any, TextIO
 
 from openwop_cli.replay.divergence import EVENT_MISSING, OUTPUT_MISMATCH
-from openwop_cli.report.plain import Segment, clean, print_plain
+from openwop_cli.report.escape import clean
+from openwop_cli.report.plain import Segment, print_plain
 from openwop_cli.report.summary import plural
 
 

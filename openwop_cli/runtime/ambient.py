@@ -1,6 +1,6 @@
 """Ambient values: the clock, uuids, random numbers and OS entropy a program reads, recorded with no code changes.
 
-While a session records or replays, these are replaced by wrappers (`install`; `uninstall` puts
+While a session records or replays, these are replaced by wrappers (runtime.patching.install; `uninstall` puts
 every original back, and a module is patched only once the program imports it):
 
     clock    time.time, time.time_ns; time.localtime/gmtime/ctime/asctime/strftime without a time;
@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import caller_site
 from openwop_cli.runtime.imports import when_imported
-from openwop_cli.runtime.environ import ENV_AMBIENT
+from openwop_cli.wire.environ import ENV_AMBIENT
 from openwop_cli.runtime.session import UNRESOLVED, _state as _sessions, inside_boundary
 
 CLOCK, UUID, RNG, ENTROPY = "clock", "uuid", "rng", "entropy"
@@ -52,25 +52,19 @@ def enabled(default: bool = True) -> bool:
     return default if value is None else value.lower() not in ("0", "off", "false", "no")
 
 
-def install(values: bool = True) -> None:
-    """Patch the ambient sources (values: the clock, uuid and random ones; else only what names the pool tasks,
-    threads and asyncio tasks values and calls belong to) for the active session (counted: as many `uninstall`s
-    undo it)."""
+def install_patches(patches: list[tuple[str, Callable[[Any], None]]]) -> None:
+    """Patch each (module name, patch) once the program imports that module, for the active session (counted: as
+    many `uninstall`s undo it). runtime.patching.install names what to patch: the ambient sources and the pools'."""
     with _lock:
         _installs[0] += 1
-    from openwop_cli.runtime import draws, pooltasks
-
-    patches = [("multiprocessing.pool", pooltasks.patch_pool),
-               ("concurrent.futures.process", pooltasks.patch_executor),
-               ("concurrent.futures.thread", pooltasks.patch_thread_executor),
-               ("queue", pooltasks.patch_queue), ("asyncio.base_events", pooltasks.patch_event_loop),
-               ("threading", pooltasks.patch_threads)]
-    if values:
-        patches += [("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime), ("uuid", _patch_uuid),
-                    ("random", draws.patch_random), ("secrets", draws.patch_secrets)]
     for name, patch in patches:
         if name not in _patched:
             when_imported(name, _once(name, patch))
+
+
+def value_patches() -> list[tuple[str, Callable[[Any], None]]]:
+    """The clock, uuid and entropy sources this module patches (random and secrets: runtime.draws)."""
+    return [("time", _patch_time), ("os", _patch_os), ("datetime", _patch_datetime), ("uuid", _patch_uuid)]
 
 
 def uninstall() -> None:

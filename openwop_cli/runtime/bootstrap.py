@@ -12,8 +12,8 @@ bootstrap waits for it before it calls `install`.)
 
 import os
 
-from openwop_cli.runtime import adapters, ambient, children, connections, outputmarks
-from openwop_cli.runtime.channel import ENV_ADDRESS, tcp_address
+from openwop_cli.runtime import adapters, ambient, children, connections, outputmarks, patching
+from openwop_cli.wire.channel import ENV_ADDRESS, tcp_address
 from openwop_cli.runtime.session import current
 
 
@@ -28,5 +28,5 @@ def install() -> None:
     children.watch()
     outputmarks.watch_listening()
     if not ambient.installed():
-        ambient.install(values=ambient.enabled())
+        patching.install(values=ambient.enabled())
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from openwop_cli.runtime import outputmarks
 from openwop_cli.runtime.connections import report_counts, tell_parent
-from openwop_cli.runtime.environ import ENV_MODE
+from openwop_cli.wire.environ import ENV_MODE
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
 
 SOURCE = "process"

@@ -19,8 +19,8 @@ import threading
 from typing import Any
 
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
+from openwop_cli.wire.environ import ENV_PROXY
 
-ENV_PROXY = "WOP_PROXY"
 UNRECORDED_CONNECTION = "unrecordedConnection"  # the message to the parent
 _STREAM = int(socket.SOCK_STREAM)
 _INTERNET = (socket.AF_INET, socket.AF_INET6)

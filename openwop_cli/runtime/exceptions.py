@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from openwop_cli.runtime.jsonable import json_form, revive_big_ints, to_json
+from openwop_cli.wire.jsonable import json_form, revive_big_ints, to_json
 
 # Fields built-in exceptions keep outside their args (OSError's filename, ImportError's name and path,
 # SyntaxError's position): recorded so a rebuilt one prints the same.
@@ -41,7 +41,7 @@ def exception_data(exc: BaseException) -> dict[str, Any]:
 
 def rebuild_exception(error: dict[str, Any]) -> tuple[BaseException, str | None]:
     """The recorded exception raised again, and None — or the best rebuild and why it is not the same."""
-    from openwop_cli.runtime.replaying import ReplayedToolError
+    from openwop_cli.replay.errors import ReplayedToolError
 
     kind = _loaded_class(error)
     name = f"{error.get('module')}.{error.get('type')}"

@@ -75,3 +75,24 @@ def _callable_name(what: Any) -> str:
     if type(name) is not str:
         name = type(what).__qualname__
     return name.replace("<locals>.", "")
+
+
+class _PoolTask(threading.local):
+    """The pool task a thread runs: a worker thread's, not a context's (asyncio.to_thread runs a call in the caller's
+    context). None by default, as a class attribute: asking a thread-local for an attribute it lacks raises inside,
+    4k instructions on every recorded request."""
+
+    name: str | None = None
+
+
+running_pool_task = _PoolTask()
+
+
+def set_pool_task(name: str | None) -> None:
+    """Note the pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
+    running_pool_task.name = name
+
+
+def current_pool_task() -> str | None:
+    """The pool task this thread runs (None outside one)."""
+    return running_pool_task.name

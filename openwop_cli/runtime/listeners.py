@@ -10,7 +10,7 @@ process (WOP_PARENT_PID). Elsewhere every listener counts as outside, as before.
 import os
 from typing import Any
 
-from openwop_cli.runtime.environ import ENV_PARENT_PID
+from openwop_cli.wire.environ import ENV_PARENT_PID
 
 TREE, OUTSIDE, NOBODY = "tree", "outside", "nobody"
 _LISTEN = "0A"

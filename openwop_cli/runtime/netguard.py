@@ -24,30 +24,18 @@ to spin until wop's grace period runs out.
 import os
 import socket
 import sys
-from contextvars import ContextVar
 from typing import Any, Callable, Collection
 
 from openwop_cli.runtime.callsite import opening_site
 from openwop_cli.runtime.listeners import NOBODY, TREE, is_loopback, listener
+from openwop_cli.runtime.livecalls import LIVE
 
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
 _STAND_INS = 254  # host names a replay resolves to stand-in addresses (192.0.2.1…254); later ones are refused
 
 
-_LIVE = ContextVar("wop_live_call", default=False)
-
-
 class NetworkBlocked(ConnectionRefusedError):
     """A connection attempt during replay: it would reach the network, and its answer is not in the capture."""
-
-
-def live_call() -> Any:
-    """Mark the calling thread/task as making a call the replay runs live, until `end_live_call(token)`."""
-    return _LIVE.set(True)
-
-
-def end_live_call(token: Any) -> None:
-    _LIVE.reset(token)
 
 
 def block_network(allowed: Collection[tuple[str, int]] = (),
@@ -83,7 +71,7 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
 
     def refuse(sock: Any, address: Any) -> bool:
         """False to connect, True when the capture answers the connection; raises for a refused one."""
-        if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed or _LIVE.get():
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or tuple(address[:2]) in allowed or LIVE.get():
             return False
         host, port = address[0], address[1]
         if (may_serve is not None and sock.type == socket.SOCK_STREAM and sock.gettimeout() != 0.0
@@ -110,7 +98,7 @@ def block_network(allowed: Collection[tuple[str, int]] = (),
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
-        if name not in _LOCAL_NAMES and not _is_numeric(name) and not _LIVE.get():
+        if name not in _LOCAL_NAMES and not _is_numeric(name) and not LIVE.get():
             if may_serve is None or len(stand_ins) >= _STAND_INS:
                 raise blocked(name, port, 1)
             address = next((stand_in for stand_in, known in stand_ins.items() if known == name), None)

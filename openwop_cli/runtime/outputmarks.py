@@ -2,7 +2,7 @@
 
 A replay serves such a call without running its body, so what the body printed is not printed again: the output a
 replay compares (replay.output) must leave it out on both sides. When wop reads the program's stdout and stderr
-through pipes of its own (runtime.output), it says so in ENV_OUTPUT_MARKS (the identity of each pipe), and the
+through pipes of its own (host.output), it says so in ENV_OUTPUT_MARKS (the identity of each pipe), and the
 outermost recorded call of the process writes BEGIN before its body and END after it into both, right after
 flushing Python's buffers, so the marks sit exactly where the body's text starts and ends. wop takes them out of the
 stream before anything reaches the terminal. A mark is written only into the pipe wop made: a program that

@@ -41,15 +41,15 @@ import threading
 import weakref
 from typing import Any, Callable, Iterator
 
+from openwop_cli.format.events import moves_between_processes
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
 from openwop_cli.runtime.processname import identity, name_places_by
-from openwop_cli.runtime.lineage import name_new_task, name_new_thread
-from openwop_cli.runtime.session import current_pool_task, inside_boundary, set_pool_task
+from openwop_cli.runtime.lineage import current_pool_task, name_new_task, name_new_thread, set_pool_task
+from openwop_cli.runtime.session import inside_boundary
 
 _WORK_ID_BITS = 32
 _executors = itertools.count(1)  # 0: an executor made before wop was installed
-_LOCAL_TASKS = ("threads ", "threadpool ", "queue ")  # run by threads of the process that submitted them
 _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
@@ -57,11 +57,6 @@ _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job →
 _asyncio_tasks: dict[str, dict[str, int]] = {}  # a pool task → its top-level asyncio tasks, counted by coroutine
 # a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
-
-
-def moves_between_processes(pool_task: str) -> bool:
-    """True for a task any of a process pool's workers may run; False for one its own process's threads run."""
-    return not pool_task.startswith(_LOCAL_TASKS)
 
 
 def patch_pool(module: Any) -> None:

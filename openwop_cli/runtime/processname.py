@@ -65,7 +65,7 @@ def _run_named_place(name: str | None) -> None:
     whichever process stands for it."""
     if name is not None:
         # imported here: `wop replay` imports this module (through the channel) before it starts the program
-        from openwop_cli.runtime.session import set_pool_task
+        from openwop_cli.runtime.lineage import set_pool_task
 
         set_pool_task(name)
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from openwop_cli.format.cachekey import request_keys
 from openwop_cli.format.credentials import CREDENTIAL_QUERY_NAMES, REDACTED
-from openwop_cli.runtime.jsonable import json_form
+from openwop_cli.wire.jsonable import json_form
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ import weakref
 from typing import Any, Callable
 
 from openwop_cli.runtime.callsite import program_site
-from openwop_cli.runtime.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
-from openwop_cli.runtime.lineage import task_name
+from openwop_cli.wire.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.runtime.lineage import running_pool_task, task_name
 
 MODES = ("off", "capture", "replay", "fork")
 SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})
@@ -94,7 +94,7 @@ class Session:
         key = (*where, id(site))
         known = self._raw_origins.get(key)
         if known is None or known[0] is not site:  # new (or a dead site's id reused)
-            from openwop_cli.runtime.jsonable import dumps
+            from openwop_cli.wire.jsonable import dumps
 
             origin = self._origin_of(where)
             if site is not None:
@@ -125,7 +125,7 @@ class Session:
         if thread is None:
             thread = threading.current_thread()
         name = thread.__dict__.get("_wop_lineage") or thread._name
-        pool_task = _pool_task.name
+        pool_task = running_pool_task.name
         asyncio = sys.modules.get("asyncio")
         if asyncio is None or asyncio._get_running_loop() is None:
             return name, pool_task, None
@@ -168,7 +168,7 @@ class AppendRecorder:
 
     def emit(self, event_type: str, data: dict[str, Any], ts: int, origin: dict[str, Any],
              source_seq: int | None = None) -> None:
-        from openwop_cli.runtime.jsonable import to_json
+        from openwop_cli.wire.jsonable import to_json
 
         data = to_json(data)
         if event_type == "llm_request":
@@ -187,27 +187,6 @@ def new_call_id(kind: str, number: tuple[str, int]) -> str:
     """The call id of a call of kind (`llm`, `h`, `t`) numbered by Session.new_call_number."""
     prefix, count = number
     return f"{prefix}{kind}{count}"
-
-
-class _PoolTask(threading.local):
-    """The pool task a thread runs: a worker thread's, not a context's (asyncio.to_thread runs a call in the caller's
-    context). None by default, as a class attribute: asking a thread-local for an attribute it lacks raises inside,
-    4k instructions on every recorded request."""
-
-    name: str | None = None
-
-
-_pool_task = _PoolTask()
-
-
-def set_pool_task(name: str | None) -> None:
-    """Note the pool task this thread runs from now on (runtime.pooltasks): `origin.poolTask`."""
-    _pool_task.name = name
-
-
-def current_pool_task() -> str | None:
-    """The pool task this thread runs (None outside one)."""
-    return _pool_task.name
 
 
 _inside_boundary: contextvars.ContextVar[bool] = contextvars.ContextVar("wop_inside_boundary", default=False)
@@ -283,7 +262,8 @@ def session_from_environment() -> Session | None:
     if mode in ("replay", "fork"):
         _warn(f"WOP_MODE={mode} needs the runtime `wop {mode}` installs at start-up; running live and unrecorded")
         return None
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender
+    from openwop_cli.runtime.sender import ChannelSender
+    from openwop_cli.wire.channel import ENV_ADDRESS
 
     address = os.environ.get(ENV_ADDRESS)
     if address:
@@ -298,23 +278,19 @@ def session_from_environment() -> Session | None:
     if not capture_dir:
         _warn(f"{ENV_MODE}=capture needs {ENV_CAPTURE_DIR} (or run the program with `wop capture -- …`)")
         return None
-    return _standalone_capture(capture_dir)
-
-
-def _standalone_capture(capture_dir: str) -> Session | None:
-    """WOP_MODE=capture without a parent: this process writes the capture itself and finalizes at exit."""
-    from openwop_cli.runtime.sdk import capture
-
-    recording = capture(out=capture_dir)
-    try:
-        session = recording.open(make_active=False)
-    except Exception as exc:  # never break the program because recording could not start
-        _warn(f"cannot record into {capture_dir}: {getattr(exc, 'message', exc)}")
+    if _standalone[0] is None:
+        _warn(f"{ENV_MODE}=capture with {ENV_CAPTURE_DIR} records through the SDK (`import openwop_cli`); not recording")
         return None
-    on_uncaught_exception(recording.note_uncaught)
-    recording.note_exit_code()
-    atexit.register(recording.close_at_exit)
-    return session
+    return _standalone[0](capture_dir)
+
+
+def register_standalone(writer: Callable[[str], "Session | None"]) -> None:
+    """How this process writes a capture itself (runtime.inprocess_capture.standalone_capture, registered when it is
+    imported: `import openwop_cli` brings it with the SDK), for WOP_MODE=capture without a `wop` parent."""
+    _standalone[0] = writer
+
+
+_standalone: list[Any] = [None]
 
 
 def attach_channel(sender: Any) -> None:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 import rfc8785
 
-from openwop_cli.state.fold import fold_events
+from openwop_cli.channels.fold import fold_events
 from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, replay
 from tests.conformance.spec import requirement
 from tests.conftest import ROOT, run_wop

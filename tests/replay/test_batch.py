@@ -132,7 +132,7 @@ def test_a_capture_that_cannot_replay_is_an_error_verdict_with_exit_3(tmp_path):
 
 
 def test_a_shard_depends_on_the_capture_id_alone():
-    from openwop_cli.replay.batch import shard_of
+    from openwop_cli.host.replay_batch import shard_of
 
     ids = [f"{number:016x}" for number in range(300)]
     shards = [shard_of({"captureId": capture_id}, Path("/anywhere"), 3) for capture_id in ids]

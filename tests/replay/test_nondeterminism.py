@@ -92,7 +92,7 @@ def _replay_capture(tmp_path, name, prompts, extra_call=False):
 
 
 def test_replays_are_lined_up_per_thread_and_every_differing_path_is_reported(tmp_path):
-    from openwop_cli.replay.repeat import compare_replays
+    from openwop_cli.host.replay_repeat import compare_replays
 
     first = _replay_capture(tmp_path, "r1", [("t1", "hello"), ("t2", "pid 100")])
     second = _replay_capture(tmp_path, "r2", [("t2", "pid 200"), ("t1", "hello")], extra_call=True)

@@ -5,6 +5,7 @@ the thread or task that read them, whatever order the scheduler takes today; edi
 on top, a renamed file) leave the call sites the same; and what the program prints is part of the verdict.
 """
 
+import re
 import sys
 
 import pytest
@@ -204,3 +205,20 @@ def test_capture_keeps_the_output_redacted_and_no_output_keeps_none(tmp_path):
                    str(tmp_path / "agent.py"), cwd=tmp_path)
     assert done.returncode == 0 and secret in done.stdout
     assert '"output"' not in (tmp_path / "quiet" / "manifest.json").read_text()
+
+
+def test_bytes_that_changed_in_a_request_are_shown_by_size_and_hash_on_the_terminal(tmp_path):
+    """The report on a terminal used to die of `Type is not JSON serializable: bytes` (exit 70) when the values at
+    the divergence were bytes; now each side shows its size and digest, which tell two of the same size apart."""
+    source, _ = _captured(tmp_path, """
+        import openwop_cli as wop
+        request = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, b"raw bytes"]}]}
+        print(wop.llm_call("openai", "gpt-4o", request, lambda: {"content": "ok"})["content"])
+    """)
+    program = tmp_path / "agent.py"
+    program.write_text(program.read_text().replace('b"raw bytes"', 'b"raw bytez"'))
+    done = run_wop("replay", str(source), "--strict", "--out", str(tmp_path / "replay"), env={"COLUMNS": "200"},
+                   cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    shown = sorted(set(re.findall(r"<9 bytes sha256:[0-9a-f]{12}>", done.stdout)))
+    assert len(shown) == 2 and "raw bytez" not in done.stdout.split("source changed")[0]

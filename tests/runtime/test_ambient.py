@@ -570,7 +570,7 @@ def test_repeat_on_the_example_agent_finds_nothing(tmp_path):
 
 
 def test_library_capture_patches_only_inside_the_block_and_an_in_process_replay_serves_the_values(tmp_path):
-    from openwop_cli.replay.inprocess import InProcessReplay
+    from openwop_cli.host.inprocess_replay import InProcessReplay
 
     def read_values():
         return uuid.uuid4(), datetime.datetime.now(datetime.timezone.utc), random.random()

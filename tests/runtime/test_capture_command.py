@@ -548,7 +548,7 @@ def test_a_gated_child_runs_nothing_of_the_program_before_the_go_and_never_witho
     program nor the sitecustomize its environment brings runs before the go."""
     import socket
 
-    from openwop_cli.runtime.launcher import BOOTSTRAP_DIR, PACKAGE_ROOT
+    from openwop_cli.host.launcher import BOOTSTRAP_DIR, PACKAGE_ROOT
 
     marker, site_marker = tmp_path / "ran", tmp_path / "site-ran"
     (tmp_path / "site").mkdir()
@@ -611,7 +611,7 @@ def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_tr
 def test_only_wops_own_python_is_started_before_its_capture_is_ready(tmp_path, monkeypatch):
     """The interpreter wop runs in, in its environment, named or in a `#!` line: the runtime is known to load there.
     The same binary elsewhere (another virtual environment, or none) may lack what the runtime needs."""
-    from openwop_cli.runtime.launcher import starts_own_python
+    from openwop_cli.host.launcher import starts_own_python
 
     def script(name: str, first_line: str) -> str:
         path = tmp_path / name

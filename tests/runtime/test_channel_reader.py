@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.runtime.channel import FRAME_MARK, take_messages
+from openwop_cli.wire.channel import FRAME_MARK, take_messages
 
 
 _LINE = st.binary(max_size=40).map(lambda raw: raw.replace(b"\x00", b"").replace(b"\n", b"").replace(b"\r", b""))

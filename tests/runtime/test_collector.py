@@ -6,11 +6,11 @@ import subprocess
 import sys
 import textwrap
 
-from openwop_cli.runtime.channel import Collector
+from openwop_cli.host.collector import Collector
 
 SENDER = textwrap.dedent("""
     import sys
-    from openwop_cli.runtime.channel import ChannelSender
+    from openwop_cli.runtime.sender import ChannelSender
 
     sender = ChannelSender(sys.argv[1])
     for index in range(int(sys.argv[2])):
@@ -33,7 +33,7 @@ def test_events_of_a_process_that_ended_before_the_collector_ran_are_kept():
 
 SENDER_AT = textwrap.dedent("""
     import sys
-    from openwop_cli.runtime.channel import ChannelSender
+    from openwop_cli.runtime.sender import ChannelSender
 
     sender = ChannelSender(sys.argv[1])
     name, first_ts, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -61,7 +61,7 @@ def test_events_read_together_are_kept_in_the_order_they_were_recorded():
 
 PARENT_SENDER = textwrap.dedent("""
     import sys
-    from openwop_cli.runtime.channel import ChannelSender
+    from openwop_cli.runtime.sender import ChannelSender
 
     sender = ChannelSender(sys.argv[1])
     sender.emit("tool_call", {"name": "parent", "index": 0}, 1_000, {"pid": 1})

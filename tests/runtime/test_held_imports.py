@@ -1,5 +1,5 @@
 """A Ctrl-C that lands in orjson's initialization crashes Python (SIGSEGV): wop loads orjson with Ctrl-C held
-(runtime.heldsignals.imported_held) where a user may press it, the start of `wop replay` and `wop capture` among them
+(heldsignals.imported_held) where a user may press it, the start of `wop replay` and `wop capture` among them
 (a sweep of 80 Ctrl-Cs in `wop replay`'s first 120 ms crashed it 5 times; 0 in 300 since)."""
 
 import subprocess
@@ -20,7 +20,7 @@ CTRL_C_WHILE_ORJSON_LOADS = """
     sys.meta_path.insert(0, CtrlCWhileUuidLoads())
     try:
         if sys.argv[1] == "held":
-            from openwop_cli.runtime.heldsignals import imported_held
+            from openwop_cli.heldsignals import imported_held
 
             imported_held("orjson")
         else:

@@ -1,10 +1,10 @@
-"""How a program's values are written into a capture (runtime.jsonable): never failing the call, read back exact."""
+"""How a program's values are written into a capture (wire.jsonable): never failing the call, read back exact."""
 
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.runtime.jsonable import BIG_INT_TAG, dumps, revive, revive_big_ints, revive_bytes
+from openwop_cli.wire.jsonable import BIG_INT_TAG, dumps, revive, revive_big_ints, revive_bytes
 
 _KEYS = st.text(max_size=6)
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63, max_value=2**64 + 2),

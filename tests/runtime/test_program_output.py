@@ -1,5 +1,5 @@
 """The program's stdout and stderr under `wop capture`: passed through as they come, kept, and split at the marks
-recorded calls write (runtime.output, runtime.outputmarks, format.output)."""
+recorded calls write (host.output, runtime.outputmarks, format.output)."""
 
 import os
 import pty
@@ -14,7 +14,7 @@ from openwop_cli.format.blobs import BlobStore
 from openwop_cli.format.output import output_problem, output_record, recorded_text
 from openwop_cli.format.redact import Redactor
 from openwop_cli.replay.output import normalized, output_divergence
-from openwop_cli.runtime.output import _MarkedStream
+from openwop_cli.host.output import _MarkedStream
 from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
 from tests.conftest import ROOT
 

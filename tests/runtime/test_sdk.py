@@ -191,7 +191,7 @@ def test_state_writes_return_the_reduced_value_with_or_without_a_recording(tmp_p
     kinds = [(e["type"], e.get("kind")) for e in recorded(run.path)]
     assert kinds[1:5] == [("state_mutation", "declare"), ("state_mutation", "channel"),
                           ("state_mutation", "variable"), ("state_mutation", "variable")]
-    from openwop_cli.state.fold import fold_events
+    from openwop_cli.channels.fold import fold_events
 
     assert fold_events(CaptureReader(run.path)).snapshot()["channels"] == {"ticket": {"open": True, "topic": "billing"}}
 

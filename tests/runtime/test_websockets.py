@@ -123,7 +123,7 @@ def test_the_openai_realtime_client_diverges_at_the_changed_events_json_path(tmp
 def test_the_proxy_says_it_cannot_tunnel_a_websocket_instead_of_forwarding_it_stripped():
     import http.client
 
-    from openwop_cli.runtime.proxy import UPGRADE_REFUSED, LLMProxy
+    from openwop_cli.host.proxy import UPGRADE_REFUSED, LLMProxy
     from openwop_cli.runtime.session import AppendRecorder, Session
 
     recorded = []

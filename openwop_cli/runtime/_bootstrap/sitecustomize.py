@@ -74,7 +74,7 @@ def _runtime(mode):
     if not _orjson_found(package_root):
         return None, "it cannot import orjson, which wop's runtime needs (install it there, or run wop's own Python)"
     if mode in ("replay", "fork"):
-        from openwop_cli.replay.child import install  # this script sits above every layer
+        from openwop_cli.runtime.replay_child import install  # this script sits above every layer
     else:
         from openwop_cli.runtime.bootstrap import install
     return install, None
@@ -82,7 +82,7 @@ def _runtime(mode):
 
 def _wait_for_go():
     """Wait for `wop`'s go; without one (it failed or was killed) the program must not run: this process ends."""
-    from openwop_cli.runtime.channel import wait_for_go
+    from openwop_cli.runtime.sender import wait_for_go
 
     try:
         wait_for_go(os.environ.get("WOP_SINK", ""))

@@ -1,6 +1,6 @@
 """`wop replay` and `wop fork` in the parent: run the command against a source capture and account for it.
 
-The children match and serve their calls themselves (replay.child); the parent assigns each
+The children match and serve their calls themselves (runtime.replay_child); the parent assigns each
 replayed process the recorded process it stands for, watches the events go by (which recorded
 seq each was served from, which divergences were found), and at the end adds what the children
 could not see: recorded calls never made (event_missing), an exit code that changed, and the
@@ -32,10 +32,10 @@ from openwop_cli.format.imported import watches_ambient
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
-from openwop_cli.replay.launch import replay_environment
-from openwop_cli.replay.overrides import resolve_overrides
+from openwop_cli.host.replay_launch import replay_environment
+from openwop_cli.host.overrides import resolve_overrides
 from openwop_cli.replay.source import ReplaySource
-from openwop_cli.runtime.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
+from openwop_cli.host.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
 from openwop_cli.trust import require_trusted
 
 if TYPE_CHECKING:
@@ -104,8 +104,8 @@ def run_replay(
 ) -> ReplayOutcome:
     """Replay (or, with branch, fork) the capture at source_dir; see the module docstring and ReplayControls.
 
-    overrides: --set KEY → VALUE as typed (replay.overrides checks and reads them against the capture);
-    launch: the command replay.launch.launched_early started before the capture was read (cancelled when the replay
+    overrides: --set KEY → VALUE as typed (host.overrides checks and reads them against the capture);
+    launch: the command host.replay_launch.launched_early started before the capture was read (cancelled when the replay
     stops before running it, or turns out to need another start)."""
     source = None
     try:
@@ -381,7 +381,7 @@ class ReplayAccount:
 
     def _source_change(self) -> dict[str, Any] | None:
         """The code change beside the first divergence made in a pinned file that changed since the capture."""
-        from openwop_cli.replay.source_change import source_change
+        from openwop_cli.host.source_change import source_change
 
         for divergence in self.divergences:
             found = source_change(self.source.manifest, self.source_dir, divergence.site, Path.cwd())
@@ -490,7 +490,7 @@ class ReplayHooks(ReplayAccount, RunHooks):
 
     def prepare_proxy(self, session: Any) -> None:
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""
-        from openwop_cli.replay.boundaries import Replayer
+        from openwop_cli.runtime.boundaries import Replayer
         from openwop_cli.replay.engine import ReplayEngine
 
         source = ReplaySource.for_serving(self.source_dir, only_pid=PROXY_ORIGIN["pid"])

@@ -2,7 +2,7 @@
 
 The same source, engine and boundaries as `wop replay`, attached to a session in this process;
 the network is blocked only while the block runs. What the run did is written as a replay
-capture (in `out`), and the outcome has the divergences and the score (report.replay.replay_text
+capture (in `out`), and the outcome has the divergences and the score (report.verdict.replay_text
 renders it).
 """
 
@@ -14,12 +14,12 @@ from openwop_cli.config import replay_profile
 from openwop_cli.format.events import new_id
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.replay.boundaries import Replayer
+from openwop_cli.runtime.boundaries import Replayer
 from openwop_cli.replay.engine import ReplayEngine
-from openwop_cli.replay.run import ReplayAccount, ReplayOutcome
+from openwop_cli.host.run_replay import ReplayAccount, ReplayOutcome
 from openwop_cli.replay.source import ReplaySource
-from openwop_cli.runtime import adapters, ambient
-from openwop_cli.runtime.launcher import CaptureOutcome
+from openwop_cli.runtime import adapters, ambient, patching
+from openwop_cli.host.launcher import CaptureOutcome
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
 
 
@@ -56,9 +56,9 @@ class InProcessReplay:
         self.session.replayer = Replayer(self.session, engine)
         activate(self.session)
         adapters.install()
-        ambient.install(values=self.ambient)
+        patching.install(values=self.ambient)
         if not self.extend:
-            from openwop_cli.replay.child import servable
+            from openwop_cli.runtime.replay_child import servable
             from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
 

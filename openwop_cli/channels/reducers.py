@@ -91,7 +91,7 @@ class ChannelStore:
     """Channels (or variables) and their reduced values; see the module docstring.
 
     recorded: the writes are a capture's JSON (the fold's), where an integer beyond 64 bits is {"$bigint": digits}
-    (runtime.jsonable): a counter reads such a number and keeps a total beyond 64 bits in that form; the program's own
+    (wire.jsonable): a counter reads such a number and keeps a total beyond 64 bits in that form; the program's own
     store (recorded False) adds its ints as they are."""
 
     def __init__(self, recorded: bool = False) -> None:
@@ -125,7 +125,7 @@ class ChannelStore:
             base = _number(current)
             total = (0 if base is None else base) + _number(value)
             if self.recorded and type(total) is int and not SMALLEST_INT <= total <= LARGEST_INT:
-                from openwop_cli.runtime.jsonable import tag_big_int
+                from openwop_cli.wire.jsonable import tag_big_int
 
                 total = tag_big_int(total)
             self._values[name] = total
@@ -243,7 +243,7 @@ def _number(value: Any) -> int | float | None:
     """A counter's number: an int or float, or the int a capture recorded beyond 64 bits ({"$bigint": digits});
     None for anything else."""
     if big_int_digits(value) is not None:
-        from openwop_cli.runtime.jsonable import revive_big_ints
+        from openwop_cli.wire.jsonable import revive_big_ints
 
         value = revive_big_ints(value)
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None

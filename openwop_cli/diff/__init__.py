@@ -34,9 +34,9 @@ from typing import Any, Iterable, Iterator
 from orjson import dumps
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.format.forked import ChildLost, ForkedRead, can_fork
+from openwop_cli.diff.forked import ChildLost, ForkedRead, can_fork
 from openwop_cli.replay.divergence import differences, json_path
-from openwop_cli.state.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
+from openwop_cli.channels.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
 
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
@@ -77,7 +77,7 @@ def diff_runs(
     status_a/status_b: a capture's manifest status (None for a run log: its terminal event says).
     declarations_a/declarations_b: channels each run declared outside its events (its pinned workflow's).
     fork_b: read and fold B in a child process while A is read here, when both are captures aligned by seq and this
-    process can fork (format.forked: `pays` says when it is worth it; with no child to be had now, B is read here).
+    process can fork (diff.forked: `pays` says when it is worth it; with no child to be had now, B is read here).
     The result is the same either way.
     Detail: changed items carry `paths` (their differing JSON paths); `align`; `counts` of every
     added/removed/changed event; `omittedEventDiffs`, how many max_diffs left out of the list;
@@ -343,7 +343,7 @@ class TwinFolds:
 
 
 class ForkedFolds:
-    """Run B read, checked and folded by a child process (format.forked) while A is read and folded here: each run's
+    """Run B read, checked and folded by a child process (diff.forked) while A is read and folded here: each run's
     own fold, as TwinFolds' end states are. `b` is B's end state once `finish` has run."""
 
     def __init__(self, reader_b: Any, declarations_a: dict[str, Any] | None,

@@ -23,8 +23,9 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.runtime import adapters, ambient, children, outputmarks, session as runtime_session
-    from openwop_cli.runtime.channel import ENV_ADDRESS, ChannelSender, process_info, tcp_address
+    from openwop_cli.runtime import adapters, ambient, children, outputmarks, patching, session as runtime_session
+    from openwop_cli.runtime.sender import ChannelSender
+    from openwop_cli.wire.channel import ENV_ADDRESS, process_info, tcp_address
 
     mode = os.environ["WOP_MODE"]
     controls = ReplayControls.from_environment()
@@ -46,7 +47,7 @@ def install() -> None:
     adapters.install()
     children.watch()  # a Python child that lost the bootstrap gets it back: it was recorded, it is replayed
     outputmarks.watch_listening()
-    ambient.install(values=ambient.enabled(default=False))
+    patching.install(values=ambient.enabled(default=False))
     if mode == "replay" or controls.offline:
         from openwop_cli.runtime.connections import proxy_address
         from openwop_cli.runtime.netguard import block_network
@@ -76,7 +77,7 @@ class ReplayerOnFirstUse:
     real one in its place: a program that reaches none never loads its capture or the replay engine, which cost
     more than a small program's whole run. A fork waits for a build under way in another thread: the child would
     find the lock (and the build's imports) taken for good; and the program's signal handlers wait for a build in the
-    main thread (see runtime.heldsignals)."""
+    main thread (see heldsignals)."""
 
     def __init__(self, session: Any, build: Any) -> None:
         self._session = session
@@ -88,7 +89,7 @@ class ReplayerOnFirstUse:
 
     def __getattr__(self, name: str) -> Any:
         if self._session.replayer is self:
-            from openwop_cli.runtime.heldsignals import with_handlers_held
+            from openwop_cli.heldsignals import with_handlers_held
 
             with_handlers_held(self._build_once)  # the handlers held back then find the replayer built
         return getattr(self._session.replayer, name)
@@ -117,11 +118,11 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
     process: running on would reach the network."""
     import sys
 
-    from openwop_cli.replay.boundaries import Replayer
-    from openwop_cli.replay.debugger import ReplayDebugger
+    from openwop_cli.runtime.boundaries import Replayer
+    from openwop_cli.runtime.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
-    from openwop_cli.runtime.channel import process_info
+    from openwop_cli.wire.channel import process_info
     from openwop_cli.runtime.processname import identity
 
     try:

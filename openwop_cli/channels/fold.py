@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.state.checks import (
+from openwop_cli.channels.checks import (
     Refusal,
     checks_writes,
     declaration_refusal,
@@ -26,7 +26,7 @@ from openwop_cli.state.checks import (
     write_refusal,
     writer_allowed,
 )
-from openwop_cli.state.reducers import (
+from openwop_cli.channels.reducers import (
     UNDECLARED,
     ChannelStore,
     ReducerError,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.state.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
+from openwop_cli.channels.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
 
 
 def fold(reducer, writes, declaration=None, stamps=None):

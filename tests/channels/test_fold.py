@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.state.fold import StateFold, fold_events, writer_allowed
+from openwop_cli.channels.fold import StateFold, fold_events, writer_allowed
 from tests.conftest import run_wop, write_capture
 
 

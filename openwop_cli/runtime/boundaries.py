@@ -41,10 +41,11 @@ from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE,
 from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
-from openwop_cli.runtime.jsonable import revive, revive_big_ints, to_json, type_name
-from openwop_cli.runtime.replaying import ReplayDivergenceError, ServedAnswer
-from openwop_cli.runtime.session import Session, current_pool_task, describe_exception
-from openwop_cli.state.reducers import is_entry
+from openwop_cli.wire.jsonable import revive, revive_big_ints, to_json, type_name
+from openwop_cli.replay.errors import ReplayDivergenceError, ServedAnswer
+from openwop_cli.runtime.lineage import current_pool_task
+from openwop_cli.runtime.session import Session, describe_exception
+from openwop_cli.channels.reducers import is_entry
 
 
 TOOL_RAN_LIVE = "tool_ran_live"
@@ -432,7 +433,7 @@ class Replayer:
         """Same write, same declaration: same state. When today's declaration of the channel differs from the one
         the recorded run had, the write is applied with today's onto the recorded state before it and compared
         with the recorded state after it — how other threads' writes interleave today never matters."""
-        from openwop_cli.state.reducers import ReducerError, effective_reducer, reduce_once, unwrapped
+        from openwop_cli.channels.reducers import ReducerError, effective_reducer, reduce_once, unwrapped
 
         name = str(data.get("channel"))
         if data.get("kind") != "channel" or declaration == self._recorded_declaration(seq, name):
@@ -460,7 +461,7 @@ class Replayer:
 
     def _fold_to(self, seq: int) -> Any:
         """The recorded run's state folded up to and including seq (declarations from its pinned workflow too)."""
-        from openwop_cli.state.fold import StateFold
+        from openwop_cli.channels.fold import StateFold
 
         if self._fold is None or self._fold.seq > seq:
             self._fold = StateFold(self._pinned_channels())

@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 import openwop_cli
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, new_id
-from openwop_cli.runtime.channel import ENV_ADDRESS, ENV_GATE, Collector, Listener
-from openwop_cli.runtime.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
-from openwop_cli.runtime.heldsignals import imported_held
+from openwop_cli.host.collector import Collector, Listener
+from openwop_cli.wire.channel import ENV_ADDRESS, ENV_GATE
+from openwop_cli.wire.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.heldsignals import imported_held
 
 if TYPE_CHECKING:
     from openwop_cli.format.redact import Redactor
     from openwop_cli.format.sink import CaptureSink
     from openwop_cli.runtime.session import Session
 
-BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
+BOOTSTRAP_DIR = Path(openwop_cli.__file__).resolve().parent / "runtime" / "_bootstrap"
 PACKAGE_ROOT = Path(openwop_cli.__file__).resolve().parent.parent
 LATE_PROCESS_GRACE_SECONDS = 2.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -149,7 +150,7 @@ def run_captured(
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
     for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
     it reads its source capture); one made for other options than these is cancelled and the command started anew;
-    record_output: keep the program's stdout and stderr for the manifest (runtime.output)."""
+    record_output: keep the program's stdout and stderr for the manifest (host.output)."""
     hooks = hooks or RunHooks()
     options = {"out": out, "store_root": store_root, "mode": hooks.mode, "ambient": ambient,
                "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
@@ -198,7 +199,7 @@ class ChildLaunch:
     def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
                  extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool,
                  record_output: bool = True) -> None:
-        from openwop_cli.runtime.output import ProgramOutput, default_targets
+        from openwop_cli.host.output import ProgramOutput, default_targets
 
         _check_runnable(argv)
         self.argv = argv
@@ -311,7 +312,7 @@ class _OpenCapture:
         _warn_about_collector(self.collector, self.warn)
 
     def finish(self, started: float, exit_code: int, reason: str | None, output: Any = None) -> CaptureOutcome:
-        """run_end and the final manifest (with the program's output, when it was kept: runtime.output)."""
+        """run_end and the final manifest (with the program's output, when it was kept: host.output)."""
         from openwop_cli.runtime.program import pin_files, run_end_data
 
         sink, processes, program = self.sink, self.processes, self.program
@@ -347,7 +348,7 @@ def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
 
 
 def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHooks) -> Any:
-    from openwop_cli.runtime.proxy import LLMProxy, ProxySession
+    from openwop_cli.host.proxy import LLMProxy, ProxySession
     from openwop_cli.runtime.session import AppendRecorder
 
     session = ProxySession(AppendRecorder(append, sink.flush))
@@ -359,7 +360,7 @@ def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHook
 
 def _start_child(argv: list[str], env: dict[str, str], output: Any, stdin: Any) -> Any:
     """Start the child (it ends when this process dies), its stdout and stderr passed through `output`
-    (runtime.output.ProgramOutput) or, without one, left as ours.
+    (host.output.ProgramOutput) or, without one, left as ours.
 
     Without a controlling terminal, a child started from the main thread (which passes signals on:
     _SignalsPassedOn) gets a process group of its own, so a signal sent to ours reaches it once, passed on by us,

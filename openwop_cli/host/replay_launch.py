@@ -1,5 +1,5 @@
 """Starting a replay's program early: before the replay reads its source capture, and before it imports what it
-needs for that, so the program's interpreter starts meanwhile (runtime.launcher.ChildLaunch; the program waits for
+needs for that, so the program's interpreter starts meanwhile (host.launcher.ChildLaunch; the program waits for
 its go before anything of its own runs)."""
 
 import json
@@ -9,15 +9,15 @@ from typing import Any
 from openwop_cli.errors import UsageError
 from openwop_cli.format.imported import watches_ambient
 from openwop_cli.format.manifest import manifest_hint
-from openwop_cli.replay.child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
+from openwop_cli.runtime.replay_child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.replay.controls import ReplayControls
-from openwop_cli.runtime.launcher import ChildLaunch, starts_own_python
+from openwop_cli.host.launcher import ChildLaunch, starts_own_python
 from openwop_cli.trust import recorded_command_trust, trust_from_environment
 
 
 def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],
                        allow_tools: list[str], controls: ReplayControls) -> dict[str, str]:
-    """What a replayed process is told through its environment (replay.child reads it)."""
+    """What a replayed process is told through its environment (runtime.replay_child reads it)."""
     from openwop_cli.replay.credentials import placeholder_credentials
 
     return {

@@ -7,4 +7,5 @@ importing those modules: their imports would stand between `wop replay` and the 
 ENV_MODE = "WOP_MODE"
 ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
 ENV_PARENT_PID = "WOP_PARENT_PID"
+ENV_PROXY = "WOP_PROXY"  # host:port of `wop --proxy`, which records or serves the program's LLM traffic
 ENV_AMBIENT = "WOP_AMBIENT"  # "0": the program's clock, uuid and random reads are not recorded

@@ -135,7 +135,7 @@ class RepeatOutcome:
 
 def run_repeated(source_dir: Path, argv: list[str], times: int, *, out: Path | None, **options: Any) -> RepeatOutcome:
     """Replay the capture `times` times (run_replay's options; out: a directory for replay-1…N) and compare them."""
-    from openwop_cli.replay.run import run_replay
+    from openwop_cli.host.run_replay import run_replay
 
     replays = [run_replay(source_dir, argv, out=None if out is None else out / f"replay-{number}", **options)
                for number in range(1, times + 1)]
