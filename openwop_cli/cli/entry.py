@@ -116,15 +116,15 @@ def fast_command(args: list[str]) -> Callable[[], None] | None:
     def run() -> None:
         try:
             if name == "capture":
-                from openwop_cli.cli.capturing import capture
+                from openwop_cli.cli.capture_action import capture
 
                 code: Any = capture(**arguments)
             elif name == "diff":
-                from openwop_cli.cli.diffing import diff
+                from openwop_cli.cli.diff_action import diff
 
                 code = diff(**arguments)
             else:
-                from openwop_cli.cli.replaying import replay_captures
+                from openwop_cli.cli.replay_action import replay_captures
 
                 replay_captures(**arguments)
                 code = 0
@@ -153,7 +153,7 @@ def leave(code: Any) -> None:
 
 
 def fast_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """("capture" or "replay", the keyword arguments of cli.capturing.capture or cli.replaying.replay_captures)
+    """("capture" or "replay", the keyword arguments of cli.capture_action.capture or cli.replay_action.replay_captures)
     for a command line this parser reads exactly as Typer would; None for any other."""
     if not args or "WOP_DEBUG" in os.environ:
         return None
