@@ -24,7 +24,7 @@ def test_format_and_runtime_layers_import_no_typer_rich_or_deepdiff():
 
 BEFORE_THE_PROGRAM_STARTS = """
 import sys
-import openwop_cli.cli.entry, openwop_cli.cli.replaying, openwop_cli.config, openwop_cli.replay.controls
+import openwop_cli.cli.entry, openwop_cli.cli.replay_action, openwop_cli.config, openwop_cli.replay.controls
 import openwop_cli.report.plain, openwop_cli.store, openwop_cli.home, openwop_cli.host.replay_launch
 late = ("orjson", "dataclasses", "openwop_cli.host.replay_batch", "openwop_cli.host.run_replay", "openwop_cli.runtime.session",
         "openwop_cli.runtime.ambient", "openwop_cli.format.schema")

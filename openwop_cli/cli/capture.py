@@ -58,9 +58,9 @@ def command(
       wop capture --proxy -- node agent.js
       wop capture --strict-transports -- python agent.py   # exit 1 if anything went unrecorded
     """
-    from openwop_cli.cli.capturing import capture
+    from openwop_cli.cli.capture_action import capture
 
-    raise typer.Exit(capture(argv=list(argv or []), name=name, out=out, redact=redact.value if redact is not None else None,
-                             workflow=workflow, proxy=proxy, ambient=ambient == Switch.on if ambient is not None else None,
-                             strict_transports=strict_transports, json_output=json_output,
-                             record_output=record_output))
+    raise typer.Exit(capture(argv=argv, name=name, out=out, redact=redact.value if redact is not None else None,
+                             workflow=workflow, proxy=proxy, ambient=ambient.value if ambient is not None else None,
+                             strict_transports=strict_transports, record_output=record_output,
+                             json_output=json_output))

@@ -50,7 +50,7 @@ def command(
       wop diff last 3f2a --ignore '$.response.id' --align content
       wop diff run-a.jsonl run-b.jsonl --ignore-run-metadata
     """
-    from openwop_cli.cli.diffing import diff
+    from openwop_cli.cli.diff_action import diff
 
     raise typer.Exit(diff(run_a=run_a, run_b=run_b, ignore=ignore, max_diffs=max_diffs, align=align.value,
                           run_metadata=run_metadata, json_output=json_output, detail=detail))

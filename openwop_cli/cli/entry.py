@@ -2,9 +2,10 @@
 
 Building the app and its parameters imports Typer and Pydantic, which cost more than a small capture
 takes: a CI suite of many short captures paid it on every run. So a command line made only of words
-this parser knows (the commands' usual options, `--`, captures and the program) runs the command
+this parser knows (the commands' options, `--`, captures and the program) runs the command's action
 directly; anything else — help, a misspelt option, `--name=VALUE`, a value that does not parse,
-WOP_DEBUG — goes to the Typer app (cli.app), so every help text and usage error stays Typer's.
+WOP_DEBUG — goes to the Typer app (cli.app), so every help text and usage error stays Typer's. The
+options it knows are cli.fast_options, generated from the Typer declarations (scripts/make_fast_options.py).
 """
 
 import os
@@ -12,45 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-EXIT_INTERNAL = 70
+from openwop_cli.cli.fast_options import COMMANDS, DECLINE_IF_SET
 
-# option -> (parameter, kind); kinds: "flag" (True), "text", "path", "count" (digits), "many" (repeatable text),
-# or a tuple of the words the option accepts
-_CAPTURE_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--name": ("name", "text"), "-n": ("name", "text"),
-    "--out": ("out", "path"), "-o": ("out", "path"),
-    "--redact": ("redact", ("none", "default", "strict")),
-    "--workflow": ("workflow", "path"),
-    "--proxy": ("proxy", "flag"),
-    "--ambient": ("ambient", ("on", "off")),
-    "--strict-transports": ("strict_transports", "flag"),
-    "--output": ("record_output", "flag"), "--no-output": ("record_output", "unflag"),
-    "--json": ("json_output", "flag"),
-}
-_REPLAY_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--strict": ("strict", "flag"), "--lenient": ("lenient", "flag"),
-    "--from-seq": ("from_seq", "count"),
-    "--allow-tool": ("allow_tool", "many"),
-    "--out": ("out", "path"), "-o": ("out", "path"),
-    "--name": ("name", "text"), "-n": ("name", "text"),
-    "--proxy": ("proxy", "flag"),
-    "--junit": ("junit", "path"),
-    "--jobs": ("jobs", "count"), "-j": ("jobs", "count"),
-    "--shard": ("shard", "text"),
-    "--json": ("json_output", "flag"),
-    "--verbose": ("verbose", "flag"), "-v": ("verbose", "flag"),
-    "--output": ("compare_output", "flag"), "--no-output": ("compare_output", "unflag"),
-    "--exact-output": ("exact_output", "flag"),
-    "--trust": ("trust", "flag"),
-}
-_DIFF_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--ignore": ("ignore", "many"),
-    "--max-diffs": ("max_diffs", "positive"),
-    "--align": ("align", ("seq", "content")),
-    "--compare-run-metadata": ("run_metadata", "flag"), "--ignore-run-metadata": ("run_metadata", "unflag"),
-    "--json": ("json_output", "flag"),
-    "--detail": ("detail", "flag"),
-}
+EXIT_INTERNAL = 70
 
 
 def main() -> None:
@@ -118,20 +83,11 @@ def fast_command(args: list[str]) -> Callable[[], None] | None:
     name, arguments = parsed
 
     def run() -> None:
+        import importlib
+
+        module, _, function = COMMANDS[name]["action"].partition(":")
         try:
-            if name == "capture":
-                from openwop_cli.cli.capturing import capture
-
-                code: Any = capture(**arguments)
-            elif name == "diff":
-                from openwop_cli.cli.diffing import diff
-
-                code = diff(**arguments)
-            else:
-                from openwop_cli.cli.replaying import replay_captures
-
-                replay_captures(**arguments)
-                code = 0
+            code = getattr(importlib.import_module(module), function)(**arguments)
         except SystemExit as exc:
             code = exc.code
         leave(code)
@@ -157,67 +113,24 @@ def leave(code: Any) -> None:
 
 
 def fast_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """("capture" or "replay", the keyword arguments of cli.capturing.capture or cli.replaying.replay_captures)
-    for a command line this parser reads exactly as Typer would; None for any other."""
-    if not args or "WOP_DEBUG" in os.environ:
+    """(the command, the keyword arguments its action takes: the parameters Typer would pass, enums as their
+    values) for a command line this parser reads exactly as Typer would; None for any other."""
+    if not args or any(name in os.environ for name in DECLINE_IF_SET):
         return None
-    if args[0] == "capture":
-        return _capture_arguments(args[1:])
-    if args[0] == "replay":
-        return _replay_arguments(args[1:])
-    if args[0] == "diff":
-        return _diff_arguments(args[1:])
-    return None
-
-
-def _capture_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    parsed = _parse(args, _CAPTURE_OPTIONS, interspersed=False)
-    if parsed is None or not parsed[1]:
+    shape = COMMANDS.get(args[0])
+    if shape is None:
         return None
-    options, argv = parsed
-    ambient = options.get("ambient")
-    return "capture", {
-        "argv": argv, "name": options.get("name"), "out": options.get("out"), "redact": options.get("redact"),
-        "workflow": options.get("workflow"), "proxy": options.get("proxy", False),
-        "ambient": None if ambient is None else ambient == "on",
-        "strict_transports": options.get("strict_transports", False),
-        "json_output": options.get("json_output", False), "record_output": options.get("record_output", True),
-    }
-
-
-def _replay_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    parsed = _parse(args, _REPLAY_OPTIONS, interspersed=True)
-    program_words = len(args) - args.index("--") - 1 if "--" in args else 0
-    if parsed is None or len(parsed[1]) <= program_words:  # no CAPTURE before `--`: Typer's usage error
+    parsed = _parse(args[1:], shape["options"], shape["interspersed"])
+    if parsed is None:
         return None
-    options, captures = parsed
-    strict, lenient = options.get("strict"), options.get("lenient")
-    if strict and lenient:
-        return None  # which one wins is Typer's to say
-    return "replay", {
-        "captures": captures, "strict": True if strict else (False if lenient else None),
-        "from_seq": options.get("from_seq"), "allow_tool": options.get("allow_tool"), "out": options.get("out"),
-        "name": options.get("name"), "proxy": options.get("proxy", False), "junit": options.get("junit"),
-        "repeat": None, "jobs": options.get("jobs"), "shard": options.get("shard"),
-        "json_output": options.get("json_output", False), "verbose": options.get("verbose", False),
-        "pdb": False, "break_at": None, "compare_output": options.get("compare_output", True),
-        "exact_output": options.get("exact_output", False), "trust": options.get("trust", False),
-    }
-
-
-def _diff_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    parsed = _parse(args, _DIFF_OPTIONS, interspersed=True)
-    if parsed is None or len(parsed[1]) != 2 or "--" in args:
+    options, words = parsed
+    positional = _positional(words, shape["arguments"])
+    if positional is None:
         return None
-    options, (run_a, run_b) = parsed
-    return "diff", {
-        "run_a": run_a, "run_b": run_b, "ignore": options.get("ignore"), "max_diffs": options.get("max_diffs"),
-        "align": options.get("align", "seq"), "run_metadata": options.get("run_metadata"),
-        "json_output": options.get("json_output", False), "detail": options.get("detail", False),
-    }
+    return args[0], {**shape["defaults"], **options, **positional}
 
 
-def _parse(args: list[str], known: dict[str, tuple[str, Any]],
+def _parse(args: list[str], known: dict[str, tuple[str, str, bool, Any]],
            interspersed: bool) -> tuple[dict[str, Any], list[str]] | None:
     """Options and positional words, as click would parse them; None at the first word this parser is unsure of."""
     options: dict[str, Any] = {}
@@ -235,17 +148,15 @@ def _parse(args: list[str], known: dict[str, tuple[str, Any]],
             continue
         if word not in known:
             return None
-        parameter, kind = known[word]
-        if kind in ("flag", "unflag"):
-            options[parameter] = kind == "flag"
+        parameter, kind, repeatable, detail = known[word]
+        if kind == "flag":
+            options[parameter] = detail
             index += 1
             continue
-        if index + 1 >= len(args):
-            return None
-        value = _value(args[index + 1], kind)
+        value = _value(args[index + 1], kind, detail) if index + 1 < len(args) else None
         if value is None:
             return None
-        if kind == "many":
+        if repeatable:
             options.setdefault(parameter, []).append(value)
         else:
             options[parameter] = value
@@ -253,13 +164,32 @@ def _parse(args: list[str], known: dict[str, tuple[str, Any]],
     return options, positional
 
 
-def _value(word: str, kind: Any) -> Any:
-    """An option's value as Typer would convert it; None when Typer should judge it."""
+def _value(word: str, kind: str, detail: Any) -> Any:
+    """An option's value as Typer would convert it; None when Typer should judge it (and for kind "decline")."""
     if not word or word.startswith("-"):
         return None
-    if isinstance(kind, tuple):
-        return word if word in kind else None
-    if kind in ("count", "positive"):
+    if kind == "choice":
+        return word if word in detail else None
+    if kind == "int":
+        low, high = detail
         number = int(word) if word.isascii() and word.isdigit() else None
-        return None if number is None or (kind == "positive" and number < 1) else number
-    return Path(word) if kind == "path" else word
+        if number is None or (low is not None and number < low) or (high is not None and number > high):
+            return None
+        return number
+    if kind == "path":
+        return Path(word)
+    return word if kind == "text" else None
+
+
+def _positional(words: list[str], arguments: tuple[tuple[str, int, bool], ...]) -> dict[str, Any] | None:
+    """The positional words as Typer assigns them to its arguments (one word each, the last may take the rest);
+    None for too few or too many words."""
+    values: dict[str, Any] = {}
+    for name, nargs, required in arguments:
+        taken, words = (words, []) if nargs == -1 else (words[:1], words[1:])
+        if not taken:
+            if required:
+                return None
+            continue
+        values[name] = list(taken) if nargs == -1 else taken[0]
+    return None if words else values

@@ -53,7 +53,7 @@ def command(
       wop fork last --edit 7 '$.response.choices[0].message.content="I cannot help with that."'
       wop fork last --edit 3 '$.result.status="lost"' --offline
     """
-    from openwop_cli.cli.replaying import finish, run, split_overrides
+    from openwop_cli.cli.replay_action import finish, run, split_overrides
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.controls import ReplayControls
 

@@ -76,7 +76,7 @@ def command(
       wop replay --repeat 5 support
       wop replay ./received-capture --trust   run the command it recorded, whoever made it
     """
-    from openwop_cli.cli.replaying import replay_captures
+    from openwop_cli.cli.replay_action import replay_captures
 
     replay_captures(captures, strict=strict, from_seq=from_seq, allow_tool=allow_tool, out=out, name=name, proxy=proxy,
                     junit=junit, repeat=repeat, jobs=jobs, shard=shard, json_output=json_output, verbose=verbose,

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 
-def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str | None, workflow: Path | None,
-            proxy: bool, ambient: bool | None, strict_transports: bool, json_output: bool,
+def capture(*, argv: list[str] | None, name: str | None, out: Path | None, redact: str | None, workflow: Path | None,
+            proxy: bool, ambient: str | None, strict_transports: bool, json_output: bool,
             record_output: bool = True) -> int:
-    """Run argv under capture (redact and ambient None: the [tool.wop] settings) and return wop's exit code."""
+    """Run argv under capture (redact and ambient, "on" or "off", None: the [tool.wop] settings) and return wop's
+    exit code."""
     from openwop_cli.config import load_settings, redaction_off_warning
     from openwop_cli.report.plain import print_warning
     from openwop_cli.host.launcher import run_captured
@@ -22,7 +23,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
     if warning is not None:
         print_warning(warning)
     outcome = run_captured(
-        argv,
+        list(argv or []),
         out=out,
         name=name,
         redact=redact if redact is not None else settings.redact,
@@ -30,7 +31,7 @@ def capture(*, argv: list[str], name: str | None, out: Path | None, redact: str 
         warn=lambda message: print_warning(message.removeprefix("wop: ")),
         store_root=captures_root(),
         proxy=proxy,
-        ambient=ambient if ambient is not None else settings.ambient,
+        ambient=ambient == "on" if ambient is not None else settings.ambient,
         record_output=record_output,
     )
     if not _kept(outcome):
