@@ -24,6 +24,7 @@ SENT_MARK = b"@"  # starts the line saying when a batch was sent (see the module
 FRAME_HEADER = 5  # the mark and the length
 BYTES_MARKER = b'"$bytes"'  # jsonable.BYTES_TAG as it appears in a line (jsonable loads orjson)
 MAX_SOCKET_PATH = 103  # bytes a unix socket's path may have everywhere (sun_path: 108 on Linux, 104 on macOS)
+_unpickler: Any = None  # frame_entries' Unpickler of builtin values, made on the first frame
 
 
 def tcp_address(address: str) -> tuple[str, int] | None:
