@@ -86,11 +86,33 @@ def pytest_configure(config):
     SUITE_TEMP.append(Path(tempfile.mkdtemp(prefix="wopt-", dir="/tmp" if os.path.isdir("/tmp") else None)))
 
 
+def written_by_tests(store: Path, before: list[tuple[str, int]], after: list[tuple[str, int]]) -> list[str]:
+    """The captures in store that changed between the two listings and that a test wrote: pytest sets
+    PYTEST_CURRENT_TEST in each test's process, so a capture a test (or a program it ran) recorded names it among the
+    environment variables of its run_start; one the user made meanwhile with `wop` in another shell does not."""
+    changed = sorted(set(after) - set(before))
+    captures = sorted({Path(*Path(path).parts[:2]) for path, _ in changed if Path(path).parts[:1] == ("captures",)
+                       and len(Path(path).parts) >= 2})
+    return [str(capture) for capture in captures if _recorded_under_pytest(store / capture)]
+
+
+def _recorded_under_pytest(capture: Path) -> bool:
+    try:
+        with open(capture / "events.jsonl", "rb") as events:
+            first = orjson.loads(events.readline() or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return "PYTEST_CURRENT_TEST" in ((first.get("data") or {}).get("env") or ())
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the run when any test wrote into (or deleted from) the user's real store, or left temporary files."""
-    if _listing(REAL_STORE) != REAL_STORE_AT_START:
+    """Fail the run when a test wrote into the user's real store (see written_by_tests), or left temporary files."""
+    after = _listing(REAL_STORE)
+    escaped = written_by_tests(REAL_STORE, REAL_STORE_AT_START, after) if after != REAL_STORE_AT_START else []
+    if escaped:
         session.exitstatus = 1
-        print(f"\nFAILED: the test run changed the user's real wop store {REAL_STORE}: a test escaped its WOP_HOME")
+        print(f"\nFAILED: a test escaped its WOP_HOME and recorded into the user's real wop store {REAL_STORE}: "
+              f"{', '.join(escaped[:5])}")
     left = sorted(str(path) for path in SUITE_TEMP[0].rglob("*"))
     shutil.rmtree(SUITE_TEMP[0], ignore_errors=True)
     if left:
