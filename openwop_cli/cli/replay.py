@@ -52,7 +52,8 @@ def command(
     program's stdout and stderr (after normalizing times, durations, addresses, pids and temporary
     paths; --exact-output compares them as they are). Several captures (or a directory of
     them) replay side by side (--jobs) with a progress bar, the report of each one that diverged and
-    a summary table; --json lists every capture run with its name, id, path and verdict. Each replay
+    a summary table (at a terminal fitted to its width, a long path shortened in the middle; to a pipe
+    one whole line a capture); --json lists every capture run with its name, id, path and verdict. Each replay
     is saved as a new capture linked to its source. Under GitHub Actions divergences are also printed
     as ::error annotations. Exits 0 when everything replays exactly, 1 on any divergence, 2 on bad
     input, 3 when a capture is corrupt or incomplete.

@@ -4,14 +4,16 @@ and the GitHub Actions annotations."""
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from openwop_cli.report.console import clean, status_style
+from openwop_cli.report.console import clean, clean_inline, status_style
+from openwop_cli.report.fitted import Layout, Row, print_fitted, shortened_path
 from openwop_cli.report.verdict import render_replay, replay_json
 from openwop_cli.trust import shown_command
 
 _VERDICT_STYLES = {"ok": "ok", "diverged": "error", "skipped": "warning", "error": "error"}
+LAYOUT = Layout(headers=("capture", "result", "score", "divergences", "first at", "id", "path"),
+                shorten=shortened_path, right=frozenset({2, 3}), moved=2, under=0, indent=2, wrapped=0)
 
 
 def render_batch(console: Console, entries: list[Any]) -> None:
@@ -19,26 +21,30 @@ def render_batch(console: Console, entries: list[Any]) -> None:
     for entry in entries:
         if entry.verdict == "diverged":
             render_replay(console, entry.outcome)
-    table = Table(title=f"wop replay: {len(entries)} captures", show_edge=False, pad_edge=False)
-    for column in ("capture", "id", "path", "result", "score", "divergences", "first at"):
-        table.add_column(column, overflow="fold")
-    for entry in entries:
-        verdict = Text(entry.verdict, status_style(_VERDICT_STYLES[entry.verdict]))
-        cells = [clean(entry.name), clean(entry.capture_id), clean(entry.source), verdict]
-        if entry.verdict == "skipped":
-            table.add_row(*cells, "", "", clean(f"not trusted: {shown_command(entry.error.command)}"))
-            continue
-        if entry.error is not None:
-            table.add_row(*cells, "", "", clean(entry.error.message))
-            continue
-        first = entry.outcome.score.get("firstDivergenceSeq")
-        table.add_row(*cells, f"{entry.outcome.score.get('score', 1.0):.2f}", str(len(entry.outcome.divergences)),
-                      "" if first is None else f"seq {first}")
-    console.print(table)
+    console.print(f"wop replay: {len(entries)} captures", style="table.title", soft_wrap=True)
+    print_fitted(console, LAYOUT, [_summary_row(entry, console.is_terminal) for entry in entries],
+                 console.width if console.is_terminal else None)
     counts = {verdict: sum(entry.verdict == verdict for entry in entries) for verdict in _VERDICT_STYLES}
     console.print(Text(", ").join(Text(f"{count} {verdict}", status_style(_VERDICT_STYLES[verdict]))
                                   for verdict, count in counts.items() if count))
     _render_skipped(console, [entry for entry in entries if entry.verdict == "skipped"])
+
+
+def _summary_row(entry: Any, at_terminal: bool) -> Row:
+    """A capture's line of the summary: name, verdict, score, divergences, first at, id (12 characters at a
+    terminal), path; the error of one that could not run on a line of its own."""
+    verdict = Text(entry.verdict, status_style(_VERDICT_STYLES[entry.verdict]))
+    capture_id = clean_inline(entry.capture_id or "")
+    score = divergences = first_at = ""
+    if entry.error is None:
+        first = entry.outcome.score.get("firstDivergenceSeq")
+        score, divergences = f"{entry.outcome.score.get('score', 1.0):.2f}", str(len(entry.outcome.divergences))
+        first_at = "" if first is None else f"seq {first}"
+    note = None if entry.error is None or entry.verdict == "skipped" else Text(clean_inline(entry.error.message),
+                                                                                "error")
+    return Row(cells=(Text(clean_inline(entry.name)), verdict, Text(score), Text(divergences), Text(first_at),
+                      Text(capture_id[:12] if at_terminal else capture_id)),
+               last=clean_inline(entry.source), note=note)
 
 
 def _render_skipped(console: Console, skipped: list[Any]) -> None:
