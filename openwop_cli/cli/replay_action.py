@@ -240,7 +240,7 @@ class _progress:
         if self._bar is not None:
             from rich.markup import escape
 
-            from openwop_cli.report.console import clean
+            from openwop_cli.report.escape import clean
 
             self._bar.update(self._task, advance=1, description=escape(f"replayed {clean(entry.name)}"))
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.theme import Theme
 
-from openwop_cli.report.escape import clean, clean_inline
+from openwop_cli.report.escape import clean
 
 THEME = Theme(
     {

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from openwop_cli.report.console import clean
+from openwop_cli.report.escape import clean
 from openwop_cli.report.verdict import side_by_side
 from openwop_cli.report.summary import summarize
 from openwop_cli.report.tree import json_tree

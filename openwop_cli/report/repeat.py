@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.replay.nondeterminism import site_text
-from openwop_cli.report.console import clean
+from openwop_cli.report.escape import clean
 from openwop_cli.report.verdict import render_replay, replay_json, trimmed
 
 MAX_PANELS = 20

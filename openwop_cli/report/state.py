@@ -5,7 +5,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.console import clean
+from openwop_cli.report.escape import clean
 from openwop_cli.report.tree import json_tree
 
 

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, Iterator
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.console import clean, clean_inline, status_style, type_style
+from openwop_cli.report.escape import clean, clean_inline
+from openwop_cli.report.console import status_style, type_style
 from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9

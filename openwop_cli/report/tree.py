@@ -7,7 +7,7 @@ from rich.tree import Tree
 
 import orjson
 
-from openwop_cli.report.console import clean
+from openwop_cli.report.escape import clean
 
 
 def json_tree(value: Any, label: str = "event") -> Tree:

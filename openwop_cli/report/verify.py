@@ -4,7 +4,7 @@ from rich.console import Console
 from rich.text import Text
 
 from openwop_cli.format.verify import VerifyReport
-from openwop_cli.report.console import clean
+from openwop_cli.report.escape import clean
 
 MAX_LISTED = 20
 
