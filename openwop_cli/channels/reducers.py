@@ -188,7 +188,8 @@ class ChannelStore:
         if wrapped:
             self._prune(name, entries, ts - ttl)
         if reducer == "message":
-            seen = self._message_ids.setdefault(name, {m.get("messageId") for m in entries if isinstance(m, dict)})
+            seen = self._message_ids.setdefault(name, {m["messageId"] for m in entries
+                                                       if isinstance(m, dict) and isinstance(m.get("messageId"), str)})
             if value["messageId"] in seen:
                 return
             seen.add(value["messageId"])
