@@ -244,8 +244,11 @@ def schema_validator() -> Any:
         import jsonschema
     except ImportError:
         return False
+    unresolvable: type[Exception]
     try:
-        from referencing.exceptions import Unresolvable as unresolvable
+        from referencing.exceptions import Unresolvable
+
+        unresolvable = Unresolvable
     except ImportError:  # jsonschema before 4.18 resolves $refs itself
         unresolvable = jsonschema.RefResolutionError
     schema_errors: dict[int, tuple[dict[str, Any], str | None]] = {}  # by id, the schema kept so its id stays its own

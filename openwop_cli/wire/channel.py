@@ -119,7 +119,7 @@ def _exactly(kind: type) -> Callable[[Any], Any]:
     return taken
 
 
-_PLAIN = {str: str.__str__, bytes: bytes.__bytes__, int: int.__int__, float: float.__float__}
+_PLAIN: dict[type, Callable[[Any], Any]] = {str: str.__str__, bytes: bytes.__bytes__, int: int.__int__, float: float.__float__}
 _EXACT = {kind.__name__: _exactly(kind) for kind in _PLAIN}
 
 
