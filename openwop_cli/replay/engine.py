@@ -87,8 +87,8 @@ class ReplayEngine:
         self.stopped: Divergence | None = None
         count = source.unit_count()
         self._consumed = bytearray(count)
-        self._by_key: dict[int, list[int]] = {}
-        self._key_start: dict[int, int] = {}
+        self._by_key: dict[int | tuple[int, str], list[int]] = {}  # by content key, and by (key, pool task)
+        self._key_start: dict[int | tuple[int, str], int] = {}
         self._by_kind: dict[Any, list[int]] = {}
         self._kind_start: dict[Any, int] = {}
         self._origin_units: dict[int, list[int]] = {}
