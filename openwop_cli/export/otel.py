@@ -55,7 +55,7 @@ def endpoint_url(given: str | None, environ: dict[str, str]) -> str:
     if given:
         parts = urlsplit(given)
         try:
-            parts.port
+            parts.port  # noqa: B018 (reading the port raises ValueError when it is not a number)
         except ValueError:
             parts = parts._replace(scheme="")
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -118,7 +118,7 @@ class CaptureReader:
                         self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
                                       lineno + len(lines) + 1, expected_seq + len(lines))
                         return
-                    for lineno, line in enumerate(lines, lineno + 1):
+                    for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
                         event = fast(line, cleared) if fast is not None and lineno not in long_numbers else None
                         if event is None:
                             try:
