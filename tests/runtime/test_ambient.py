@@ -269,6 +269,7 @@ def test_a_thread_pools_tasks_are_served_their_values_whichever_thread_runs_them
         done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
         assert done.returncode == 0, done.stderr
         assert report["liveValues"] == []
+        assert program_output(done.stderr) == captured
 
 
 
