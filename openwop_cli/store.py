@@ -77,7 +77,7 @@ def resolve_capture(reference: str, root: Path | None = None) -> Path:
     if len(by_prefix) > 1:
         ids = ", ".join(entry.capture_id for entry in by_prefix[:6])
         raise AmbiguousReference(f"'{reference}' matches {len(by_prefix)} captures ({ids}): type more of the id")
-    named = [entry for entry in stored if entry.manifest.get("name") == reference]
+    named = [entry for entry in stored if entry.manifest is not None and entry.manifest.get("name") == reference]
     if named:
         return named[-1].path
     raise CaptureNotFound(f"no capture matches '{reference}' (not a path, id, prefix or name in {root}); see `wop ls`")

@@ -100,7 +100,7 @@ def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str
     capture_id = new_id()
     target = out if out is not None else store_root / capture_id
     sink = CaptureSink(target, redactor=Redactor.from_environment(redact))
-    program = {"argv": argv, "cwd": os.getcwd()}
+    program: dict[str, Any] = {"argv": argv, "cwd": os.getcwd()}
     sink.start({"captureId": capture_id, "name": name or Path(path).stem, "program": program,
                 "imported": {"from": "vcr", "path": str(path), "sha256": hashlib.sha256(raw).hexdigest(),
                              "interactions": len(interactions)}})
