@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from openwop_cli.format.credentials import CREDENTIAL_HEADERS, CREDENTIAL_QUERY_NAMES, REDACTED
+from openwop_cli.format.credentials import CREDENTIAL_QUERY_NAMES, REDACTED
 
 PROFILES = ("none", "default", "strict")
 DEFAULT_PROFILE = "default"

@@ -11,7 +11,7 @@ import random as _random
 import sys
 import time as _time
 import uuid as _uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any, Awaitable, Callable, TypeVar
 
 
@@ -320,7 +320,7 @@ def _record_value(session: Session, source: str, key: str, value: T, encode: Cal
 def now(key: str = "now") -> datetime:
     """The current UTC time as an aware datetime, recorded (replays get the recorded time)."""
     session = current()
-    value = datetime.now(timezone.utc)
+    value = datetime.now(UTC)
     return value if session is None else _record_value(session, "clock", key, value, datetime.isoformat,
                                                        datetime.fromisoformat)
 
