@@ -11,7 +11,7 @@ import argparse
 import random
 import sys
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

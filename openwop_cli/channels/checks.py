@@ -9,7 +9,8 @@ so the runtime can use it inside the recorded program.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
 MAX_TTL_MS = 365 * 24 * 60 * 60 * 1000

@@ -11,7 +11,8 @@ options it knows are cli.fast_options, generated from the Typer declarations (sc
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.cli.fast_options import COMMANDS, DECLINE_IF_SET
 

@@ -29,7 +29,8 @@ from collections import deque
 from dataclasses import dataclass
 from functools import partial
 from itertools import zip_longest
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from orjson import dumps
 

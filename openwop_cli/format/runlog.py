@@ -11,7 +11,8 @@ profile, and the values of this machine's secret environment variables) as it is
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import orjson
 

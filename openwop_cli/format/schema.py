@@ -21,7 +21,8 @@ import functools
 import operator
 import re
 from operator import itemgetter
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
+from collections.abc import Callable
 
 import orjson
 

@@ -13,7 +13,8 @@ changed since as a bad signature.
 import os
 import stat
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 from openwop_cli.errors import SigningKeyError
 

@@ -27,7 +27,8 @@ import time
 import zlib
 from array import array
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 

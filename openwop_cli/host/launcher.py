@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
 
 import openwop_cli
 from openwop_cli.errors import UsageError

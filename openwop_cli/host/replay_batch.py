@@ -10,7 +10,8 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.errors import CaptureError, NotACapture, UntrustedCommand, UsageError, WopError
 from openwop_cli.format.manifest import read_manifest

@@ -13,7 +13,8 @@ site that made the request and a guess of what the value is.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.reader import CaptureReader

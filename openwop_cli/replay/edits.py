@@ -8,7 +8,8 @@ is a usage error naming the valid seqs or paths, never a silent no-op.
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import orjson
 

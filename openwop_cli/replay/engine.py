@@ -14,7 +14,8 @@ before `from_seq` and lets everything else run live.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.replay.divergence import (
     EVENT_PAYLOAD_MISMATCH,

@@ -8,7 +8,8 @@ rest is equal.
 """
 
 import re
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import orjson
 

@@ -20,7 +20,8 @@ import mmap
 from urllib.parse import urlsplit
 from array import array
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import orjson
 

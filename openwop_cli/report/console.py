@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.text import Text

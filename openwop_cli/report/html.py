@@ -13,7 +13,8 @@ a capture made before a secret format was known shows none of it. `report.html#s
 import base64
 import html
 import zlib
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 import orjson
 

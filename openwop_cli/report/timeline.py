@@ -5,7 +5,8 @@ capture starts printing at once.
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.text import Text

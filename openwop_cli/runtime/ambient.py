@@ -30,7 +30,8 @@ import os
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.runtime.callsite import caller_site
 from openwop_cli.runtime.imports import when_imported

@@ -19,7 +19,8 @@ result (`errorRebuilt: false`, `errorNote`), and the replay report lists it.
 import functools
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.credentials import REDACTED

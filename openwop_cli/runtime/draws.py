@@ -15,7 +15,8 @@ from the OS is given a recorded seed instead, so every draw from it replays.
 import os
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import caller_site

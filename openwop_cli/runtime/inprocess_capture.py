@@ -8,7 +8,8 @@ import os
 import sys
 import time as _time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 
 from openwop_cli.runtime.session import (

@@ -39,7 +39,8 @@ import itertools
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from openwop_cli.format.events import moves_between_processes
 from openwop_cli.runtime import ambient

@@ -12,7 +12,8 @@ import sys
 import time as _time
 import uuid as _uuid
 from datetime import datetime, UTC
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
 
 
 from openwop_cli.format.canonical import content_hash

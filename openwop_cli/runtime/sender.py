@@ -15,7 +15,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.heldsignals import with_handlers_held
 from openwop_cli.runtime.processname import identity

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.wire.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID

@@ -14,7 +14,8 @@ import asyncio
 import collections
 import inspect
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,

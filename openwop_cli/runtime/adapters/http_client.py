@@ -9,7 +9,8 @@ as it is and recorded as the program reads it.
 """
 
 import http.client
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openwop_cli.runtime.adapters.exchange import (
     FRAMING_HEADERS,
