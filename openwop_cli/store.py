@@ -8,16 +8,16 @@ and are addressed by path.
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
-from collections.abc import Callable
 
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 from openwop_cli.format.writerlock import LOCK_NAME, being_written
-from openwop_cli.home import captures_root
 from openwop_cli.heldsignals import imported_held
+from openwop_cli.home import captures_root
 
 LAST = "last"
 

@@ -13,11 +13,10 @@ or the bare value (entries are then stamped with the event's ts). The fold strea
 state, never the events.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable
 
-from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.channels.checks import (
     Refusal,
     checks_writes,
@@ -35,6 +34,7 @@ from openwop_cli.channels.reducers import (
     is_entry,
     legacy_reducer,
 )
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 
 __all__ = ["CHANNELS", "CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "VARIABLES", "Finding", "StateFold", "fold_events",
            "writer_allowed"]

@@ -10,9 +10,9 @@ options it knows are cli.fast_options, generated from the Typer declarations (sc
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from openwop_cli.cli.fast_options import COMMANDS, DECLINE_IF_SET
 

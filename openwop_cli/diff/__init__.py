@@ -26,18 +26,18 @@ state is the one TwinFolds gives.
 """
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import zip_longest
 from typing import Any
-from collections.abc import Iterable, Iterator
 
 from orjson import dumps
 
-from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.diff.forked import ChildLost, ForkedRead, can_fork
-from openwop_cli.replay.divergence import differences, json_path
 from openwop_cli.channels.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
+from openwop_cli.diff.forked import ChildLost, ForkedRead, can_fork
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.replay.divergence import differences, json_path
 
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",

@@ -18,8 +18,8 @@ import pickle
 import signal
 import threading
 import weakref
-from typing import Any, BinaryIO
 from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher

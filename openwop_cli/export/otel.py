@@ -216,8 +216,8 @@ def _call_span(tracer: Any, sdk: Any, row: Any, parent: Any) -> Any:
 
 
 def _llm(data: dict[str, Any], result: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    from openwop_cli.report.summary import response_text
     from openwop_cli.format.cachekey import recipe_input
+    from openwop_cli.report.summary import response_text
 
     provider, model = str(data.get("provider") or "unknown"), str(data.get("model") or "")
     request = data.get("request") if isinstance(data.get("request"), dict) else {}

@@ -10,8 +10,8 @@ keeps"), so no key covers a secret the event does not show.
 """
 
 import hashlib
-from typing import Any
 from collections.abc import Mapping
+from typing import Any
 
 from openwop_cli.format.canonical import NotJCS, jcs_bytes
 from openwop_cli.format.events import revived_big_ints

@@ -11,10 +11,10 @@ line (anyone can recompute it), so every line is checked whatever the hash says.
 
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
-from collections.abc import Iterator
 
 import orjson
 

@@ -35,8 +35,8 @@ import hashlib
 import math
 import os
 import re
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 

@@ -20,9 +20,9 @@ the sink can write is exactly what a reader accepts, no recursion over it meets 
 import functools
 import operator
 import re
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, TypedDict
-from collections.abc import Callable
 
 import orjson
 

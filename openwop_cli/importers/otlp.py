@@ -17,7 +17,7 @@ import binascii
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 

@@ -16,10 +16,10 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import orjson
 
@@ -89,8 +89,8 @@ class Imported:
 def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str | None, argv: list[str],
                     redact: str) -> Imported:
     """Write the cassette at path as a new capture (in out, else in the store)."""
-    from openwop_cli.format.redact import Redactor
     from openwop_cli.format.events import new_id
+    from openwop_cli.format.redact import Redactor
     from openwop_cli.format.sink import CaptureSink
     from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
     from openwop_cli.runtime.program import run_end_data, run_start_data

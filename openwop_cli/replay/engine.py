@@ -13,10 +13,13 @@ it); lenient records every divergence and serves the closest recorded unit so th
 before `from_seq` and lets everything else run live.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
+from openwop_cli.channels.reducers import legacy_reducer, unwrapped
+from openwop_cli.format.events import moves_between_processes
+from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
 from openwop_cli.replay.divergence import (
     EVENT_PAYLOAD_MISMATCH,
     EVENT_TYPE_MISMATCH,
@@ -31,14 +34,11 @@ from openwop_cli.replay.divergence import (
     reader_of,
     refusal_nature,
 )
-from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
+from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.wire.jsonable import json_form
-from openwop_cli.format.events import moves_between_processes
-from openwop_cli.replay.errors import ReplayDivergenceError
-from openwop_cli.channels.reducers import legacy_reducer, unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",

@@ -8,8 +8,8 @@ rest is equal.
 """
 
 import re
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 import orjson
 

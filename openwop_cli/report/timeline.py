@@ -4,9 +4,9 @@ capture starts printing at once.
 """
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.text import Text

@@ -11,14 +11,12 @@ import random as _random
 import sys
 import time as _time
 import uuid as _uuid
-from datetime import datetime, UTC
-from typing import Any, TypeVar
 from collections.abc import Awaitable, Callable
-
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.runtime import outputmarks
-from openwop_cli.wire.jsonable import json_form, revive, to_json, type_name
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
@@ -28,6 +26,7 @@ from openwop_cli.runtime.session import (
     enter_boundary,
     exit_boundary,
 )
+from openwop_cli.wire.jsonable import json_form, revive, to_json, type_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")

@@ -4,7 +4,7 @@ import os
 import sys
 import threading
 import time as _time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from openwop_cli.runtime.session import Session, current

@@ -15,8 +15,8 @@ the same millisecond.
 
 import os
 import sys
-from typing import Any
 from collections.abc import Callable, Iterator
+from typing import Any
 
 ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go

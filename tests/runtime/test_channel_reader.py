@@ -5,7 +5,6 @@ from hypothesis import strategies as st
 
 from openwop_cli.wire.channel import FRAME_MARK, take_messages
 
-
 _LINE = st.binary(max_size=40).map(lambda raw: raw.replace(b"\x00", b"").replace(b"\n", b"").replace(b"\r", b""))
 _MESSAGE = st.one_of(st.tuples(st.just(False), _LINE), st.tuples(st.just(True), st.binary(max_size=300)))
 

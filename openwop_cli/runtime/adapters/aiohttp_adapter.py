@@ -13,9 +13,9 @@ holding the recorded bytes.
 import asyncio
 import collections
 import inspect
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
-from collections.abc import Callable
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,
