@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.console import status_style, type_style
+from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9
