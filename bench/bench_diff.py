@@ -29,7 +29,6 @@ from common import median_spread, realistic_data, user_environment  # noqa: E402
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
 
-
 KINDS = ("plain", "state-late", "state-early")
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import orjson
 
+from openwop_cli.channels.fold import fold_events
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.channels.fold import fold_events
 
 
 def write_capture(path: Path, count: int) -> None:

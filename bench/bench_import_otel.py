@@ -9,7 +9,6 @@ Run: python bench/bench_import_otel.py [ROUNDS]
 """
 
 import os
-import resource
 import shutil
 import statistics
 import subprocess

@@ -6,7 +6,6 @@ capture). Baseline measured in the same run: a bare read of the capture (orjson-
 Medians of RUNS runs with their spread. Run: python bench/bench_report.py [EVENTS] [RUNS]
 """
 
-import resource
 import shutil
 import subprocess
 import sys

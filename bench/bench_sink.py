@@ -16,7 +16,6 @@ from common import CAPTURE_ID, per_item_us, realistic_data  # noqa: E402
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
 
-
 ROUNDS = 5
 
 

@@ -24,7 +24,7 @@ def per_call_us(function, calls: int) -> float:
     best = float("inf")
     for _ in range(5):
         start = time.perf_counter()
-        for index in range(calls):
+        for _ in range(calls):
             function("A-1001")
         best = min(best, (time.perf_counter() - start) / calls * 1e6)
     return best

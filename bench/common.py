@@ -3,7 +3,7 @@
 import hashlib
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 CAPTURE_ID = "f1a2b3c4d5e6f7a8"
 

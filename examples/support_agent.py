@@ -10,8 +10,8 @@ choice, state writes and an LLM call (to a local fake model, so it runs offline)
 import argparse
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -13,7 +13,8 @@ program died of "ValueError: 54 is not a valid Signals" (a 0.2 ms timer, a repla
 
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def with_handlers_held(work: Callable[[], Any]) -> Any:

@@ -8,15 +8,16 @@ and are addressed by path.
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 from openwop_cli.format.writerlock import LOCK_NAME, being_written
-from openwop_cli.home import captures_root
 from openwop_cli.heldsignals import imported_held
+from openwop_cli.home import captures_root
 
 LAST = "last"
 
@@ -77,7 +78,7 @@ def resolve_capture(reference: str, root: Path | None = None) -> Path:
     if len(by_prefix) > 1:
         ids = ", ".join(entry.capture_id for entry in by_prefix[:6])
         raise AmbiguousReference(f"'{reference}' matches {len(by_prefix)} captures ({ids}): type more of the id")
-    named = [entry for entry in stored if entry.manifest.get("name") == reference]
+    named = [entry for entry in stored if entry.manifest is not None and entry.manifest.get("name") == reference]
     if named:
         return named[-1].path
     raise CaptureNotFound(f"no capture matches '{reference}' (not a path, id, prefix or name in {root}); see `wop ls`")

@@ -309,8 +309,8 @@ def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_
     """Whatever two runs share and wherever they part (a changed write, a write at another time on a TTL channel,
     a changed declaration, a shorter run), and whatever they go on writing alike after, the diff's state is what
     folding each run on its own gives."""
-    from openwop_cli.diff import state_diff
     from openwop_cli.channels.fold import fold_events
+    from openwop_cli.diff import state_diff
 
     other = list(writes)
     for index in data.draw(st.lists(st.integers(0, max(len(other) - 1, 0)), max_size=3)):
@@ -329,8 +329,8 @@ def test_folding_a_shared_prefix_once_gives_the_same_state_diff_as_folding_both_
 def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_share():
     """After the runs part (x), both declare `cost` alike and write it alike (shared), then apart: the state diff
     shows `cost` as each run folds it on its own, its declared default included."""
-    from openwop_cli.diff import state_diff
     from openwop_cli.channels.fold import fold_events
+    from openwop_cli.diff import state_diff
 
     def run(x: int, last: int) -> list[dict]:
         return stamped([{"kind": "variable", "key": "x", "value": x},
@@ -479,8 +479,8 @@ def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(event
     other times on TTL channels, another pinned workflow): the diff's stateDiff, by seq or by content, is byte for byte
     the state diff of each run folded alone (`wop state` of each), and it finds a divergence exactly when the runs'
     events are not the same JSON."""
-    from openwop_cli.diff import state_diff
     from openwop_cli.channels.fold import fold_events
+    from openwop_cli.diff import state_diff
 
     events_b = list(events_a)
     for index in data.draw(st.lists(st.integers(0, 15), max_size=3)):

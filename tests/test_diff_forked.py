@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from openwop_cli.diff import diff_runs
 from openwop_cli.diff.forked import MIN_BYTES, can_fork
 from openwop_cli.format.reader import CaptureReader
-from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.format.redact import Redactor
+from openwop_cli.format.schema import dumps_wrapping
 from openwop_cli.format.sink import CaptureSink
 from tests.conftest import run_wop, under_a_limit
 from tests.test_diff import ANY_EVENT

@@ -119,8 +119,8 @@ def test_new_mode_keeps_what_was_recorded_and_adds_the_new_calls(project, monkey
 
 
 def test_wop_replay_points_plugin_captures_back_to_pytest(project, monkeypatch):
-    import sys
     import subprocess
+    import sys
 
     write_test(project, "Be brief.")
     with FakeProvider() as provider:

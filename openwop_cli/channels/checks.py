@@ -8,8 +8,9 @@ a legacy variable write to a declared channel, and a declaration with `ttlMs` ou
 so the runtime can use it inside the recorded program.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 CROSS_ENGINE_FORBIDDEN = frozenset({"replace", "merge"})
 MAX_TTL_MS = 365 * 24 * 60 * 60 * 1000

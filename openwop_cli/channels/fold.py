@@ -13,10 +13,10 @@ or the bare value (entries are then stamped with the event's ts). The fold strea
 state, never the events.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 from openwop_cli.channels.checks import (
     Refusal,
     checks_writes,
@@ -34,6 +34,7 @@ from openwop_cli.channels.reducers import (
     is_entry,
     legacy_reducer,
 )
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
 
 __all__ = ["CHANNELS", "CHANNEL_WRITTEN", "TERMINAL_RUN_EVENTS", "VARIABLES", "Finding", "StateFold", "fold_events",
            "writer_allowed"]
@@ -244,8 +245,11 @@ def schema_validator() -> Any:
         import jsonschema
     except ImportError:
         return False
+    unresolvable: type[Exception]
     try:
-        from referencing.exceptions import Unresolvable as unresolvable
+        from referencing.exceptions import Unresolvable
+
+        unresolvable = Unresolvable
     except ImportError:  # jsonschema before 4.18 resolves $refs itself
         unresolvable = jsonschema.RefResolutionError
     schema_errors: dict[int, tuple[dict[str, Any], str | None]] = {}  # by id, the schema kept so its id stays its own

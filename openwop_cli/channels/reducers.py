@@ -122,13 +122,15 @@ class ChannelStore:
             _check_size(name, merged, declaration)
             self._values[name] = merged
         elif reducer == "counter":
-            base = _number(current)
-            total = (0 if base is None else base) + _number(value)
+            base, increment = _number(current), _number(value)
+            assert increment is not None  # validate refused anything else
+            total = (0 if base is None else base) + increment
             if self.recorded and type(total) is int and not SMALLEST_INT <= total <= LARGEST_INT:
                 from openwop_cli.wire.jsonable import tag_big_int
 
-                total = tag_big_int(total)
-            self._values[name] = total
+                self._values[name] = tag_big_int(total)
+            else:
+                self._values[name] = total
         else:
             _check_size(name, value, declaration)
             self._values[name] = value
@@ -188,7 +190,8 @@ class ChannelStore:
         if wrapped:
             self._prune(name, entries, ts - ttl)
         if reducer == "message":
-            seen = self._message_ids.setdefault(name, {m.get("messageId") for m in entries if isinstance(m, dict)})
+            seen = self._message_ids.setdefault(name, {m["messageId"] for m in entries
+                                                       if isinstance(m, dict) and isinstance(m.get("messageId"), str)})
             if value["messageId"] in seen:
                 return
             seen.add(value["messageId"])

@@ -3,7 +3,22 @@
 import typer
 
 from openwop_cli._version import __version__
-from openwop_cli.cli import cache_key, capture, diff, export, fork, gc, importing, ls, replay, report, rm, show, state, verify
+from openwop_cli.cli import (
+    cache_key,
+    capture,
+    diff,
+    export,
+    fork,
+    gc,
+    importing,
+    ls,
+    replay,
+    report,
+    rm,
+    show,
+    state,
+    verify,
+)
 from openwop_cli.cli.help import WopCommand
 
 app = typer.Typer(

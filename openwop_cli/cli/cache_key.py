@@ -47,7 +47,6 @@ def command(
 
 def _read_source(source: str) -> bytes:
     from openwop_cli.errors import UsageError
-
     from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
 
     if source == "-":

@@ -14,9 +14,9 @@ def capture(*, argv: list[str] | None, name: str | None, out: Path | None, redac
     """Run argv under capture (redact and ambient, "on" or "off", None: the [tool.wop] settings) and return wop's
     exit code."""
     from openwop_cli.config import load_settings, redaction_off_warning
-    from openwop_cli.report.plain import print_warning
-    from openwop_cli.host.launcher import run_captured
     from openwop_cli.home import captures_root
+    from openwop_cli.host.launcher import run_captured
+    from openwop_cli.report.plain import print_warning
 
     settings = load_settings()
     warning = redaction_off_warning(settings) if redact is None else None

@@ -10,8 +10,9 @@ options it knows are cli.fast_options, generated from the Typer declarations (sc
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from openwop_cli.cli.fast_options import COMMANDS, DECLINE_IF_SET
 

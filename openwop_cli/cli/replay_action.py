@@ -20,8 +20,8 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
 def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options: Any) -> Any:
     """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
     from openwop_cli.home import captures_root
-    from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.host.replay_launch import launched_early
+    from openwop_cli.replay.controls import ReplayControls
     from openwop_cli.report.plain import print_warning
 
     json_output = options.pop("json_output")
@@ -138,10 +138,10 @@ def _repeat(references: list[str], argv: list[str], times: int, policy: str, all
             out: Path | None, name: str | None, json_output: bool, proxy: bool, trust: bool) -> None:
     """`--repeat N`: N replays of one capture compared with each other; exit 1 on any difference or divergence."""
     from openwop_cli.errors import UsageError
-    from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.host.replay_repeat import run_repeated
-    from openwop_cli.report.plain import print_warning
     from openwop_cli.home import captures_root
+    from openwop_cli.host.replay_repeat import run_repeated
+    from openwop_cli.replay.controls import ReplayControls
+    from openwop_cli.report.plain import print_warning
     from openwop_cli.store import find_captures
 
     sources = find_captures(references, print_warning)

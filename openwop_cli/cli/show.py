@@ -1,7 +1,8 @@
 """`wop show`: a capture's timeline, or one event as a JSON tree."""
 
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import typer
 

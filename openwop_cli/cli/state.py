@@ -29,9 +29,9 @@ def command(
       wop state ./captures/run1 --declarations workflow.json --json
       wop state host-run.jsonl --declarations workflow.json
     """
+    from openwop_cli.channels.fold import fold_events
     from openwop_cli.cli.sources import open_run
     from openwop_cli.runtime.program import pinned_channels
-    from openwop_cli.channels.fold import fold_events
 
     reader = open_run(capture, resolve_blobs=True)
     count = reader.manifest.get("eventCount")

@@ -26,17 +26,18 @@ state is the one TwinFolds gives.
 """
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import zip_longest
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from orjson import dumps
 
-from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
-from openwop_cli.diff.forked import ChildLost, ForkedRead, can_fork
-from openwop_cli.replay.divergence import differences, json_path
 from openwop_cli.channels.fold import CHANNEL_WRITTEN, CHANNELS, TERMINAL_RUN_EVENTS, VARIABLES, StateFold
+from openwop_cli.diff.forked import ChildLost, ForkedRead, can_fork
+from openwop_cli.format.events import RUN_END, RUN_START, STATE_MUTATION
+from openwop_cli.replay.divergence import differences, json_path
 
 RFC_EXCLUDED_KEYS = frozenset({
     "eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers",
@@ -98,6 +99,7 @@ def diff_runs(
         found = _listed(_by_seq(events_a, events_b, folds, ignored, excluded), folds, max_diffs, ignored, excluded)
     diffs, diverged_at, counts = found
     fold_a, fold_b = folds.a, folds.b
+    assert fold_b is not None  # B's fold is there once _listed has finished the folds
     final_a, final_b = status_a or fold_a.status, status_b or fold_b.status
     return {
         "a": a,
@@ -244,13 +246,13 @@ def _without(value: Any, path: list[Any]) -> Any:
         indexes = range(len(value)) if head == "*" else [head] if isinstance(head, int) and -len(value) <= head < len(value) else []
         if not indexes:
             return value
-        copy = list(value)
+        items = list(value)
         for index in sorted(indexes, reverse=True):
             if rest:
-                copy[index] = _without(copy[index], rest)
+                items[index] = _without(items[index], rest)
             else:
-                del copy[index]
-        return copy
+                del items[index]
+        return items
     return value
 
 
@@ -410,14 +412,15 @@ def _by_seq(events_a: Iterable[dict[str, Any]], events_b: Iterable[dict[str, Any
     """(seq, op, aEvent, bEvent) for every seq whose events differ; equal events cost one comparison of their compact
     JSON."""
     for left, right in _aligned_by_seq(events_a, events_b):
-        sameness = _sameness(left, right)
-        if sameness is not None:
-            if left["type"] in FOLDED_TYPES:
-                if sameness:
-                    folds.same(left, right)
-                else:  # one JCS value written two ways (1, 1.0): each run's state keeps its own
-                    folds.apart(left, right)
-            continue
+        if left is not None and right is not None:
+            sameness = _sameness(left, right)
+            if sameness is not None:
+                if left["type"] in FOLDED_TYPES:
+                    if sameness:
+                        folds.same(left, right)
+                    else:  # one JCS value written two ways (1, 1.0): each run's state keeps its own
+                        folds.apart(left, right)
+                continue
         folded_left = left if left is not None and left["type"] in FOLDED_TYPES else None
         folded_right = right if right is not None and right["type"] in FOLDED_TYPES else None
         if folded_left is not None or folded_right is not None:
@@ -446,10 +449,10 @@ def _by_forked_seq(events_a: Iterable[dict[str, Any]], folds: ForkedFolds, ignor
             yield difference
 
 
-def _sameness(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool | None:
+def _sameness(left: dict[str, Any], right: dict[str, Any]) -> bool | None:
     """Two runs' events at one seq: True when their type and data are the same bytes, False when they are only the
     same JCS value (1 and 1.0), None when they differ."""
-    if left is None or right is None or left["type"] != right["type"]:
+    if left["type"] != right["type"]:
         return None
     try:
         if dumps(left["data"]) == dumps(right["data"]):
@@ -470,6 +473,7 @@ def _difference(left: dict[str, Any] | None, right: dict[str, Any] | None, ignor
     """(seq, op, aEvent, bEvent) for two runs' events at one seq that are not the same (None: equal once the excluded
     and ignored fields are left out)."""
     if right is None:
+        assert left is not None  # a pair has an event on one side at least
         return left["seq"], "removed", left, None
     if left is None:
         return right["seq"], "added", None, right
@@ -564,6 +568,7 @@ def _item(seq: int, op: str, event_a: dict[str, Any] | None, event_b: dict[str, 
     if event_b is not None:
         item["bEvent"] = event_b
     if op == "changed":
+        assert event_a is not None and event_b is not None  # a change is between two events
         item["paths"] = changed_paths(comparable(event_a, ignored, excluded)["data"],
                                       comparable(event_b, ignored, excluded)["data"]) \
             if event_a.get("type") == event_b.get("type") else ["$.type"]

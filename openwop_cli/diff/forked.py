@@ -18,7 +18,8 @@ import pickle
 import signal
 import threading
 import weakref
-from typing import Any, BinaryIO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
@@ -61,6 +62,7 @@ def _a_cpu_is_idle() -> bool:
     """True when fewer tasks are running than this process may use CPUs, itself counted (Linux: the kernel's count
     of runnable tasks now; elsewhere the load average, which lags a minute behind)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    running: float
     try:
         with open("/proc/loadavg", "rb") as handle:
             running = int(handle.read().split()[3].split(b"/")[0])
@@ -88,7 +90,8 @@ class ForkedRead:
         try:  # OSError: no pipe or process to be had (EMFILE, EAGAIN), nothing left open
             fds.extend(os.pipe())
             fds.extend(os.pipe())
-            self._keys_fd, keys_out, result_in, result_out = fds
+            keys_in, keys_out, result_in, result_out = fds
+            self._keys_fd: int | None = keys_in
             _widen(keys_out)
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # Ctrl-C waits until the child is held
             try:
@@ -118,6 +121,7 @@ class ForkedRead:
 
     def __iter__(self) -> Iterator[bytes]:
         """The key the child sent for each event it read, in seq order."""
+        assert self._keys_fd is not None, "iterated after close"
         tail: list[bytes] = []  # the start of a key whose newline has not come (a blob's key spans many reads)
         while chunk := os.read(self._keys_fd, PIPE_BYTES):
             if b"\n" not in chunk:
@@ -137,6 +141,7 @@ class ForkedRead:
     def finish(self) -> Any:
         """Wait for the child; the reader's problems, count and completeness become what the child found, and what
         result_of returned there is returned here. ChildLost when the child died without saying."""
+        assert self._result_fd is not None, "finish after close"
         chunks = []
         while chunk := os.read(self._result_fd, PIPE_BYTES):
             chunks.append(chunk)

@@ -55,7 +55,7 @@ def endpoint_url(given: str | None, environ: dict[str, str]) -> str:
     if given:
         parts = urlsplit(given)
         try:
-            parts.port
+            parts.port  # noqa: B018 (reading the port raises ValueError when it is not a number)
         except ValueError:
             parts = parts._replace(scheme="")
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -216,8 +216,8 @@ def _call_span(tracer: Any, sdk: Any, row: Any, parent: Any) -> Any:
 
 
 def _llm(data: dict[str, Any], result: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    from openwop_cli.report.summary import response_text
     from openwop_cli.format.cachekey import recipe_input
+    from openwop_cli.report.summary import response_text
 
     provider, model = str(data.get("provider") or "unknown"), str(data.get("model") or "")
     request = data.get("request") if isinstance(data.get("request"), dict) else {}
@@ -334,7 +334,7 @@ def _where(row: Any) -> dict[str, Any]:
 def _root_attributes(manifest: dict[str, Any], rows: list[Any]) -> dict[str, Any]:
     program = manifest.get("program") or {}
     argv = [str(part) for part in program.get("argv") or []]
-    end = next((row.event["data"] for row in reversed(rows) if row.event["type"] == "run_end"), {})
+    end: dict[str, Any] = next((row.event["data"] for row in reversed(rows) if row.event["type"] == "run_end"), {})
     attributes: dict[str, Any] = {
         "openinference.span.kind": "CHAIN", "wop.capture_id": str(manifest.get("captureId", "")),
         "wop.run_id": str(manifest.get("runId", "")), "wop.status": str(manifest.get("status", "")),
@@ -476,7 +476,7 @@ class _Sdk:
         provider = self._provider(resource=self._resource.create(attributes), shutdown_on_exit=False,
                                   span_limits=self._limits(max_span_attributes=unlimited, max_events=unlimited))
 
-        class Collect(self._processor):  # type: ignore[misc, name-defined]
+        class Collect(self._processor):  # type: ignore[name-defined]  # (a base class loaded at run time)
             def on_end(self, span: Any) -> None:
                 collected.append(span)
 

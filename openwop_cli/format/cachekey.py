@@ -10,7 +10,8 @@ keeps"), so no key covers a secret the event does not show.
 """
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from openwop_cli.format.canonical import NotJCS, jcs_bytes
 from openwop_cli.format.events import revived_big_ints
@@ -217,7 +218,8 @@ def _bedrock_tool(tool: Any) -> Any:
 def _recipe_tool(tool: Any) -> Any:
     if not isinstance(tool, dict):
         return tool
-    declared = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    function = tool.get("function")
+    declared = function if isinstance(function, dict) else tool
     parameters = declared.get("parameters", declared.get("input_schema"))
     flat = {"name": declared.get("name"), "description": declared.get("description"), "parameters": parameters}
     return {key: value for key, value in flat.items() if value is not None}

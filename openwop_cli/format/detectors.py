@@ -46,7 +46,7 @@ def library_patterns() -> list[tuple[str, str, int]]:
     path = _cache_path(location)
     try:
         with open(path, "rb") as handle:
-            return [tuple(entry) for entry in orjson.loads(handle.read())]  # type: ignore[misc]
+            return [tuple(entry) for entry in orjson.loads(handle.read())]
     except (OSError, orjson.JSONDecodeError, TypeError):
         pass
     patterns = _read_library()
@@ -75,8 +75,9 @@ def _read_library() -> list[tuple[str, str, int]]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    patterns = []
-    for plugin in sorted(get_mapping_from_secret_type_to_class().values(), key=lambda plugin: plugin.__name__):
+    patterns: list[tuple[str, str, int]] = []
+    detectors: dict[str, Any] = get_mapping_from_secret_type_to_class()
+    for plugin in sorted(detectors.values(), key=lambda detector: detector.__name__):
         if not issubclass(plugin, RegexBasedDetector) or plugin.__name__ in LEFT_OUT:
             continue
         for expression in plugin().denylist:

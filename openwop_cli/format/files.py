@@ -8,8 +8,9 @@ and the files named on the command line fail with the error class the caller giv
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from openwop_cli.errors import CorruptCapture, WopError
 

@@ -11,9 +11,10 @@ line (anyone can recompute it), so every line is checked whatever the hash says.
 
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -118,7 +119,7 @@ class CaptureReader:
                         self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
                                       lineno + len(lines) + 1, expected_seq + len(lines))
                         return
-                    for lineno, line in enumerate(lines, lineno + 1):
+                    for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
                         event = fast(line, cleared) if fast is not None and lineno not in long_numbers else None
                         if event is None:
                             try:

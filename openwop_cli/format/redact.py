@@ -35,11 +35,12 @@ import hashlib
 import math
 import os
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
-from openwop_cli.format.credentials import CREDENTIAL_HEADERS, CREDENTIAL_QUERY_NAMES, REDACTED
+from openwop_cli.format.credentials import CREDENTIAL_QUERY_NAMES, REDACTED
 
 PROFILES = ("none", "default", "strict")
 DEFAULT_PROFILE = "default"
@@ -321,7 +322,8 @@ class Redactor:
     def _redact_items(self, items: Any, content: bool) -> list[Any]:
         """A list's items redacted; an item after a secret flag (`["--token", "X"]`, an argv) is a secret, and so is
         one after `-p` that looks like a password (not a number, a path, a module or a `no:` plugin, a plain word)."""
-        out, after_flag = [], False
+        out: list[Any] = []
+        after_flag: str | bool = False  # "-p", or whether the item before is a secret flag
         patterns = _patterns()
         for child in items:
             out.append(REDACTED if after_flag and type(child) is str and _is_flag_value(child, after_flag)
@@ -610,8 +612,8 @@ def _compiled_database(hyperscan: Any, parts: list[str], every_match: bool = Fal
 def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
     """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
     loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
-    key = hashlib.sha256(orjson.dumps([hyperscan.__version__, parts, *(["every match"] if every_match else [])]))
-    key = key.hexdigest()[:32]
+    identity = orjson.dumps([hyperscan.__version__, parts, *(["every match"] if every_match else [])])
+    key = hashlib.sha256(identity).hexdigest()[:32]
     from platformdirs import user_cache_dir
 
     path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")

@@ -9,9 +9,10 @@ profile, and the values of this machine's secret environment variables) as it is
 `wop state` and `wop show` print of a log never holds a key it carried.
 """
 
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 

@@ -20,8 +20,9 @@ the sink can write is exactly what a reader accepts, no recursion over it meets 
 import functools
 import operator
 import re
+from collections.abc import Callable
 from operator import itemgetter
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 import orjson
 
@@ -104,10 +105,10 @@ def _compiled(fields: Fields) -> Callable[[dict[str, Any]], bool]:
     seldom = [term(index, name) for index, (name, _) in enumerate(fields) if name in SELDOM]
     if seldom:
         terms.append(f"(seldom.isdisjoint(value) or {' and '.join(seldom)})")
-    names = {f"a{index}": (_NONE, *(kind for kind in allowed if kind is not _NONE)) if _NONE in allowed else allowed
-             for index, (_, allowed) in enumerate(fields)}
-    names["seldom"] = frozenset(name for name, _ in fields if name in SELDOM)
-    scope = {"type": type, **names}
+    scope: dict[str, Any] = {f"a{index}": (_NONE, *(kind for kind in allowed if kind is not _NONE)) if _NONE in allowed
+                             else allowed for index, (_, allowed) in enumerate(fields)}
+    scope["seldom"] = frozenset(name for name, _ in fields if name in SELDOM)
+    scope["type"] = type
     exec(f"def check(value):\n    get = value.get\n    return {' and '.join(terms) or 'True'}", scope)  # noqa: S102
     return scope["check"]
 
@@ -229,12 +230,12 @@ class EventChecker:
         if type(event) is not dict:
             return "an event must be a JSON object"
         get = event.get
-        version, seq, event_type, data = get("version"), get("seq"), get("type"), get("data")
+        version, seq, ts, event_type, data = get("version"), get("seq"), get("ts"), get("type"), get("data")
         if type(version) is not int or not 0 <= version <= EVENT_VERSION:
             return _newer(version) if type(version) is int and version > EVENT_VERSION else "field version must be 1"
         if type(seq) is not int or not 0 <= seq <= MAX_INT:
             return "field seq must be a non-negative integer"
-        if type(get("ts")) is not int or not 0 <= get("ts") <= MAX_INT:
+        if type(ts) is not int or not 0 <= ts <= MAX_INT:
             return "field ts must be integer epoch milliseconds"
         if type(event_type) is not str or (event_type not in self._data_ok and self._other_type is _refuse):
             return f"field type is not an event type: {_show(event_type)}"
@@ -315,12 +316,13 @@ def _envelope_decoder(capture_id: str, run_id: str) -> tuple[Callable[[bytes], d
     def typed(fields: Fields, nested: dict[str, Any]) -> dict[str, Any]:
         return {name: nested.get(name) or functools.reduce(operator.or_, kinds) for name, kinds in fields}
 
+    made: Any = TypedDict  # classes made at run time from the tables, for msgspec: no static type to check
     count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
-    site = TypedDict("Site", typed(SITE, {}), total=False)  # type: ignore[misc]
-    origin = TypedDict("Origin", typed(ORIGIN, {"site": site | None}), total=False)  # type: ignore[misc]
-    envelope = TypedDict("Envelope", {  # type: ignore[misc]
+    site = made("Site", typed(SITE, {}), total=False)
+    origin = made("Origin", typed(ORIGIN, {"site": site | None}), total=False)
+    envelope = made("Envelope", {
         "version": Annotated[int, msgspec.Meta(ge=0, le=EVENT_VERSION)],
-        "captureId": Literal[capture_id], "runId": Literal[run_id],  # type: ignore[valid-type]
+        "captureId": Literal[capture_id], "runId": Literal[run_id],
         "seq": count, "ts": count, "type": str, "data": dict[str, Any],
         "origin": NotRequired[origin | None], "sourceSeq": NotRequired[count | None]})
     return msgspec.json.Decoder(envelope).decode, (msgspec.DecodeError, ValueError, RecursionError)

@@ -12,8 +12,9 @@ changed since as a bad signature.
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from openwop_cli.errors import SigningKeyError
 

@@ -26,16 +26,19 @@ import threading
 import time
 import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from openwop_cli._version import __version__
 from openwop_cli.errors import UsageError
+from openwop_cli.format import writerlock
 from openwop_cli.format.blobs import DEFAULT_THRESHOLD, BlobStore, write_private
 from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.events import EVENT_TYPES, EVENT_VERSION, LLM_REQUEST, ORIGIN_SCHEME, new_id
+from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
 from openwop_cli.format.manifest import (
     EVENTS_NAME,
     FORMAT_VERSION,
@@ -46,8 +49,6 @@ from openwop_cli.format.manifest import (
     manifest_path,
     write_manifest_atomic,
 )
-from openwop_cli.format.flusher import FLUSH_SECONDS, flush_later
-from openwop_cli.format import writerlock
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import MAX_DEPTH, cut_nesting
 from openwop_cli.format.signature import SIGNATURE_FIELD, signature_for

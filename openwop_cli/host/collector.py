@@ -11,7 +11,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.wire.channel import (
     BYTES_MARKER,

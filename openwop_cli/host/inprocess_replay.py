@@ -14,12 +14,12 @@ from openwop_cli.config import replay_profile
 from openwop_cli.format.events import new_id
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from openwop_cli.runtime.boundaries import Replayer
-from openwop_cli.replay.engine import ReplayEngine
+from openwop_cli.host.launcher import CaptureOutcome
 from openwop_cli.host.run_replay import ReplayAccount, ReplayOutcome
+from openwop_cli.replay.engine import ReplayEngine
 from openwop_cli.replay.source import ReplaySource
 from openwop_cli.runtime import adapters, ambient, patching
-from openwop_cli.host.launcher import CaptureOutcome
+from openwop_cli.runtime.boundaries import Replayer
 from openwop_cli.runtime.session import AppendRecorder, Session, activate, deactivate
 
 
@@ -58,9 +58,9 @@ class InProcessReplay:
         adapters.install()
         patching.install(values=self.ambient)
         if not self.extend:
-            from openwop_cli.runtime.replay_child import servable
             from openwop_cli.replay.credentials import placeholder_credentials
             from openwop_cli.runtime.netguard import block_network
+            from openwop_cli.runtime.replay_child import servable
 
             self._placeholders = placeholder_credentials()
             os.environ.update(self._placeholders)

@@ -14,16 +14,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import openwop_cli
 from openwop_cli.errors import UsageError
 from openwop_cli.format.events import LLM_REQUEST, new_id
+from openwop_cli.heldsignals import imported_held
 from openwop_cli.host.collector import Collector, Listener
 from openwop_cli.wire.channel import ENV_ADDRESS, ENV_GATE
 from openwop_cli.wire.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
-from openwop_cli.heldsignals import imported_held
 
 if TYPE_CHECKING:
     from openwop_cli.format.redact import Redactor

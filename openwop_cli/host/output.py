@@ -56,7 +56,7 @@ class ProgramOutput:
 
     def start(self) -> None:
         """Start copying (the child holds its ends now)."""
-        for ours, theirs in self._ends.values():
+        for _ours, theirs in self._ends.values():
             os.close(theirs)
         self._thread = threading.Thread(target=self._copy, name="wop-output", daemon=True)
         self._thread.start()

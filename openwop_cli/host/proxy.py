@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 from openwop_cli.format.events import PROXY_ORIGIN
 from openwop_cli.runtime.adapters.exchange import Exchange, divergence_parts, plain_headers
-from openwop_cli.wire.environ import ENV_PROXY
 from openwop_cli.runtime.session import Session
+from openwop_cli.wire.environ import ENV_PROXY
 
 ROUTES = {
     # prefix: (environment variable the child gets, suffix the SDKs expect, default upstream)

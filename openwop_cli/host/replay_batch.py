@@ -8,9 +8,10 @@ nothing is shared between them but the store directory itself.
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from openwop_cli.errors import CaptureError, NotACapture, UntrustedCommand, UsageError, WopError
 from openwop_cli.format.manifest import read_manifest

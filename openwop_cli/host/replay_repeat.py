@@ -11,9 +11,10 @@ events of its type, so concurrent threads never line up with each other; each di
 site that made the request and a guess of what the value is.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from openwop_cli.format.events import LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION, TOOL_CALL
 from openwop_cli.format.reader import CaptureReader

@@ -11,9 +11,10 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,13 +30,13 @@ from openwop_cli.format.events import (
     TOOL_CALL,
 )
 from openwop_cli.format.imported import watches_ambient
+from openwop_cli.host.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
+from openwop_cli.host.overrides import resolve_overrides
+from openwop_cli.host.replay_launch import replay_environment
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
-from openwop_cli.host.replay_launch import replay_environment
-from openwop_cli.host.overrides import resolve_overrides
 from openwop_cli.replay.source import ReplaySource
-from openwop_cli.host.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
 from openwop_cli.trust import require_trusted
 
 if TYPE_CHECKING:
@@ -490,8 +491,8 @@ class ReplayHooks(ReplayAccount, RunHooks):
 
     def prepare_proxy(self, session: Any) -> None:
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""
-        from openwop_cli.runtime.boundaries import Replayer
         from openwop_cli.replay.engine import ReplayEngine
+        from openwop_cli.runtime.boundaries import Replayer
 
         source = ReplaySource.for_serving(self.source_dir, only_pid=PROXY_ORIGIN["pid"])
         engine = ReplayEngine(source, policy=self.policy, from_seq=self.from_seq, branch=self.branch,
@@ -571,7 +572,6 @@ def changed_files(manifest: dict[str, Any], cwd: Path) -> list[dict[str, Any]]:
 
     from openwop_cli.errors import WopError
     from openwop_cli.format.files import MAX_INPUT_BYTES, read_regular
-
     from openwop_cli.format.redact import Redactor
     from openwop_cli.runtime.program import pinned_sha256, pinned_text
 

@@ -184,11 +184,11 @@ class _TracePlan:
         self.events += [(max(start_ms, min(key[0] // 1_000_000, end_ms)), event_type, data, origin)
                         for key, event_type, data, origin in timed]
         exit_code = root.attributes.get("process.exit.code")
-        end = {"exitCode": exit_code if type(exit_code) is int else None, "status": "error" if self.failed else "ok",
-               "durationMs": end_ms - start_ms}
+        run_end: dict[str, Any] = {"exitCode": exit_code if type(exit_code) is int else None,
+                                   "status": "error" if self.failed else "ok", "durationMs": end_ms - start_ms}
         if self.failed:
-            end["error"] = root.status_message or "the trace's root span ended with an error"
-        self.events.append((end_ms, RUN_END, end, None))
+            run_end["error"] = root.status_message or "the trace's root span ended with an error"
+        self.events.append((end_ms, RUN_END, run_end, None))
         missing = [not_in.AMBIENT, not_in.OUTPUT, not_in.HTTP, not_in.URL]
         self.imported: dict[str, Any] = {"producer": sorted(conventions), "notInTrace": missing, "hidden": hidden,
                                          "llmCalls": self.llm_calls, "toolCalls": self.tool_calls,

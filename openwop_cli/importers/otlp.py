@@ -17,7 +17,7 @@ import binascii
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -589,8 +589,6 @@ def _iso_nanos(value: Any) -> int:
     except ValueError:
         raise BadTrace(f"Phoenix returned a time {_short(value)} that is not ISO 8601") from None
     if moment.tzinfo is None:
-        from datetime import timezone
-
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     whole = int(moment.timestamp())
     return whole * 1_000_000_000 + moment.microsecond * 1_000

@@ -16,9 +16,10 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -88,8 +89,8 @@ class Imported:
 def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str | None, argv: list[str],
                     redact: str) -> Imported:
     """Write the cassette at path as a new capture (in out, else in the store)."""
-    from openwop_cli.format.redact import Redactor
     from openwop_cli.format.events import new_id
+    from openwop_cli.format.redact import Redactor
     from openwop_cli.format.sink import CaptureSink
     from openwop_cli.runtime.adapters.exchange import Exchange, plain_headers
     from openwop_cli.runtime.program import run_end_data, run_start_data
@@ -100,7 +101,7 @@ def import_cassette(path: Path, *, out: Path | None, store_root: Path, name: str
     capture_id = new_id()
     target = out if out is not None else store_root / capture_id
     sink = CaptureSink(target, redactor=Redactor.from_environment(redact))
-    program = {"argv": argv, "cwd": os.getcwd()}
+    program: dict[str, Any] = {"argv": argv, "cwd": os.getcwd()}
     sink.start({"captureId": capture_id, "name": name or Path(path).stem, "program": program,
                 "imported": {"from": "vcr", "path": str(path), "sha256": hashlib.sha256(raw).hexdigest(),
                              "interactions": len(interactions)}})

@@ -11,7 +11,8 @@ a secret never shows as the difference. The common case costs one serialization:
 found as it is in the recorded event's line.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 

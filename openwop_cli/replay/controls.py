@@ -6,7 +6,8 @@ The parent (`wop replay`/`wop fork`) hands them to the replayed program through 
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from openwop_cli.replay.edits import Edit

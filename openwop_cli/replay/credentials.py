@@ -6,7 +6,7 @@ environment: the replay capture records environment names from wop's own environ
 """
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 PLACEHOLDER = "wop-replay-placeholder-key"
 SDK_VARIABLES = (

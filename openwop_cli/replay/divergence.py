@@ -151,8 +151,8 @@ def refusal_nature(response: Any) -> str:
     choices = response.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        if message.get("refusal") or choice.get("finish_reason") == "content_filter":
+        message = choice.get("message")
+        if isinstance(message, dict) and message.get("refusal") or choice.get("finish_reason") == "content_filter":
             return "refusal"
     output = response.get("output")
     if isinstance(output, list):

@@ -7,8 +7,9 @@ is a usage error naming the valid seqs or paths, never a silent no-op.
 """
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 

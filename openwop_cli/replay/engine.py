@@ -13,9 +13,13 @@ it); lenient records every divergence and serves the closest recorded unit so th
 before `from_seq` and lets everything else run live.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from openwop_cli.channels.reducers import legacy_reducer, unwrapped
+from openwop_cli.format.events import moves_between_processes
+from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
 from openwop_cli.replay.divergence import (
     EVENT_PAYLOAD_MISMATCH,
     EVENT_TYPE_MISMATCH,
@@ -30,14 +34,11 @@ from openwop_cli.replay.divergence import (
     reader_of,
     refusal_nature,
 )
-from openwop_cli.replay.compare import changes_shape, request_difference, shape_difference
+from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.source import ReplaySource, origin_key
 from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.wire.jsonable import json_form
-from openwop_cli.format.events import moves_between_processes
-from openwop_cli.replay.errors import ReplayDivergenceError
-from openwop_cli.channels.reducers import legacy_reducer, unwrapped
 
 STRICT, LENIENT = "strict", "lenient"
 _EVENT_TYPES = {KIND_TOOL: "tool_call", KIND_LLM: "llm_request", KIND_VALUE: "nondeterministic",
@@ -87,8 +88,8 @@ class ReplayEngine:
         self.stopped: Divergence | None = None
         count = source.unit_count()
         self._consumed = bytearray(count)
-        self._by_key: dict[int, list[int]] = {}
-        self._key_start: dict[int, int] = {}
+        self._by_key: dict[int | tuple[int, str], list[int]] = {}  # by content key, and by (key, pool task)
+        self._key_start: dict[int | tuple[int, str], int] = {}
         self._by_kind: dict[Any, list[int]] = {}
         self._kind_start: dict[Any, int] = {}
         self._origin_units: dict[int, list[int]] = {}

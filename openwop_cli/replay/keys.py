@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.channels.reducers import unwrapped
 from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.wire.jsonable import canonical
-from openwop_cli.channels.reducers import unwrapped
 
 KIND_TOOL, KIND_LLM, KIND_VALUE, KIND_VERSION, KIND_STATE = 1, 2, 3, 4, 5
 

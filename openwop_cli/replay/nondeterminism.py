@@ -8,7 +8,8 @@ rest is equal.
 """
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 

@@ -13,7 +13,8 @@ stood under the generator (the network in a capture, the capture in a replay), n
 """
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from openwop_cli.format.output import STREAMS
 from openwop_cli.replay.divergence import OUTPUT_MISMATCH, Divergence

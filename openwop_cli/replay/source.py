@@ -17,16 +17,16 @@ million dicts.
 
 import hashlib
 import mmap
-from urllib.parse import urlsplit
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from openwop_cli.errors import CaptureError, CorruptCapture, IncompleteCapture
 from openwop_cli.format.blobs import BLOB_MARKER, BlobStore
-from openwop_cli.format.files import open_regular
 from openwop_cli.format.events import (
     LLM_REQUEST,
     LLM_RESPONSE,
@@ -37,9 +37,10 @@ from openwop_cli.format.events import (
     TOOL_CALL,
     TOOL_RESULT,
 )
+from openwop_cli.format.files import open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key, served_to_any_process
 from openwop_cli.format.schema import EventChecker
+from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key, served_to_any_process
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.telemetry import telemetry_of
 

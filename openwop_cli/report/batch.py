@@ -6,8 +6,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.console import status_style
+from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.fitted import Layout, Row, print_fitted, shortened_path
 from openwop_cli.report.verdict import render_replay, replay_json
 from openwop_cli.trust import shown_command

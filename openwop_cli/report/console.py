@@ -10,8 +10,8 @@ codes in what they print, so `[/]` or `:smile:` in a recorded value is shown as 
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from rich.console import Console
 from rich.text import Text

@@ -7,9 +7,9 @@ from rich.table import Table
 from rich.text import Text
 
 from openwop_cli.report.escape import clean
-from openwop_cli.report.verdict import side_by_side
 from openwop_cli.report.summary import summarize
 from openwop_cli.report.tree import json_tree
+from openwop_cli.report.verdict import side_by_side
 
 MAX_ROWS = 40
 

@@ -6,8 +6,8 @@ A table printed for a reader that is not a terminal (width None) is never shorte
 """
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console

@@ -13,7 +13,8 @@ a capture made before a secret format was known shows none of it. `report.html#s
 import base64
 import html
 import zlib
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -30,8 +31,8 @@ def write_report(write: Callable[[str], Any], manifest: dict[str, Any], events: 
                  diff: dict[str, Any] | None = None, against: dict[str, Any] | None = None) -> None:
     """Write the whole HTML page for a capture (and, with diff, its RFC 0054 diff against another run), streaming
     the events into it."""
-    from openwop_cli.format.redact import Redactor
     from openwop_cli.channels.fold import StateFold
+    from openwop_cli.format.redact import Redactor
 
     redactor = Redactor.of_capture(manifest)
     manifest = redactor.redact_flagged(manifest)

@@ -7,7 +7,8 @@ TTY_COMPATIBLE=0); when it is, rich Text is assembled from the same segments.
 """
 
 import os
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 Segment = tuple[str, str]  # text and its theme style ("" for none)
 

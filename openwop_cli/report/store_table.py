@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.escape import clean_inline
 from openwop_cli.report.console import status_style
+from openwop_cli.report.escape import clean_inline
 from openwop_cli.report.fitted import Layout, Row, print_fitted, shortened_command
 
 LAYOUT = Layout(headers=("id", "name", "age", "status", "events", "duration", "command"),

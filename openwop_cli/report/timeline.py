@@ -4,14 +4,15 @@ capture starts printing at once.
 """
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.console import status_style, type_style
+from openwop_cli.report.escape import clean, clean_inline
 from openwop_cli.report.summary import short_json, summarize
 
 SEQ_WIDTH = 9

@@ -2,10 +2,9 @@
 
 from typing import Any
 
+import orjson
 from rich.text import Text
 from rich.tree import Tree
-
-import orjson
 
 from openwop_cli.report.escape import clean
 

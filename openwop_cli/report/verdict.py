@@ -15,10 +15,10 @@ from rich.text import Text
 
 from openwop_cli.format.imported import DESCRIPTIONS, NOT_IN_TRACE, hidden_spans, not_in_trace
 from openwop_cli.format.schema import dumps_wrapping
-from openwop_cli.report.escape import clean
-from openwop_cli.report.replay_lines import header_lines, stopping_divergence, verdict_line
 from openwop_cli.replay.divergence import EVENT_MISSING
 from openwop_cli.replay.nondeterminism import divergence_hint, site_text
+from openwop_cli.report.escape import clean
+from openwop_cli.report.replay_lines import header_lines, stopping_divergence, verdict_line
 from openwop_cli.report.summary import plural, summarize
 
 MAX_PANELS = 20

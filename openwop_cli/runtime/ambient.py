@@ -30,12 +30,14 @@ import os
 import sys
 import threading
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.callsite import caller_site
 from openwop_cli.runtime.imports import when_imported
+from openwop_cli.runtime.session import UNRESOLVED, inside_boundary
+from openwop_cli.runtime.session import _state as _sessions
 from openwop_cli.wire.environ import ENV_AMBIENT
-from openwop_cli.runtime.session import UNRESOLVED, _state as _sessions, inside_boundary
 
 CLOCK, UUID, RNG, ENTROPY = "clock", "uuid", "rng", "entropy"
 NONDETERMINISTIC = "nondeterministic"

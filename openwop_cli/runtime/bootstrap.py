@@ -13,8 +13,8 @@ bootstrap waits for it before it calls `install`.)
 import os
 
 from openwop_cli.runtime import adapters, ambient, children, connections, outputmarks, patching
-from openwop_cli.wire.channel import ENV_ADDRESS, tcp_address
 from openwop_cli.runtime.session import current
+from openwop_cli.wire.channel import ENV_ADDRESS, tcp_address
 
 
 def install() -> None:

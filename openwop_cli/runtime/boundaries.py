@@ -19,8 +19,10 @@ result (`errorRebuilt: false`, `errorNote`), and the replay report lists it.
 import functools
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from openwop_cli.channels.reducers import is_entry
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.format.credentials import REDACTED
 from openwop_cli.format.events import REPLAY_DIVERGED, REPLAY_NOTE
@@ -37,16 +39,14 @@ from openwop_cli.replay.divergence import (
     reader_of,
 )
 from openwop_cli.replay.engine import LENIENT, Match, ReplayEngine
+from openwop_cli.replay.errors import ReplayDivergenceError, ServedAnswer
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION
 from openwop_cli.replay.telemetry import telemetry_of
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.exceptions import rebuild_exception
-from openwop_cli.wire.jsonable import revive, revive_big_ints, to_json, type_name
-from openwop_cli.replay.errors import ReplayDivergenceError, ServedAnswer
 from openwop_cli.runtime.lineage import current_pool_task
 from openwop_cli.runtime.session import Session, describe_exception
-from openwop_cli.channels.reducers import is_entry
-
+from openwop_cli.wire.jsonable import revive, revive_big_ints, to_json, type_name
 
 TOOL_RAN_LIVE = "tool_ran_live"
 TELEMETRY_NOT_COMPARED = "telemetry_not_compared"

@@ -25,8 +25,8 @@ from typing import Any
 
 from openwop_cli.runtime import outputmarks
 from openwop_cli.runtime.connections import report_counts, tell_parent
-from openwop_cli.wire.environ import ENV_MODE
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
+from openwop_cli.wire.environ import ENV_MODE
 
 SOURCE = "process"
 UNRECORDED_PROCESS = "unrecordedProcess"  # the message to the parent
@@ -196,7 +196,7 @@ def _starter(frame: Any) -> dict[str, Any] | None:
     """The site of the code that started a child: the first frame above the machinery that starts processes
     (subprocess, os.popen, asyncio, anyio and the other plumbing packages). None when that is the standard library
     itself (platform's `uname`, ctypes' `ldconfig`: probes of the machine, not the program's children) or wop."""
-    from openwop_cli.runtime.callsite import PLUMBING, PROGRAM, PACKAGE, place, site_of
+    from openwop_cli.runtime.callsite import PACKAGE, PLUMBING, PROGRAM, place, site_of
 
     while frame is not None:
         filename = frame.f_code.co_filename

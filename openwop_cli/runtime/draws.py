@@ -15,11 +15,13 @@ from the OS is given a recorded seed instead, so every draw from it replays.
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import caller_site
-from openwop_cli.runtime.session import UNRESOLVED, _state as _sessions, inside_boundary
+from openwop_cli.runtime.session import UNRESOLVED, inside_boundary
+from openwop_cli.runtime.session import _state as _sessions
 
 _UNRECORDED = frozenset({"seed", "getstate", "setstate"})
 _SEED_BYTES = 32

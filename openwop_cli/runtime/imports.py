@@ -6,7 +6,8 @@ after its first import, so a program that never imports a library pays nothing f
 
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _hooks: dict[str, list[Callable[[Any], None]]] = {}
 _lock = threading.Lock()

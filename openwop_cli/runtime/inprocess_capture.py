@@ -7,9 +7,9 @@ import inspect
 import os
 import sys
 import time as _time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
-
+from typing import Any, TypeVar
 
 from openwop_cli.runtime.session import (
     AppendRecorder,

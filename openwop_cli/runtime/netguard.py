@@ -24,7 +24,8 @@ to spin until wop's grace period runs out.
 import os
 import socket
 import sys
-from typing import Any, Callable, Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 from openwop_cli.runtime.callsite import opening_site
 from openwop_cli.runtime.listeners import NOBODY, TREE, is_loopback, listener

@@ -39,13 +39,14 @@ import itertools
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from openwop_cli.format.events import moves_between_processes
 from openwop_cli.runtime import ambient
 from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
-from openwop_cli.runtime.processname import identity, name_places_by
 from openwop_cli.runtime.lineage import current_pool_task, name_new_task, name_new_thread, set_pool_task
+from openwop_cli.runtime.processname import identity, name_places_by
 from openwop_cli.runtime.session import inside_boundary
 
 _WORK_ID_BITS = 32

@@ -21,7 +21,8 @@ them from there.
 import functools
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _mine: list[Any] = [None]  # (pid, identity) of this process, once known
 # how many times this process forked; the identity of the child of the fork under way, and the name of its place

@@ -7,7 +7,8 @@ which file changed since the capture. Environment variables are recorded by name
 
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 # This module runs at exit in every recorded process (local_modules): heavier imports stay inside
 # the functions the capturing parent calls.

@@ -23,7 +23,8 @@ ENV_OVERRIDES = "WOP_OVERRIDES"
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.runtime import adapters, ambient, children, outputmarks, patching, session as runtime_session
+    from openwop_cli.runtime import adapters, ambient, children, outputmarks, patching
+    from openwop_cli.runtime import session as runtime_session
     from openwop_cli.runtime.sender import ChannelSender
     from openwop_cli.wire.channel import ENV_ADDRESS, process_info, tcp_address
 
@@ -118,12 +119,12 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
     process: running on would reach the network."""
     import sys
 
-    from openwop_cli.runtime.boundaries import Replayer
-    from openwop_cli.runtime.debugger import ReplayDebugger
     from openwop_cli.replay.engine import ReplayEngine
     from openwop_cli.replay.source import ReplaySource
-    from openwop_cli.wire.channel import process_info
+    from openwop_cli.runtime.boundaries import Replayer
+    from openwop_cli.runtime.debugger import ReplayDebugger
     from openwop_cli.runtime.processname import identity
+    from openwop_cli.wire.channel import process_info
 
     try:
         recorded_pid = sender.request({"replayPair": {**process_info(), "mpIdentity": identity()}}).get("recordedPid")

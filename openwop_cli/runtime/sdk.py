@@ -11,13 +11,12 @@ import random as _random
 import sys
 import time as _time
 import uuid as _uuid
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, TypeVar
-
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from openwop_cli.format.canonical import content_hash
 from openwop_cli.runtime import outputmarks
-from openwop_cli.wire.jsonable import json_form, revive, to_json, type_name
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
@@ -27,6 +26,7 @@ from openwop_cli.runtime.session import (
     enter_boundary,
     exit_boundary,
 )
+from openwop_cli.wire.jsonable import json_form, revive, to_json, type_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -320,7 +320,7 @@ def _record_value(session: Session, source: str, key: str, value: T, encode: Cal
 def now(key: str = "now") -> datetime:
     """The current UTC time as an aware datetime, recorded (replays get the recorded time)."""
     session = current()
-    value = datetime.now(timezone.utc)
+    value = datetime.now(UTC)
     return value if session is None else _record_value(session, "clock", key, value, datetime.isoformat,
                                                        datetime.fromisoformat)
 

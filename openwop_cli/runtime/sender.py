@@ -15,11 +15,20 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.heldsignals import with_handlers_held
 from openwop_cli.runtime.processname import identity
-from openwop_cli.wire.channel import ENV_ADDRESS, FRAME_MARK, Chunks, as_builtin, control_line, process_info, tcp_address
+from openwop_cli.wire.channel import (
+    ENV_ADDRESS,
+    FRAME_MARK,
+    Chunks,
+    as_builtin,
+    control_line,
+    process_info,
+    tcp_address,
+)
 
 SEND_BATCH_BYTES = 64 * 1024
 MAX_QUEUED_BYTES = 8 * 1024 * 1024  # beyond this the program waits for the parent: memory stays bounded

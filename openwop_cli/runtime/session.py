@@ -15,11 +15,12 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.callsite import program_site
-from openwop_cli.wire.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
 from openwop_cli.runtime.lineage import running_pool_task, task_name
+from openwop_cli.wire.environ import ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
 
 MODES = ("off", "capture", "replay", "fork")
 SITED_EVENTS = frozenset({"llm_request", "tool_call", "nondeterministic", "state_mutation"})

@@ -4,7 +4,7 @@ import os
 import sys
 import threading
 import time as _time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from openwop_cli.runtime.session import Session, current
@@ -179,7 +179,7 @@ class ChannelError(ValueError):
 
 
 def _iso_ms(ts: int) -> str:
-    return datetime.fromtimestamp(ts / 1000, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ts / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 state = _State()

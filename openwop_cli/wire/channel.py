@@ -15,7 +15,8 @@ the same millisecond.
 
 import os
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 ENV_ADDRESS = "WOP_SINK"
 ENV_GATE = "WOP_GATE"  # set for a child started before its capture was ready: it waits for the parent's go
@@ -119,7 +120,7 @@ def _exactly(kind: type) -> Callable[[Any], Any]:
     return taken
 
 
-_PLAIN = {str: str.__str__, bytes: bytes.__bytes__, int: int.__int__, float: float.__float__}
+_PLAIN: dict[type, Callable[[Any], Any]] = {str: str.__str__, bytes: bytes.__bytes__, int: int.__int__, float: float.__float__}
 _EXACT = {kind.__name__: _exactly(kind) for kind in _PLAIN}
 
 

@@ -50,6 +50,20 @@ def test_message_is_idempotent_on_message_id():
     assert fold("message", [first, second, dict(first, content="retried")]) == [first, second]
 
 
+def test_a_message_write_after_entries_whose_message_id_is_not_a_string_folds():
+    """Entries a message write finds in its channel (appended before, or the declared default) whose messageId is a
+    list or an object are kept and never match a message's id; their ids used to go into a set (TypeError:
+    unhashable, `wop state` exit 70)."""
+    message = {"messageId": "m1", "role": "user", "content": "hi"}
+    odd = {"messageId": ["m1"], "role": "user", "content": "odd"}
+    store = ChannelStore()
+    store.write("c", odd, "append")
+    store.write("c", message, "message")
+    assert store.value("c") == [odd, message]
+    assert fold("message", [message, message], {"default": [{"messageId": {"id": "m1"}}]}) == [
+        {"messageId": {"id": "m1"}}, message]
+
+
 def test_message_with_max_size_never_admits_an_evicted_id_again():
     """maxSize drops the oldest message, but the idempotency invariant holds for the whole run: a messageId lands in
     the log exactly once, so a re-emission of the dropped message is still a non-event."""

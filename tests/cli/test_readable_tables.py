@@ -72,7 +72,7 @@ def store_captures(home) -> None:
 
 def assert_readable_at(output: str, columns: int) -> None:
     lines = output.splitlines()
-    assert lines and max(len(line) for line in lines) <= columns, "\n".join(l for l in lines if len(l) > columns)
+    assert lines and max(len(line) for line in lines) <= columns, "\n".join(line for line in lines if len(line) > columns)
     assert not CUT_WORD.search(output), CUT_WORD.findall(output)
 
 

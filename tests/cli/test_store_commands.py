@@ -6,8 +6,8 @@ import time
 import orjson
 import pytest
 
-from openwop_cli.format.sink import CaptureSink
 from openwop_cli.format.redact import Redactor
+from openwop_cli.format.sink import CaptureSink
 from tests.conftest import FIXTURES, run_wop, sample_events
 
 

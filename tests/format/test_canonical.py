@@ -6,7 +6,14 @@ import orjson
 import pytest
 import rfc8785
 
-from openwop_cli.format.canonical import NotJCS, _orjson_writes_jcs, canonical_bytes, content_hash, jcs_bytes, sha256_hex
+from openwop_cli.format.canonical import (
+    NotJCS,
+    _orjson_writes_jcs,
+    canonical_bytes,
+    content_hash,
+    jcs_bytes,
+    sha256_hex,
+)
 
 
 def test_key_order_does_not_change_canonical_bytes_or_hash():

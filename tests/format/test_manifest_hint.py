@@ -7,7 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openwop_cli.format.manifest import manifest_hint, read_manifest
 from tests.conftest import sample_events, write_capture

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.cli import diff as diff_command
-from openwop_cli.cli.diff import AlignBy
 from openwop_cli.cli import report as report_command
 from openwop_cli.cli import show as show_command
 from openwop_cli.cli import state as state_command
 from openwop_cli.cli import verify as verify_command
+from openwop_cli.cli.diff import AlignBy
 from openwop_cli.errors import WopError
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.redact import Redactor

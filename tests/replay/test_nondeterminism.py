@@ -73,8 +73,8 @@ def test_repeat_without_a_count_means_three_and_edit_takes_two_words(args, expec
 
 def _replay_capture(tmp_path, name, prompts, extra_call=False):
     """A capture of a replay: one llm_request per thread, in the order given (threads interleave differently)."""
-    from openwop_cli.format.sink import CaptureSink
     from openwop_cli.format.redact import Redactor
+    from openwop_cli.format.sink import CaptureSink
 
     sink = CaptureSink(tmp_path / name, redactor=Redactor("none", ()))
     sink.start({})

@@ -51,8 +51,8 @@ def test_aiohttp_json_and_streams_replay_offline(tmp_path):
 
 
 def test_an_aiohttp_sse_stream_is_recorded_event_by_event(tmp_path):
-    from tests.programs import capture, events
     from tests.fake_provider import FakeProvider
+    from tests.programs import capture, events
 
     with FakeProvider() as provider:
         done, source = capture(tmp_path, AIOHTTP_AGENT, {"BASE": provider.url})

@@ -269,6 +269,7 @@ def test_a_thread_pools_tasks_are_served_their_values_whichever_thread_runs_them
         done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
         assert done.returncode == 0, done.stderr
         assert report["liveValues"] == []
+        assert program_output(done.stderr) == captured
 
 
 
@@ -573,7 +574,7 @@ def test_library_capture_patches_only_inside_the_block_and_an_in_process_replay_
     from openwop_cli.host.inprocess_replay import InProcessReplay
 
     def read_values():
-        return uuid.uuid4(), datetime.datetime.now(datetime.timezone.utc), random.random()
+        return uuid.uuid4(), datetime.datetime.now(datetime.UTC), random.random()
 
     originals = (time.time, uuid.uuid4, random.random, os.urandom, datetime.datetime.__dict__["now"])
     with wop.capture(out=tmp_path / "lib"):

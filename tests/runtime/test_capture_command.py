@@ -3,7 +3,6 @@
 import contextlib
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys

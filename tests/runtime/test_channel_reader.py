@@ -5,7 +5,6 @@ from hypothesis import strategies as st
 
 from openwop_cli.wire.channel import FRAME_MARK, take_messages
 
-
 _LINE = st.binary(max_size=40).map(lambda raw: raw.replace(b"\x00", b"").replace(b"\n", b"").replace(b"\r", b""))
 _MESSAGE = st.one_of(st.tuples(st.just(False), _LINE), st.tuples(st.just(True), st.binary(max_size=300)))
 
@@ -33,3 +32,21 @@ def test_a_line_cut_by_a_frame_is_counted_and_what_follows_is_read():
     assert take_messages(pending) == ([(False, b"whole"), (True, b"abc"), (False, b"next")], 0, 1)
     incomplete = bytearray(FRAME_MARK + (10).to_bytes(4, "big") + b"abc")
     assert take_messages(incomplete) == ([], 15, 0) and len(incomplete) == 8
+
+
+def test_a_frames_pickles_come_back_as_their_entries_and_a_class_is_refused():
+    """frame_entries reads every pickle of a frame (each with its own memo) into its entries; a pickle naming a class
+    is refused (the restructure lost the module's `_unpickler = None`: every frame raised NameError, and the
+    collector counted each raw exchange as a bad message)."""
+    import pickle
+    from collections import OrderedDict
+
+    import pytest
+
+    from openwop_cli.wire.channel import frame_entries
+
+    first = [("http", 1, None, (b"GET / HTTP/1.1\r\n",), b"")]
+    second = [("http", 2, b"{}", (b"HTTP/1.1 200 OK\r\n", b"\r\n"), b"hello")]
+    assert list(frame_entries(pickle.dumps(first, 5) + pickle.dumps(second, 5))) == first + second
+    with pytest.raises(pickle.UnpicklingError, match="collections.OrderedDict"):
+        list(frame_entries(pickle.dumps([OrderedDict()], 5)))

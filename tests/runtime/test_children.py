@@ -9,7 +9,8 @@ import sys
 import threading
 
 import orjson
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openwop_cli.runtime.children import is_python, runs_bootstrap, with_bootstrap
 from openwop_cli.runtime.connections import describe
@@ -59,8 +60,8 @@ def test_strict_transports_fails_on_a_child_wop_cannot_see(tmp_path):
 
 
 def test_an_mcp_stdio_server_is_part_of_its_recorded_session_not_a_child_to_name(tmp_path):
-    from tests.mcp_agents import SDK_STDIO, write_agent
     from tests.fake_provider import FakeProvider
+    from tests.mcp_agents import SDK_STDIO, write_agent
 
     write_agent(tmp_path, SDK_STDIO)
     with FakeProvider() as provider:

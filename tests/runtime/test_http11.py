@@ -1,7 +1,8 @@
 """The HTTP/1.1 stream reader the socket recorder parses raw connections with: whatever way the bytes are cut."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openwop_cli.runtime.adapters import http11
 from openwop_cli.runtime.adapters.http11 import MAX_HEAD, MessageReader, NotHTTP, looks_like_request

@@ -45,7 +45,7 @@ def test_another_environments_python_starts_only_once_the_capture_is_ready(tmp_p
     assert "ambient" in run_wop("show", str(tmp_path / "d")).stdout
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def older_python() -> str | None:
     """A Python older than wop's runtime needs (3.11), if this machine has one: on PATH, or installed beside this one
     (pyenv, uv and the like keep their versions side by side)."""

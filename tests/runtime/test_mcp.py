@@ -7,7 +7,6 @@ prompt diverges at the prompt, a changed tool argument at the tool call. Every a
 Python) and mcp 1.x (.ci/mcp1-venv)."""
 
 import json
-import os
 import socket
 import sys
 from pathlib import Path

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from openwop_cli.format.blobs import BlobStore
 from openwop_cli.format.output import output_problem, output_record, recorded_text
 from openwop_cli.format.redact import Redactor
-from openwop_cli.replay.output import normalized, output_divergence
 from openwop_cli.host.output import _MarkedStream
+from openwop_cli.replay.output import normalized, output_divergence
 from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
 from tests.conftest import ROOT
 

@@ -9,7 +9,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import orjson
 

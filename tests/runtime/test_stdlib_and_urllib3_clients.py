@@ -4,7 +4,7 @@ streams): recorded with no code changes, replayed offline, a changed prompt loca
 import pytest
 
 from tests.fake_provider import FakeProvider
-from tests.programs import unrecorded_connections, capture, events, replay, round_trip
+from tests.programs import capture, events, replay, round_trip, unrecorded_connections
 
 URLLIB_AGENT = """
 import json, os, urllib.request

@@ -11,7 +11,7 @@ import orjson
 from openwop_cli.report.summary import summarize
 from openwop_cli.runtime.connections import describe
 from tests.fake_provider import FakeProvider
-from tests.programs import unrecorded_connections, capture, events, replay
+from tests.programs import capture, events, replay, unrecorded_connections
 
 RAW_SOCKET_AGENT = """
 import json, os, socket

@@ -88,7 +88,7 @@ def test_groq_behind_a_custom_base_url_and_cohere_v2_chat_keep_their_name_and_to
     shown = run_wop("show", str(tmp_path / "c"), cwd=tmp_path).stdout
     assert f"{tokens[0][0]}→{tokens[0][1]} tokens" in shown
 
-    for attempt in range(2):
+    for _ in range(2):
         replayed = run_wop("replay", str(tmp_path / "c"), env={"BASE": fake.url}, cwd=tmp_path)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         assert "answer to where is A-1?" in replayed.stdout + replayed.stderr

@@ -13,8 +13,9 @@ holding the recorded bytes.
 import asyncio
 import collections
 import inspect
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,

@@ -14,11 +14,10 @@ from typing import Any, NamedTuple
 import orjson
 
 from openwop_cli.format.credentials import CREDENTIAL_HEADERS
+from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.adapters import eventstream, sse
 from openwop_cli.runtime.callsite import program_site
-from openwop_cli.wire.jsonable import dumps
 from openwop_cli.runtime.livecalls import end_live_call, live_call
-from openwop_cli.wire.environ import ENV_PROXY
 from openwop_cli.runtime.providers import (
     LLMCall,
     kept_request_keys,
@@ -27,7 +26,6 @@ from openwop_cli.runtime.providers import (
     url_without_secrets,
     usage,
 )
-from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.session import (
     UNRESOLVED,
     Session,
@@ -39,6 +37,8 @@ from openwop_cli.runtime.session import (
     exit_boundary,
     new_call_id,
 )
+from openwop_cli.wire.environ import ENV_PROXY
+from openwop_cli.wire.jsonable import dumps
 
 _UNRECORDED_HEADERS = CREDENTIAL_HEADERS | {"content-length", "content-encoding", "transfer-encoding", "connection",
                                              "keep-alive"}

@@ -9,14 +9,15 @@ as it is and recorded as the program reads it.
 """
 
 import http.client
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     FRAMING_HEADERS,
     Exchange,
-    made_http_response,
     absolute_url,
     body_bytes,
+    made_http_response,
     plain_headers,
     recording_session,
     sendable_body,

@@ -7,7 +7,8 @@ stream is passed through chunk by chunk while it is recorded.
 """
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     STREAM_TYPES,

@@ -23,7 +23,8 @@ openai-agents' `MCPServerStdio`/`MCPServerStreamableHttp`, langchain-mcp-adapter
 
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import recording_session
 from openwop_cli.runtime.callsite import program_site

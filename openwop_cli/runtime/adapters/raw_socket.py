@@ -22,7 +22,8 @@ import collections
 import socket
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,

@@ -5,7 +5,8 @@ and handed back from memory, decoded, so `r.json()`, `r.iter_lines()` and `r.raw
 """
 
 import io
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,

@@ -9,7 +9,8 @@ reads it. A replayed response is an HTTPResponse over the recorded bytes.
 """
 
 import io
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from openwop_cli.runtime.adapters.exchange import (
     Exchange,

@@ -34,9 +34,9 @@ from typing import Any
 
 import orjson
 
+from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.adapters.exchange import kept_headers, plain_headers, recording_session
 from openwop_cli.runtime.callsite import program_site
-from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary, note_open_stream
 
 TOOL = "websocket"
