@@ -71,14 +71,17 @@ def loopback_server(root: Path) -> Iterator[str]:
         server.wait()
 
 
-def timed(command: list[str], env: dict) -> dict:
-    """The client's own figures (us, cpu: microseconds per request) and the whole process's wall seconds."""
+def timed(command: list[str], env: dict, figures_file: Path | None = None) -> dict:
+    """The client's own figures (us, cpu: microseconds per request) and the whole process's wall seconds; the
+    client prints its figures as a JSON line on stderr, or writes them to figures_file when one is given."""
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command[:6])} ... exited {done.returncode}:\n{done.stderr[-2000:]}")
-    figures = json.loads(next(line for line in done.stderr.splitlines() if line.startswith('{"us"')))
+        raise SystemExit(f"{' '.join(command[:6])} ... exited {done.returncode}:\n{done.stdout[-1000:]}"
+                         f"{done.stderr[-2000:]}")
+    lines = figures_file.read_text().splitlines() if figures_file else done.stderr.splitlines()
+    figures = json.loads(next(line for line in lines if line.startswith('{"us"')))
     return {**figures, "process": wall}
 
 
