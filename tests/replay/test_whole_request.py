@@ -4,6 +4,11 @@ Real SDKs (anthropic, openai) against the fake provider; the program reads what 
 the "changed" replay is today's code with one option changed.
 """
 
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openwop_cli.replay.compare import request_difference
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
@@ -118,3 +123,19 @@ def test_a_tools_divergence_names_the_real_change_and_never_shows_the_secret(tmp
     for path in (tmp_path / "replay").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                    max_leaves=8),
+       st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                    max_leaves=8))
+@settings(max_examples=300, deadline=None)
+def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today):
+    """The common case is decided on the recorded line's bytes (today's body found in place after "request":): it
+    must never call two different bodies the same (1 and 12, "ab" and "abc", a request nested in another field)."""
+    data = {"provider": "openai", "model": "m", "note": {"request": today}, "request": recorded}
+    line = orjson.dumps({"type": "llm_request", "data": data})
+    found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today})
+    assert (found is None) == (orjson.dumps(recorded) == orjson.dumps(today))
