@@ -10,6 +10,7 @@ from typing import Any
 
 THREAD_NAME = "wop-events-hash"  # ended before this process forks (see BackgroundHash)
 INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts no thread (nor imports queue)
+MAX_WAITING = 16  # chunks handed and not yet hashed, at most: past them the caller waits, so memory stays flat
 
 
 class BackgroundHash:
@@ -22,6 +23,7 @@ class BackgroundHash:
 
     def __init__(self) -> None:
         self._chunks: Any = None  # a queue.SimpleQueue of chunks (None: the end), once the thread starts
+        self._room = threading.Semaphore(MAX_WAITING)  # one per chunk that may wait: a busy machine's thread lags
         self._digest = hashlib.sha256()
         self._inline = INLINE_BYTES
         self._thread: threading.Thread | None = None
@@ -49,6 +51,7 @@ class BackgroundHash:
                     self._digest.update(chunk)
                     return
                 self._thread = thread
+            self._room.acquire()
             self._chunks.put(chunk)
 
     def hexdigest(self) -> str:
@@ -78,6 +81,7 @@ class BackgroundHash:
                 batch.append(chunks.get())
             done = batch[-1] is None
             self._digest.update(b"".join(batch[:-1] if done else batch))
+            self._room.release(len(batch) - done)
             if done:
                 return
 
