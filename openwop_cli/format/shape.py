@@ -38,7 +38,6 @@ from openwop_cli.format.events import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT, SHALLOW_BYTES, too_deep
 
 Count = Annotated[int, Meta(ge=0, le=MAX_INT, description="a non-negative integer")]
@@ -268,8 +267,8 @@ class Program(Shape):
 
 class LineChecksums(Shape):
     algorithm: str | None = None
-    path: Annotated[Literal["events.crc32"], Meta(
-        description=f"{LINE_CHECKSUMS_NAME!r} (a capture's files stay in its directory)")] | None = None
+    path: Annotated[Literal["events.crc32"], Meta(  # manifest.LINE_CHECKSUMS_NAME (it imports this module)
+        description="'events.crc32' (a capture's files stay in its directory)")] | None = None
 
 
 class Integrity(Shape):
@@ -334,7 +333,7 @@ class Manifest(Shape):
     completedAt: Count | None = None
     mode: str | None = None
     eventCount: Count | None = None
-    eventLogPath: Annotated[Literal["events.jsonl"], Meta(description=repr(EVENTS_NAME))] | None = None
+    eventLogPath: Literal["events.jsonl"] | None = None  # manifest.EVENTS_NAME
     redaction: Redaction | None = None
     tool: Tool | None = None
     program: Program | None = None

@@ -14,10 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.format.events import BIG_INT_TAG, revived_big_ints
+from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.schema import MAX_DEPTH
-from openwop_cli.format.shape import EVENT_SHAPES, EventValidator, Shape
+from openwop_cli.format.shape import (
+    EVENT_SHAPES,
+    EventValidator,
+    Shape,
+    manifest_problem,
+)
 from openwop_cli.format.verify import verify_capture
 from openwop_cli.wire.jsonable import json_form
 from tests.conftest import run_wop, write_capture
@@ -232,5 +238,7 @@ def test_unknown_envelope_and_origin_fields_are_left_out_and_data_fields_kept():
                      "data": {"name": "x", "later": [1]}, "origin": {"pid": 1, "site": {"line": 2}}}
 
 
-def test_every_shape_is_a_struct_of_the_one_base():
+def test_every_shape_is_a_struct_of_the_one_base_and_names_the_capture_files_as_the_manifest_does():
     assert all(issubclass(shape, Shape) for shape in EVENT_SHAPES.values())
+    assert manifest_problem({"captureId": "a", "runId": "b", "status": "ok", "eventLogPath": EVENTS_NAME,
+                             "integrity": {"lineChecksums": {"path": LINE_CHECKSUMS_NAME}}}) is None
