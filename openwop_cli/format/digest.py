@@ -81,7 +81,8 @@ class BackgroundHash:
                 batch.append(chunks.get())
             done = batch[-1] is None
             self._digest.update(b"".join(batch[:-1] if done else batch))
-            self._room.release(len(batch) - done)
+            if len(batch) > done:
+                self._room.release(len(batch) - done)
             if done:
                 return
 
