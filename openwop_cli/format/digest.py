@@ -10,7 +10,7 @@ from typing import Any
 
 THREAD_NAME = "wop-events-hash"  # ended before this process forks (see BackgroundHash)
 INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts no thread (nor imports queue)
-MAX_WAITING = 16  # chunks handed and not yet hashed, at most: past them the caller waits, so memory stays flat
+MAX_WAITING = 4  # chunks handed and not yet hashed, at most: past them the caller waits, so memory stays flat
 
 
 class BackgroundHash:
