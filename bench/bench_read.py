@@ -19,7 +19,7 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]  # this tree's wop, not the installed one
-from common import CAPTURE_ID, median_spread, realistic_data
+from common import CAPTURE_ID, median_spread, realistic_data  # noqa: E402
 
 
 def make_capture(path: Path, count: int) -> None:
