@@ -1,28 +1,31 @@
-"""Reading + verifying a capture against a bare `orjson.loads + sha256` loop over the same file.
+"""`wop verify` against a bare `orjson.loads + sha256` loop over the same file, at 100k and 1M events.
 
-Target (issue 16: every event's envelope and data fields checked, and its nesting bounded, whatever the
-hash says): ratio <= 1.3 on 1,000,000 events, and memory that does not grow with the file (peak traced
-memory of verifying N events vs N/10 events).
-Run: python bench/bench_read.py [EVENTS]
+Target (issue 37: every event's envelope and data checked by the msgspec shapes, its nesting bounded, whatever the
+hash says): ratio <= 1.3 at 1,000,000 events, and peak memory flat (the same at 100k and 1M events within 10%).
+Each measurement runs in a process of its own (so its peak RSS, from resource.getrusage, is its own), bare and
+verify interleaved, round after round; the median ratio and the spread are printed.
+Run: python bench/bench_read.py [ROUNDS] [SIZES…]   (defaults: 5 rounds, 100000 1000000 events)
 """
 
 import hashlib
+import statistics
+import subprocess
 import sys
 import tempfile
-import tracemalloc
+import time
 from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CAPTURE_ID, per_item_us, realistic_data  # noqa: E402
-
-from openwop_cli.format.redact import Redactor  # noqa: E402
-from openwop_cli.format.sink import CaptureSink  # noqa: E402
-from openwop_cli.format.verify import verify_capture  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]  # this tree's wop, not the installed one
+from common import CAPTURE_ID, median_spread, realistic_data  # noqa: E402
 
 
 def make_capture(path: Path, count: int) -> None:
+    from openwop_cli.format.redact import Redactor
+    from openwop_cli.format.sink import CaptureSink
+
     sink = CaptureSink(path, redactor=Redactor("none"))
     sink.start({"captureId": CAPTURE_ID})
     for index in range(count):
@@ -42,38 +45,68 @@ def bare_read(path: Path) -> int:
 
 
 def verified_read(path: Path) -> int:
+    from openwop_cli.format.verify import verify_capture
+
     report = verify_capture(path)
     assert report.ok, report.problems
     return report.events
 
 
-def peak_kib(path: Path) -> float:
-    tracemalloc.start()
-    verified_read(path)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak / 1024
+def child(kind: str, path: Path) -> None:
+    """One measurement in this process: CPU microseconds per event (all its threads: the machine is shared, so wall
+    time would measure the others' load), then the process's peak RSS in KiB."""
+    import resource
+
+    start = time.process_time()
+    count = (bare_read if kind == "bare" else verified_read)(path)
+    elapsed = time.process_time() - start
+    print(orjson.dumps({"us": elapsed / count * 1e6, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+                       ).decode())
+
+
+def measure(kind: str, path: Path) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", kind, str(path)], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    return orjson.loads(done.stdout.splitlines()[-1])
 
 
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    sizes = [int(size) for size in sys.argv[2:]] or [100_000, 1_000_000]
     with tempfile.TemporaryDirectory() as temp:
-        big, small = Path(temp) / "big", Path(temp) / "small"
-        make_capture(big, count)
-        make_capture(small, count // 10)
-        bare_runs, verified_runs = [], []
-        for _ in range(3):  # interleaved, best of three: this machine's timings are noisy
-            bare_runs.append(per_item_us(lambda: bare_read(big)))
-            verified_runs.append(per_item_us(lambda: verified_read(big)))
-        bare, verified = min(bare_runs), min(verified_runs)
-        size_mb = (big / "events.jsonl").stat().st_size / 1e6
-        peak_small, peak_big = peak_kib(small), peak_kib(big)
-    print(f"events: {count} ({size_mb:.0f} MB)")
-    print(f"bare loads+sha256 loop: {bare:.2f} us/event")
-    print(f"wop verify (read + checks): {verified:.2f} us/event")
-    print(f"ratio verify/bare: {verified / bare:.2f} (target <= 1.3)")
-    print(f"peak traced memory: {peak_small:.0f} KiB at {count // 10} events, {peak_big:.0f} KiB at {count} events")
+        paths = {size: Path(temp) / f"c{size}" for size in sizes}
+        for size, path in paths.items():
+            make_capture(path, size)
+        runs: dict[int, dict[str, list[dict]]] = {size: {"bare": [], "verify": []} for size in sizes}
+        load = []
+        for _ in range(rounds):  # interleaved: bare, verify, size after size, round after round
+            load.append(_load())
+            for size, path in paths.items():
+                for kind in ("bare", "verify"):
+                    runs[size][kind].append(measure(kind, path))
+        size_mb = {size: (path / "events.jsonl").stat().st_size / 1e6 for size, path in paths.items()}
+    print(f"{rounds} rounds, interleaved; machine load (1-min average) during them: "
+          f"{min(load):.1f}–{max(load):.1f}")
+    for size in sizes:
+        bare = [run["us"] for run in runs[size]["bare"]]
+        verify = [run["us"] for run in runs[size]["verify"]]
+        ratios = [checked / plain for checked, plain in zip(verify, bare)]
+        ratio, spread = median_spread(ratios, ".2f")
+        rss, rss_spread = median_spread([run["rss"] / 1024 for run in runs[size]["verify"]], ".0f")
+        print(f"{size:>9,} events ({size_mb[size]:.0f} MB): bare loads+sha256 {statistics.median(bare):.2f} us/event, "
+              f"verify {statistics.median(verify):.2f} us/event; ratio {ratio:.2f} ({spread}; target <= 1.3); "
+              f"verify peak RSS {rss:.0f} MiB ({rss_spread})")
+    if len(sizes) > 1:
+        small, big = (statistics.median(run["rss"] for run in runs[size]["verify"]) for size in (sizes[0], sizes[-1]))
+        print(f"peak RSS {sizes[-1]:,} vs {sizes[0]:,} events: {big / small:.2f}x (target: within 10%)")
+
+
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2], Path(sys.argv[3]))
+    else:
+        main()

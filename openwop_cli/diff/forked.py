@@ -25,9 +25,9 @@ from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME
-from openwop_cli.format.reader import CHUNK_BYTES, FAST_BYTES, CaptureReader
+from openwop_cli.format.reader import CHUNK_BYTES, CaptureReader
 
-MIN_BYTES = FAST_BYTES  # smaller captures are read in the caller's process: a fork would cost more than it saves
+MIN_BYTES = 4 << 20  # smaller captures are read in the caller's process: a fork would cost more than it saves
 BATCH_BYTES = 1 << 18  # keys sent down the pipe at once
 PIPE_BYTES = 1 << 20  # the pipe's capacity asked for (Linux), so the child seldom waits for the caller
 FORK_SAFE_THREADS = frozenset({digest.THREAD_NAME, flusher.THREAD_NAME})

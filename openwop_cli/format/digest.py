@@ -10,18 +10,20 @@ from typing import Any
 
 THREAD_NAME = "wop-events-hash"  # ended before this process forks (see BackgroundHash)
 INLINE_BYTES = 1 << 20  # hashed on the caller's thread: a small capture starts no thread (nor imports queue)
+MAX_WAITING = 2  # chunks handed and not yet hashed, at most: past them the caller waits, so memory stays flat
 
 
 class BackgroundHash:
     """The sha256 of the chunks handed to `update`, in order: their first INLINE_BYTES on the caller's thread, the
-    rest on a thread of its own (started then). The thread takes whatever chunks are waiting at once, as one
-    buffer: it needs the GIL twice per batch however far behind it is, and what waits stays small. Before the
+    rest on a thread of its own (started then). The thread hashes whatever chunks are waiting, one by one (hashlib
+    lets go of the GIL for each); at most MAX_WAITING wait, past them `update` waits for the thread. Before the
     process forks, the thread hashes what waits and ends (a child forked while it held the hash's lock would find
     that lock taken for good); the next chunk starts another. A lock of its own, held across a fork by the thread
     that forks, keeps another thread from starting or stopping the hashing thread meanwhile."""
 
     def __init__(self) -> None:
         self._chunks: Any = None  # a queue.SimpleQueue of chunks (None: the end), once the thread starts
+        self._room = threading.Semaphore(MAX_WAITING)  # one per chunk that may wait: a busy machine's thread lags
         self._digest = hashlib.sha256()
         self._inline = INLINE_BYTES
         self._thread: threading.Thread | None = None
@@ -49,6 +51,7 @@ class BackgroundHash:
                     self._digest.update(chunk)
                     return
                 self._thread = thread
+            self._room.acquire()
             self._chunks.put(chunk)
 
     def hexdigest(self) -> str:
@@ -77,7 +80,10 @@ class BackgroundHash:
             while batch[-1] is not None and not chunks.empty():
                 batch.append(chunks.get())
             done = batch[-1] is None
-            self._digest.update(b"".join(batch[:-1] if done else batch))
+            for chunk in batch[:-1] if done else batch:  # one by one: a join would copy what waited once more
+                self._digest.update(chunk)
+            if len(batch) > done:
+                self._room.release(len(batch) - done)
             if done:
                 return
 

@@ -2,8 +2,8 @@
 
 Readers accept every older format version and refuse a newer major one with the way to upgrade.
 
-orjson and the schema are imported by the functions that use them: `wop replay` finds its capture and starts the
-program before it loads them (orjson's import, dataclasses and uuid with it, is a tenth of that start-up).
+orjson and the shapes (format/shape.py) are imported by the functions that use them: `wop replay` finds its
+capture and starts the program before it loads them (orjson's import, dataclasses and uuid with it, is a tenth of that start-up).
 """
 
 import os
@@ -57,10 +57,10 @@ def check_compatible(manifest: dict[str, Any], where: Path) -> None:
 
 def read_manifest(capture_dir: Path) -> dict[str, Any]:
     """Load and check a capture's manifest: a regular file of bounded size whose every field wop reads has its
-    type (format/schema.py); a missing one is NotACapture, anything else wrong is CorruptCapture (exit 3)."""
+    type (format/shape.py); a missing one is NotACapture, anything else wrong is CorruptCapture (exit 3)."""
     import orjson
 
-    from openwop_cli.format.schema import manifest_problem
+    from openwop_cli.format.shape import manifest_problem
 
     path = manifest_path(capture_dir)
     try:
@@ -74,7 +74,7 @@ def read_manifest(capture_dir: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise CorruptCapture(f"{path} must hold a JSON object")
     check_compatible(manifest, capture_dir)
-    problem = manifest_problem(manifest, STATUSES, EVENTS_NAME, LINE_CHECKSUMS_NAME)
+    problem = manifest_problem(manifest)
     if problem is not None:
         raise CorruptCapture(f"{path}: {problem}")
     return manifest

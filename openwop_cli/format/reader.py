@@ -2,16 +2,15 @@
 
 It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each
 chunk as it goes, and stops at the first line that is torn (no newline: cut mid-write), longer than
-wop reads, not JSON, or not an event of this capture by format/schema.py — every field wop reads has
-its type — or out of seq order. What it found is kept in `problems`; the events before the first
+wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every field
+wop reads has its type — or out of seq order. What it found is kept in `problems`; the events before the first
 problem are the intact prefix. A changed line is found through the manifest's whole-file sha256 and
 named through the per-line crc32 checksums the sink wrote. A matching hash proves nothing about a
 line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
-import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,12 +22,10 @@ from openwop_cli.format.blobs import BLOB_MARKER, BlobStore, find_blob_refs
 from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.format.schema import MAX_INT, EventChecker, chunk_nesting_gate, long_number_lines, too_deep
+from openwop_cli.format.schema import MAX_INT, too_deep
 from openwop_cli.format.sink import checksums_from_bytes
 
 CHUNK_BYTES = 1 << 20
-GATED_BYTES = 32 << 20  # from this size on, a chunk's lines are cleared for nesting in one Hyperscan pass
-FAST_BYTES = 4 << 20  # from this size on, lines are read through EventChecker.fast (importing msgspec pays off)
 MAX_LISTED_CHANGES = 20
 
 
@@ -67,7 +64,7 @@ class CaptureReader:
         self.problems: list[Problem] = []
         self.events_read = 0
         self.complete = False
-        self._line_checker: EventChecker | None = None
+        self._line_check: Callable[..., str | None] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events of the intact prefix, in seq order."""
@@ -86,33 +83,28 @@ class CaptureReader:
             raise error(f"capture {self.manifest['captureId']} is damaged: {first}; run `wop verify` for details")
 
     def _events(self, stop_at_first_problem: bool) -> Iterator[dict[str, Any]]:
+        from openwop_cli.format.shape import shallow_lines  # msgspec: loaded when a read starts, not at import
+
         self.problems = []
         self.events_read = 0
         self.complete = False
         expected_seq = 0
         lineno = 0
         loads = orjson.loads
-        checker = EventChecker(self.manifest["captureId"], self.manifest["runId"])
-        check = checker.problem
+        check = self._check()
         handle = self._open_events()
         if handle is None:
             return
         events_read = 0
-        size = os.fstat(handle.fileno()).st_size
         digest = BackgroundHash()  # (a small file is hashed on this thread: see INLINE_BYTES)
         try:
             with handle:
-                fast = checker.fast() if size >= FAST_BYTES else None
-                gate = chunk_nesting_gate() if size >= GATED_BYTES else None
-                long_numbers: set[int] | tuple[()] = ()
                 tail = b""
                 while chunk := handle.read(CHUNK_BYTES):
                     digest.update(chunk)
                     data = tail + chunk if tail else chunk
                     may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
-                    cleared = gate is not None and not gate.search(data)  # no line here can nest too deep
-                    if fast is not None:
-                        long_numbers = {lineno + 1 + index for index in long_number_lines(data) or ()}
+                    shallow = shallow_lines(data)  # no line here can nest too deep
                     lines = data.split(b"\n")
                     tail = lines.pop()
                     if len(tail) > MAX_LINE_BYTES:
@@ -120,24 +112,22 @@ class CaptureReader:
                                       lineno + len(lines) + 1, expected_seq + len(lines))
                         return
                     for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
-                        event = fast(line, cleared) if fast is not None and lineno not in long_numbers else None
-                        if event is None:
-                            try:
-                                event = loads(line)
-                            except orjson.JSONDecodeError:
-                                self._problem("bad_json", "not a JSON object (the line was damaged or edited)",
-                                              lineno, expected_seq)
-                                if stop_at_first_problem:
-                                    return
-                                expected_seq += 1
-                                continue
-                            problem = check(event, line, cleared)
-                            if problem is not None:
-                                self._problem("bad_event", problem, lineno, expected_seq)
-                                if stop_at_first_problem:
-                                    return
-                                expected_seq += 1
-                                continue
+                        try:
+                            event = loads(line)
+                        except orjson.JSONDecodeError:
+                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)",
+                                          lineno, expected_seq)
+                            if stop_at_first_problem:
+                                return
+                            expected_seq += 1
+                            continue
+                        problem = check(event, line, shallow)
+                        if problem is not None:
+                            self._problem("bad_event", problem, lineno, expected_seq)
+                            if stop_at_first_problem:
+                                return
+                            expected_seq += 1
+                            continue
                         if event["seq"] != expected_seq:
                             if not 0 <= event["seq"] <= MAX_INT:
                                 self._problem("bad_event", "field seq must be a non-negative integer", lineno,
@@ -175,19 +165,25 @@ class CaptureReader:
         """The event one line of events.jsonl holds (1-based lineno), read and checked as a pass over the file reads
         it: for a caller that holds a line such a pass accepted, in another process (diff.forked). CorruptCapture
         when the line is not one it would accept (the file changed since)."""
-        if self._line_checker is None:
-            self._line_checker = EventChecker(self.manifest["captureId"], self.manifest["runId"])
+        if self._line_check is None:
+            self._line_check = self._check()
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError:
             event = None
-        problem = "not a JSON object" if event is None else self._line_checker.problem(event, line)
+        problem = "not a JSON object" if event is None else self._line_check(event, line)
         if problem is None and event["seq"] != lineno - 1:
             problem = f"seq {event['seq']} on line {lineno}"
         if problem is not None:
             raise CorruptCapture(f"capture {self.manifest['captureId']} changed while it was read: {EVENTS_NAME} "
                                  f"line {lineno}: {problem}")
         return self._with_blobs(event, lineno) if BLOB_MARKER in line else event
+
+    def _check(self) -> Callable[..., str | None]:
+        """The one validator (format/shape.py) for this capture's events; msgspec is loaded here, when a read starts."""
+        from openwop_cli.format.shape import EventValidator
+
+        return EventValidator(self.manifest["captureId"], self.manifest["runId"]).problem
 
     def _open_events(self) -> BinaryIO | None:
         try:

@@ -3,7 +3,7 @@
 A log is JSON Lines (one RunEventDoc per line) or a JSON array of them. Each record's `sequence`,
 `type`, `payload`, `eventId` and `timestamp` (ISO 8601 or epoch ms) become an event's seq, type,
 data, eventId and ts; the run's id comes from the records' `runId` (else the file name). The log is
-read like a capture: a regular file of bounded size, every event checked by format/schema.py. Nothing
+read like a capture: a regular file of bounded size, every event checked by format/shape.py. Nothing
 redacted a host's log on its way to disk, so each event's data passes the one redactor (the default
 profile, and the values of this machine's secret environment variables) as it is read: what `wop diff`,
 `wop state` and `wop show` print of a log never holds a key it carried.
@@ -19,7 +19,6 @@ import orjson
 from openwop_cli.errors import CorruptCapture
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular
 from openwop_cli.format.redact import Redactor
-from openwop_cli.format.schema import EventChecker
 
 LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_ARRAY_BYTES = MAX_LINE_BYTES
@@ -44,7 +43,9 @@ class RunLogReader:
         self.blobs = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        check = EventChecker(run_log=True).problem
+        from openwop_cli.format.shape import EventValidator
+
+        check = EventValidator(run_log=True).problem
         redact = Redactor.from_environment().redact_flagged
         previous = -1
         for index, record in enumerate(self._records()):

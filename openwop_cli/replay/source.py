@@ -39,7 +39,6 @@ from openwop_cli.format.events import (
 )
 from openwop_cli.format.files import open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, STATUS_INCOMPLETE, read_manifest
-from openwop_cli.format.schema import EventChecker
 from openwop_cli.replay.ambient import KIND_AMBIENT, ambient_key, served_to_any_process
 from openwop_cli.replay.keys import KIND_LLM, KIND_STATE, KIND_TOOL, KIND_VALUE, KIND_VERSION, unit_key
 from openwop_cli.replay.telemetry import telemetry_of
@@ -174,7 +173,9 @@ class ReplaySource:
         open_calls = 0
         group = 0
         position, seq, size = 0, 0, len(mapped)
-        check = EventChecker(self.manifest["captureId"], self.manifest["runId"]).problem
+        from openwop_cli.format.shape import EventValidator  # msgspec: loaded once the program is started
+
+        check = EventValidator(self.manifest["captureId"], self.manifest["runId"]).problem
         while position < size:
             end = mapped.find(b"\n", position)
             if end < 0:

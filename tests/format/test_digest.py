@@ -115,3 +115,22 @@ def test_with_no_thread_to_be_had_the_chunks_are_hashed_on_the_callers_thread(tm
     program.write_text(textwrap.dedent(WITHOUT_THREADS))
     done = subprocess.run(under_a_limit(program), capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout == b"True\n", done.stderr.decode()
+
+
+def test_the_reader_waits_for_a_lagging_thread_rather_than_hold_every_chunk(monkeypatch):
+    """At most MAX_WAITING chunks wait for the hashing thread (memory stays flat when it lags), and a thread that
+    finds only the end waiting ends cleanly."""
+    from openwop_cli.format import digest
+
+    failures: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    hashed = BackgroundHash()
+    hashed.update(PAST_INLINE)
+    chunks = [bytes([index]) * 4096 for index in range(digest.MAX_WAITING * 4)]
+    for chunk in chunks:
+        hashed.update(chunk)
+        assert hashed._chunks.qsize() <= digest.MAX_WAITING
+    while not hashed._chunks.empty():
+        threading.Event().wait(0.001)
+    assert hashed.hexdigest() == hashlib.sha256(PAST_INLINE + b"".join(chunks)).hexdigest()
+    assert failures == []

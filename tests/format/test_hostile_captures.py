@@ -199,11 +199,9 @@ def test_a_huge_line_is_refused_before_it_is_held_in_memory(capture, tmp_path):
 
 
 @pytest.mark.parametrize("depth", [0, 252, 253, 1000])  # data > args > 252 lists: the 254 levels orjson writes
-def test_big_files_clear_nesting_a_chunk_at_a_time_and_still_find_a_deep_line(capture, monkeypatch, depth):
-    from openwop_cli.format import reader
+def test_nesting_is_refused_from_the_first_level_past_what_orjson_writes(capture, depth):
     from openwop_cli.format.verify import verify_capture
 
-    monkeypatch.setattr(reader, "GATED_BYTES", 0)  # the path files of 32 MiB and more take
     lines = lines_of(capture)
     lines[1] = lines[1].replace(b'"args":{', b'"args":{"deep":' + b"[0," * depth + b"1" + b"]" * depth + b",", 1)
     forge(capture, lines)
