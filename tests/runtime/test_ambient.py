@@ -394,18 +394,22 @@ class Tick(Exception):
     pass
 
 def tick(signum, frame):  # a timeout: raised wherever the program is
+    global ticks
+    ticks += 1
     raise Tick
 
+values, ticks = [], 0
 signal.signal(signal.SIGALRM, tick)
 signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
-values, ticks = [], 0
-while len(values) < 20:
+while True:  # every line of the program's own inside the try: on a loaded machine a tick lands anywhere
     try:
+        if len(values) == 20:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            break
         values.append(random.random())  # the first: wop loads what events need
         time.sleep(0.001)
     except Tick:
-        ticks += 1
-signal.setitimer(signal.ITIMER_REAL, 0)
+        pass
 print("values", len(values), "ticks", ticks > 0)
 """
 
