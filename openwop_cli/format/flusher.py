@@ -15,6 +15,8 @@ import time
 import weakref
 from typing import Any
 
+from openwop_cli.heldsignals import with_handlers_held
+
 FLUSH_SECONDS = 0.2
 THREAD_NAME = "wop-flusher"  # its state is made anew in a forked child (see the end of this module)
 
@@ -27,8 +29,12 @@ def flush_later(writer: Any, due: float) -> None:
         if _state["pending"] is None:
             wake = threading.Lock()
             wake.acquire()
-            _state["pending"], _state["wake"] = {}, wake
-            threading.Thread(target=_run, args=(_state["pending"], wake), name=THREAD_NAME, daemon=True).start()
+            pending: dict[int, tuple[float, Any]] = {}
+            thread = threading.Thread(target=_run, args=(pending, wake), name=THREAD_NAME, daemon=True)
+            # a program's signal handler that raises while start() waits would leave the thread half started (its
+            # bootstrap fails) and no flusher ever again: the handler runs once the thread is up
+            with_handlers_held(thread.start)
+            _state["pending"], _state["wake"] = pending, wake
         _state["pending"][id(writer)] = (due, weakref.ref(writer))
         wake = _state["wake"]
     try:
