@@ -33,8 +33,7 @@ def request_difference(line: bytes, recorded: Callable[[], dict[str, Any]], toda
     Paths are the body's own (`$.max_tokens`), or `$.http.method` / `$.http.path`."""
     body, http = today.get("request"), today.get("http")
     try:
-        if _holds(line, b'"request":', orjson.dumps(body)) and (
-                http is None or _holds(line, b'"http":', orjson.dumps(http))):
+        if _same_in_place(line, body, http):
             return None
     except TypeError:  # not JSON as it stands (an SDK call's request with Python objects): compared below
         pass
@@ -48,16 +47,28 @@ def request_difference(line: bytes, recorded: Callable[[], dict[str, Any]], toda
     return _http_difference(data.get("http"), http)
 
 
-def _holds(line: bytes, key: bytes, value: bytes) -> bool:
-    """Whether the event's one key (an llm_request's data holds `request` and `http`) is followed by exactly value in
-    line: found by a short search and compared in place (a search for the whole value, 10 KB, cost ten times more).
-    False when the key is not there once (a nested `request` elsewhere): the caller then compares parsed values. A
-    key inside a string is escaped (`\\"request\\":`), never this."""
-    start = line.find(key)
-    if start < 0 or line.find(key, start + 1) >= 0:
+def _same_in_place(line: bytes, body: Any, http: Any) -> bool:
+    """Whether the recorded event's line holds today's body (and `http`, when today has one) exactly, as wop writes
+    an llm_request's data: `"request":BODY` then `,"http":HTTP`. Found by a short search and compared in place (a
+    search for the whole 10 KB body cost ten times more). The key found is the data's own only when two objects are
+    open before it (the event's and its data's; a key inside a string is escaped, `\\"request\\":`); anything else
+    (a nested `request` first, another order) is left to the caller's comparison of parsed values."""
+    start = line.find(_REQUEST_KEY)
+    if start < 0 or line.count(b"{", 0, start) != 2:
         return False
-    end = start + len(key) + len(value)
-    return line.startswith(value, start + len(key)) and line[end:end + 1] in (b",", b"}")
+    value = orjson.dumps(body)
+    end = start + len(_REQUEST_KEY) + len(value)
+    if not line.startswith(value, start + len(_REQUEST_KEY)):
+        return False
+    if http is not None:
+        value = b',"http":' + orjson.dumps(http)
+        if not line.startswith(value, end):
+            return False
+        end += len(value)
+    return line[end:end + 1] in (b",", b"}")
+
+
+_REQUEST_KEY = b'"request":'
 
 
 def changes_shape(path: str | None) -> bool:

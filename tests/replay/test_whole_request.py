@@ -130,12 +130,17 @@ def test_a_tools_divergence_names_the_real_change_and_never_shows_the_secret(tmp
                     max_leaves=8),
        st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-                    max_leaves=8))
+                    max_leaves=8),
+       st.sampled_from(["POST", "GET"]), st.sampled_from(["POST", "GET"]), st.booleans())
 @settings(max_examples=300, deadline=None)
-def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today):
-    """The common case is decided on the recorded line's bytes (today's body found in place after "request":): it
-    must never call two different bodies the same (1 and 12, "ab" and "abc", a request nested in another field)."""
-    data = {"provider": "openai", "model": "m", "note": {"request": today}, "request": recorded}
+def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today, method, today_method, nested):
+    """The common case is decided on the recorded line's bytes (today's body and http found in place after
+    "request":): it must never call two different requests the same (1 and 12, "ab" and "abc", a request nested in
+    another field before the real one, another method)."""
+    http = {"method": method, "url": "http://h/v1/chat/completions"}
+    data = {"provider": "openai", "model": "m", **({"note": {"request": today}} if nested else {}),
+            "request": recorded, "http": http}
     line = orjson.dumps({"type": "llm_request", "data": data})
-    found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today})
-    assert (found is None) == (orjson.dumps(recorded) == orjson.dumps(today))
+    today_http = {**http, "method": today_method}
+    found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today, "http": today_http})
+    assert (found is None) == (orjson.dumps(recorded) == orjson.dumps(today) and method == today_method)
