@@ -138,9 +138,9 @@ def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today, m
     "request":): it must never call two different requests the same (1 and 12, "ab" and "abc", a request nested in
     another field before the real one, another method)."""
     http = {"method": method, "url": "http://h/v1/chat/completions"}
-    data = {"provider": "openai", "model": "m", **({"note": {"request": today}} if nested else {}),
+    today_http = {**http, "method": today_method}
+    data = {"provider": "openai", "model": "m", **({"note": {"request": today, "http": today_http}} if nested else {}),
             "request": recorded, "http": http}
     line = orjson.dumps({"type": "llm_request", "data": data})
-    today_http = {**http, "method": today_method}
     found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today, "http": today_http})
     assert (found is None) == (orjson.dumps(recorded) == orjson.dumps(today) and method == today_method)
