@@ -30,6 +30,7 @@ from typing import Any
 from openwop_cli.runtime.callsite import opening_site
 from openwop_cli.runtime.listeners import NOBODY, TREE, is_loopback, listener
 from openwop_cli.runtime.livecalls import LIVE
+from openwop_cli.runtime.outputmarks import flush_standard_streams
 
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "", None})
 _STAND_INS = 254  # host names a replay resolves to stand-in addresses (192.0.2.1…254); later ones are refused
@@ -127,11 +128,7 @@ def _end_program(host: Any, port: Any) -> None:
     first; os._exit sends the queued events, see session.attach_channel)."""
     print(f"wop replay: the replay has stopped and the program tried the network again ({host}:{port}): ending it",
           file=sys.stderr)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()
     os._exit(1)
 
 

@@ -58,13 +58,18 @@ def _read() -> bool:
     return len(_pipes) > 1
 
 
-def _mark(mark: bytes) -> None:
+def flush_standard_streams() -> None:
+    """Write out what sys.stdout and sys.stderr hold (either may be None, closed or broken: then nothing)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except (OSError, ValueError):
             pass
+
+
+def _mark(mark: bytes) -> None:
+    flush_standard_streams()
     for descriptor, identity in _pipes[1:]:
         try:
             status = os.fstat(descriptor)
@@ -103,12 +108,7 @@ def mark_this_process() -> None:
     if not _read() or _serving:
         return
     _serving.append(True)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()
     restores = []
     for descriptor in (1, 2):
         try:
@@ -164,12 +164,7 @@ def _forward(reading: int, descriptor: int) -> threading.Thread:
 
 def _stop_forwarding(restores: list[tuple[int, int, threading.Thread]]) -> None:
     """At exit: this process's stdout and stderr back where they were, and what was still on its way copied."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()
     for descriptor, original, thread in restores:
         try:
             os.dup2(original, descriptor)  # the pipe's last writer gone: the thread reads its end, then stops
