@@ -3,7 +3,8 @@
 
 Target (issue 32): recording stdout and stderr adds <= 2% to such a program. Runs are interleaved; each figure is the
 median of RUNS with its spread. The program's output goes to /dev/null in every case, through wop's pipe and copier
-thread when it records it.
+thread when it records it. Measured twice: with Python's default buffering (writes of 8 KiB), and unbuffered
+(PYTHONUNBUFFERED=1, as many Docker images set it: a write per print, 200k writes).
 Run: python bench/bench_output.py [RUNS] [LINES]
 """
 
@@ -35,10 +36,17 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 11
     lines = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+    for buffering, unbuffered in (("default buffering", False), ("PYTHONUNBUFFERED=1", True)):
+        print(f"-- {buffering}")
+        measure(runs, lines, unbuffered)
+
+
+def measure(runs: int, lines: int, unbuffered: bool) -> None:
     with tempfile.TemporaryDirectory() as temp:
         program = Path(temp) / "printer.py"
         program.write_text(PROGRAM.format(lines=lines))
-        env = {**user_environment(), "WOP_HOME": str(Path(temp) / "home")}
+        env = {name: value for name, value in user_environment().items() if name != "PYTHONUNBUFFERED"}
+        env = {**env, "WOP_HOME": str(Path(temp) / "home"), **({"PYTHONUNBUFFERED": "1"} if unbuffered else {})}
         wop = [sys.executable, "-m", "openwop_cli", "capture"]
         cases = {
             "plain": [sys.executable, str(program)],

@@ -54,19 +54,28 @@ class BlobStore:
     def put(self, data: bytes) -> str:
         """Store bytes once (idempotent) and return their reference string."""
         digest = hashlib.sha256(data).hexdigest()
-        ref = f"sha256:{digest}"
         path = self.root / digest[:2] / digest
         if not path.exists():
-            for directory in (self.root.parent, self.root, path.parent):
-                directory.mkdir(mode=0o700, exist_ok=True)
-            temp = path.with_name(f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp")
+            temp = self._temp_path(digest)
             try:
                 write_private(temp, data)
                 os.replace(temp, path)
             except BaseException:
                 temp.unlink(missing_ok=True)
                 raise
-        return ref
+        return f"sha256:{digest}"
+
+    def writer(self) -> "BlobWriter":
+        """A blob written in pieces, hashed as they come and named once closed (for data too big to hold twice)."""
+        return BlobWriter(self)
+
+    def _temp_path(self, digest: str) -> Path:
+        """Where a blob whose name will be digest is written before it is renamed into place (its folders made).
+        The name is one `wop rm` knows as a blob's temporary file."""
+        folder = self.root / digest[:2]
+        for directory in (self.root.parent, self.root, folder):
+            directory.mkdir(mode=0o700, exist_ok=True)
+        return folder / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
 
     def get(self, ref: str) -> bytes:
         """The bytes of a blob, checked against their name."""
@@ -135,6 +144,54 @@ class BlobStore:
             return self.resolve(orjson.loads(data), depth)
         except (UnicodeDecodeError, orjson.JSONDecodeError):
             raise CorruptCapture(f"blob {ref[BLOB_KEY]} does not hold {encoding} data as its reference says") from None
+
+
+class BlobWriter:
+    """One blob written piece by piece into a private temporary file and hashed on the way; `close` names it by
+    its digest (or drops it when that blob is already there) and returns its reference."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self._store = store
+        self._hash = hashlib.sha256()
+        self._temp = store._temp_path(os.urandom(32).hex())  # a placeholder digest: unique, and rm's pattern
+        self._file = os.fdopen(os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                                       0o600), "wb")
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._hash.update(data)
+        self.size += len(data)
+
+    def close(self) -> str:
+        """The reference of what was written, stored under its name."""
+        self._file.close()
+        digest = self._hash.hexdigest()
+        path = self._store.root / digest[:2] / digest
+        try:
+            if path.exists():
+                self._temp.unlink()
+            else:
+                self._store._temp_path(digest)  # its folder
+                os.replace(self._temp, path)
+        except BaseException:
+            self.discard()
+            raise
+        _remove_if_empty(self._temp.parent)
+        return f"sha256:{digest}"
+
+    def discard(self) -> None:
+        """Drop what was written (the capture ends without it)."""
+        self._file.close()
+        self._temp.unlink(missing_ok=True)
+        _remove_if_empty(self._temp.parent)
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -171,6 +171,8 @@ def run_captured(
     except BaseException:
         launch.cancel()
         raise
+    if launch.output is not None:
+        launch.output.keep_into(capture.sink.blobs, capture.sink.redactor)
     started = time.monotonic()
     if launch.child is None and launch.failed_start is None:
         launch.start(gated=False, more_env=capture.environment())
@@ -318,7 +320,7 @@ class _OpenCapture:
 
         sink, processes, program = self.sink, self.processes, self.program
         processes.write_run_start(None)
-        recorded = _output_records(output, sink)
+        recorded = _output_records(output, sink, self.warn)
         extra_fields = self.hooks.before_finish(sink, exit_code, recorded)
         if recorded is not None:
             extra_fields = {"output": recorded, **extra_fields}
@@ -338,14 +340,14 @@ class _OpenCapture:
                               unrecorded=processes.unrecorded_connections() + summarize(processes.unrecorded_children))
 
 
-def _output_records(output: Any, sink: "CaptureSink") -> dict[str, Any] | None:
+def _output_records(output: Any, sink: "CaptureSink", warn: Callable[[str], None]) -> dict[str, Any] | None:
     """The manifest's output (format.output) of what the program wrote, or None when it was not kept."""
-    if output is None or not output.keep:
+    if output is None:
         return None
-    from openwop_cli.format.output import output_record
-
-    return {name: output_record(output.kept[name], output.sizes[name], output.truncated[name], sink.blobs,
-                                sink.redactor) for name in output.kept}
+    records = output.records(sink.blobs, sink.redactor)
+    if output.keep_failure is not None:
+        warn(f"wop: the program's output is not in the capture (storing it failed: {output.keep_failure})")
+    return records
 
 
 def _start_proxy(append: Callable[..., int], sink: "CaptureSink", hooks: RunHooks) -> Any:

@@ -6,17 +6,26 @@ of the same size, so the program still sees a terminal (colours, line buffering)
 they would have gone, in the order they come, keeping up to MAX_KEPT_BYTES of each. What is kept goes into the
 manifest's `output` (past the blob threshold, into a blob), redacted as everything else the capture holds; under the
 strict profile only its size is kept. A replay compares the two (replay.output).
+
+Once the capture is open (`keep_into`), what is kept is redacted and stored while the program runs (format.output
+.KeptStream), on wop's side of the pipe: the program's end pays only for the pipe. A stream that keeps writing is read
+every BATCH_SECONDS rather than line by line, so an unbuffered program (PYTHONUNBUFFERED, `python -u`) does not wake
+wop for every write.
 """
 
 import os
 import selectors
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any, BinaryIO
 
 MAX_KEPT_BYTES = 32 * 1024 * 1024  # of each stream; past it the rest is passed through, not kept
 TAIL_LINES = 12  # the last stderr lines a replay report shows of a crash
+BATCH_SECONDS = 0.002  # a pipe written to without pause is read this often (the first write after a pause at once)
+PIPE_BYTES = 1 << 20  # what a pipe holds (where the system lets us) while the copier waits out BATCH_SECONDS
+READ_BYTES = 1 << 18
 STREAMS = ("stdout", "stderr")
 
 
@@ -28,7 +37,9 @@ class ProgramOutput:
 
     def __init__(self, stdout_to: BinaryIO | None, stderr_to: BinaryIO | None, *, keep: bool) -> None:
         self.keep = keep
-        self.kept: dict[str, list[tuple[bool, bytearray]]] = {name: [] for name in STREAMS}  # (in a call, bytes)
+        self.kept: dict[str, list[tuple[bool, bytearray]]] = {name: [] for name in STREAMS}  # until keep_into
+        self._keepers: dict[str, Any] = {}  # stream → format.output.KeptStream, from keep_into on
+        self._keeping = threading.Lock()
         self.truncated = {name: False for name in STREAMS}
         self._kept_bytes = {name: 0 for name in STREAMS}
         self._marked = {name: _MarkedStream() for name in STREAMS}
@@ -38,11 +49,15 @@ class ProgramOutput:
         self._pending_tail = b""
         self._ends: dict[str, tuple[int, int]] = {}  # stream → (our end, the child's end)
         self._thread: threading.Thread | None = None
+        self._batched = True  # every stream is a pipe (a terminal is read as it comes)
+        self.keep_failure: str | None = None
 
     def child_streams(self) -> tuple[int, int]:
         """The file descriptors the child writes its stdout and stderr to (closed here once it started)."""
         for name in STREAMS:
-            self._ends[name] = _terminal_like(self._targets[name]) or os.pipe()
+            terminal = _terminal_like(self._targets[name])
+            self._batched = self._batched and terminal is None
+            self._ends[name] = terminal or _roomy_pipe()
         return self._ends["stdout"][1], self._ends["stderr"][1]
 
     def marks_environment(self) -> dict[str, str]:
@@ -75,6 +90,31 @@ class ProgramOutput:
         if self._thread is not None:
             self._thread.join(seconds)
 
+    def keep_into(self, blobs: Any, redactor: Any) -> None:
+        """Redact and store what is kept from now on as it comes (the capture is open: its blobs and redactor)."""
+        if not self.keep:
+            return
+        from openwop_cli.format.output import KeptStream
+
+        with self._keeping:
+            for name in STREAMS:
+                keeper = self._keepers[name] = KeptStream(blobs, redactor)
+                for in_call, data in self.kept[name]:
+                    self._keep(name, keeper, in_call, bytes(data))
+                self.kept[name] = []
+
+    def records(self, blobs: Any, redactor: Any) -> dict[str, Any] | None:
+        """The manifest's output (format.output) once both streams are copied; None when nothing was kept."""
+        if not self.keep:
+            return None
+        if not self._keepers:
+            self.keep_into(blobs, redactor)
+        with self._keeping:
+            if self.keep_failure is not None:
+                return None
+            return {name: keeper.record(self.sizes[name], self.truncated[name])
+                    for name, keeper in self._keepers.items()}
+
     def tail_lines(self) -> list[str]:
         """The last non-empty lines the program wrote to stderr, decoded."""
         lines = [line.decode("utf-8", errors="replace").rstrip() for line in (*self._tail, self._pending_tail)]
@@ -87,17 +127,18 @@ class ProgramOutput:
         open_streams = len(self._ends)
         try:
             while open_streams:
+                read = False
                 for key, _ in selector.select():
                     chunk = _read(key.fd)
-                    if chunk:
-                        for in_call, piece in self._marked[key.data].feed(chunk):
-                            self._take(key.data, piece, in_call)
-                        continue
-                    for in_call, piece in self._marked[key.data].feed(b"", end=True):
+                    for in_call, piece in self._marked[key.data].feed(chunk, end=not chunk):
                         self._take(key.data, piece, in_call)
-                    selector.unregister(key.fd)
-                    os.close(key.fd)
-                    open_streams -= 1
+                    read = read or bool(chunk)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+                        open_streams -= 1
+                if read and self._batched:
+                    time.sleep(BATCH_SECONDS)
         finally:
             selector.close()
 
@@ -117,15 +158,31 @@ class ProgramOutput:
             if room < len(chunk):
                 self.truncated[name] = True
             if room > 0:
-                segments = self.kept[name]
-                if not segments or segments[-1][0] != in_call:
-                    segments.append((in_call, bytearray()))
-                segments[-1][1].extend(chunk[:room])
                 self._kept_bytes[name] += min(room, len(chunk))
+                with self._keeping:
+                    keeper = self._keepers.get(name)
+                    if keeper is not None:
+                        self._keep(name, keeper, in_call, chunk[:room])
+                    else:
+                        segments = self.kept[name]
+                        if not segments or segments[-1][0] != in_call:
+                            segments.append((in_call, bytearray()))
+                        segments[-1][1].extend(chunk[:room])
         if name == "stderr":
             lines = (self._pending_tail + chunk).split(b"\n")
             self._pending_tail = lines.pop()[-4096:]
             self._tail.extend(lines[-TAIL_LINES - 1:])
+
+    def _keep(self, name: str, keeper: Any, in_call: bool, data: bytes) -> None:
+        """Hand data to the stream's keeper; a keeper that fails (a full disk) is dropped, the copying goes on."""
+        if self.keep_failure is not None:
+            return
+        try:
+            keeper.add(in_call, data)
+        except Exception as exc:  # never stop copying: the program would block on a full pipe
+            self.keep_failure = f"{name}: {exc}"
+            for each in self._keepers.values():
+                each.discard()
 
 
 class _MarkedStream:
@@ -174,11 +231,24 @@ def _partial_prefix(data: bytes, prefix: bytes) -> int:
 
 
 def _read(descriptor: int) -> bytes:
-    """Up to 64 KiB from a pipe or terminal end; b"" at its end (a pseudo-terminal's end is EIO)."""
+    """Up to READ_BYTES from a pipe or terminal end; b"" at its end (a pseudo-terminal's end is EIO)."""
     try:
-        return os.read(descriptor, 65536)
+        return os.read(descriptor, READ_BYTES)
     except OSError:
         return b""
+
+
+def _roomy_pipe() -> tuple[int, int]:
+    """A pipe (our end, the child's) holding PIPE_BYTES where the system allows it (Linux), else its default."""
+    ours, theirs = os.pipe()
+    try:
+        import fcntl
+
+        if hasattr(fcntl, "F_SETPIPE_SZ"):
+            fcntl.fcntl(theirs, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, ImportError):
+        pass
+    return ours, theirs
 
 
 def _terminal_like(target: Any) -> tuple[int, int] | None:

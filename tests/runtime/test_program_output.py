@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.format.blobs import BlobStore
-from openwop_cli.format.output import output_problem, output_record, recorded_text
+from openwop_cli.format.output import KeptStream, output_problem, output_record, recorded_text
 from openwop_cli.format.redact import Redactor
-from openwop_cli.host.output import _MarkedStream
+from openwop_cli.host.output import ProgramOutput, _MarkedStream
 from openwop_cli.replay.output import normalized, output_divergence
 from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
 from tests.conftest import ROOT
@@ -158,3 +158,62 @@ def test_a_program_still_sees_a_terminal_and_its_output_is_kept(tmp_path):
 
     output = json.loads((tmp_path / "run" / "manifest.json").read_text())["output"]
     assert output["stdout"]["text"] == "tty True False\n" and output["stderr"]["text"] == "warn\n"
+
+
+PRIVATE_KEY = (b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq2" + b"x9Zq" * 40 + b"\n" + b"Qk3p" * 16
+               + b"\n-----END RSA PRIVATE KEY-----\n")
+written_lines = st.lists(st.one_of(
+    st.binary(max_size=30),
+    st.text(max_size=20).map(lambda text: (text + "\n").encode()),
+    st.sampled_from([b"token sk-proj-" + b"A1b2" * 12 + b"\n", PRIVATE_KEY, "naïve café ✓\n".encode(),
+                     b"\n", b"\xc3", b"\xff\xfe"])), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), written_lines.map(b"".join)), max_size=8),
+       st.integers(min_value=1, max_value=300), st.lists(st.integers(min_value=1, max_value=80), min_size=1))
+def test_output_kept_a_step_at_a_time_is_the_output_kept_at_once(tmp_path_factory, parts, step, reads):
+    """Redacting and storing while the program runs (steps of whole lines, a private key's lines together), from
+    reads cut anywhere, gives the entry redacting it all at the end gives: the same text, calls and counts."""
+    blobs = BlobStore(tmp_path_factory.mktemp("blobs"))
+    redactor = Redactor("default", ())
+    at_once = output_record(parts, 999, False, blobs, redactor)
+    stepwise = KeptStream(blobs, redactor, step_bytes=step)
+    for in_call, data in parts:
+        start = 0
+        while start < len(data):
+            size = reads[start % len(reads)]
+            stepwise.add(in_call, data[start:start + size])
+            start += size
+    assert stepwise.record(999, False) == at_once
+    assert "A1b2A1b2" not in at_once.get("text", "") and "x9Zqx9Zq" not in at_once.get("text", "")
+
+
+def test_output_past_the_threshold_is_one_blob_written_as_it_came(tmp_path):
+    blobs = BlobStore(tmp_path)
+    kept = KeptStream(blobs, Redactor("default", ()), step_bytes=4096)
+    lines = [f"line {number}: the agent wrote a sentence\n".encode() for number in range(20_000)]
+    for number, line in enumerate(lines):
+        kept.add(number % 1000 == 7, line)
+    record = kept.record(sum(map(len, lines)), False)
+    assert blobs.get(record["blob"]) == b"".join(lines) and record["lines"] == 20_000
+    assert record["calls"][0] == [len(b"".join(lines[:7])), len(b"".join(lines[:8]))] and len(record["calls"]) == 20
+    assert sorted(path.name for path in (tmp_path / "blobs").rglob("*") if path.is_file()) == [record["blob"][7:]]
+
+
+def test_a_failure_to_store_the_output_stops_keeping_it_not_copying_it(tmp_path):
+    """A full disk (here: the blobs folder cannot be made) while the program writes: the copying goes on to the
+    end, so the program never blocks on a full pipe, and the capture says the output was not kept."""
+    (tmp_path / "blobs").write_text("not a folder")
+    output = ProgramOutput(None, None, keep=True)
+    stdout, _stderr = output.child_streams()
+    program_end = os.dup(stdout)
+    output.start()
+    output.keep_into(BlobStore(tmp_path), Redactor("default", ()))
+    for _ in range(40):
+        os.write(program_end, b"a line of the program's output\n" * 1000)
+    os.close(program_end)
+    output.join(30)
+    assert output.sizes["stdout"] == 40 * 31 * 1000
+    assert output.records(BlobStore(tmp_path), Redactor("default", ())) is None
+    assert output.keep_failure is not None and output.keep_failure.startswith("stdout: ")
