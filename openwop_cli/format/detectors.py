@@ -131,6 +131,40 @@ class NotPortable(ValueError):
     """A construct `portable` cannot widen (a backreference): the caller falls back to a pattern matching anything."""
 
 
+def portable_forms(patterns: list[tuple[str, int]]) -> list[str | None]:
+    """Each (pattern, flags) as `portable` writes it (None where it raises NotPortable), from the user cache when
+    this code translated these patterns before: parsing a hundred patterns costs more than a small capture."""
+    identity = orjson.dumps([_translator_digest(), patterns])
+    from platformdirs import user_cache_dir
+
+    path = os.path.join(user_cache_dir("wop", appauthor=False),
+                        f"portable-patterns-{hashlib.sha256(identity).hexdigest()[:32]}.json")
+    try:
+        with open(path, "rb") as handle:
+            forms = orjson.loads(handle.read())
+        if type(forms) is list and len(forms) == len(patterns) and all(form is None or type(form) is str
+                                                                          for form in forms):
+            return forms
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    forms = [_portable_or_none(pattern, flags) for pattern, flags in patterns]
+    _store(path, orjson.dumps(forms))
+    return forms
+
+
+def _portable_or_none(pattern: str, flags: int) -> str | None:
+    try:
+        return portable(pattern, flags)
+    except NotPortable:
+        return None
+
+
+def _translator_digest() -> str:
+    """What names this version of `portable` (a cache made by another translation is never read)."""
+    with open(__file__, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
 def portable(pattern: str, flags: int = 0) -> str:
     """pattern (Python syntax) as a prefilter pattern over serialized JSON that matches wherever pattern matches in
     a string JSON holds (see the module docstring). Raises NotPortable."""

@@ -58,7 +58,9 @@ _SECRET_WORD = (r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api[_-]?key|acces
                 r"|private[_-]?key(?:[_-]?id)?|credentials?|auth)")
 # A flag whose value is a secret: any secret word, or a key (`--key`, `--stripe-key`).
 _SECRET_FLAG = rf"--?[A-Za-z0-9_-]*(?:{_SECRET_WORD}|(?<![A-Za-z])key)"
-_QUERY_NAMES = "|".join(re.escape(name) for name in sorted(CREDENTIAL_QUERY_NAMES, key=len, reverse=True))
+# longest first; in one order in every process (a set's order changes with the hash seed, and the pattern's text
+# names the compiled databases cached across runs)
+_QUERY_NAMES = "|".join(re.escape(name) for name in sorted(CREDENTIAL_QUERY_NAMES, key=lambda name: (-len(name), name)))
 # Secret-looking values the pattern library does not know. Each is (what redact replaces, with the part to keep in
 # group `keep` and, when only part of it is the secret, that part in group `value`; what the prefilter looks for in
 # serialized JSON — portable: no lookaround, no backreference — or None when another entry's prefilter finds it).
@@ -118,43 +120,56 @@ _CONTEXT_AFTER = frozenset(" \t\r\n\"'")
 @functools.cache
 def prefilter_patterns() -> tuple[str, ...]:
     """Every pattern the prefilter compiles: secret keys, argv flags, this module's values and the library's."""
-    from openwop_cli.format.detectors import NotPortable, library_patterns, portable
+    from openwop_cli.format.detectors import library_patterns, portable_forms
 
-    library = []
-    for _, pattern, flags in library_patterns():
-        try:
-            library.append(portable(pattern, flags))
-        except NotPortable:
-            library.append("")  # matches everything: slower, never a miss
+    forms = portable_forms([(pattern, flags) for _, pattern, flags in library_patterns()])
+    library = ["" if form is None else form for form in forms]  # "" matches everything: slower, never a miss
     return (SERIALIZED_SECRET_KEY, _SERIALIZED_FLAG, *(looked_for for _, looked_for in _MORE_VALUES if looked_for),
             *library)
 
 
 class _Patterns:
     """The regular expressions `redact` and `scrub_text` apply, compiled on first use: most runs of a small
-    program never need them, and compiling them costs more than its whole capture."""
+    program never need them, and compiling them costs more than its whole capture. With Hyperscan, a value pattern
+    is compiled only once a text may hold what it finds (`candidates`)."""
 
     def __init__(self) -> None:
         from openwop_cli.format.detectors import library_patterns
 
-        own = [re.compile(found) for found, _ in _MORE_VALUES]
-        library = [re.compile(pattern, flags) for _, pattern, flags in library_patterns()]
-        self.aws_key_id = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
-        # every value pattern with the function finding its spans; the last one is the AWS key id's (its spans are
-        # the secret keys beside it)
-        self.values = [*((pattern, _own_spans) for pattern in own), *((pattern, _library_spans) for pattern in library),
-                       (self.aws_key_id, _aws_secret_spans)]
-        self.selector = _selector([pattern for pattern, _ in self.values])
+        aws_key_id = r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"
+        # every value pattern (source, flags) with the function finding its spans; the last one is the AWS key id's
+        # (its spans are the secret keys beside it)
+        self._sources: list[tuple[str, int, Any]] = [
+            *((found, 0, _own_spans) for found, _ in _MORE_VALUES),
+            *((pattern, flags, _library_spans) for _, pattern, flags in library_patterns()),
+            (aws_key_id, 0, _aws_secret_spans)]
+        self._compiled: list[re.Pattern[str] | None] = [None] * len(self._sources)
+        self.selector = _selector([(source, flags) for source, flags, _ in self._sources])
         if self.selector is None:
+            self.values = [self._value(index) for index in range(len(self._sources))]
             own_text = "|".join(f"(?:{found})" for found, _ in _MORE_VALUES)
             self.any_secret_value = re.compile(own_text.replace("?P<keep>", "").replace("?P<value>", "") + "".join(
-                f"|{_scoped(compiled)}" for compiled in library) + f"|{self.aws_key_id.pattern}")
+                f"|{_scoped(compiled)}" for compiled, found in self.values if found is _library_spans)
+                + f"|{aws_key_id}")
         self.aws_secret_key = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # beside a key id
         self.secret_flag = re.compile(_SECRET_FLAG, re.IGNORECASE)
         self.password_word = re.compile(r"(?:passw(?:or)?d|passphrase|pwd)\W*$", re.IGNORECASE)
         self.header_label = re.compile(r"(?:proxy-)?authorization|(?:set-)?cookie", re.IGNORECASE)
         self.password_like = re.compile(r"(?=.*[A-Za-z])(?=.*[^A-Za-z])\S{4,}")
         self.module_name = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|no:\S*")
+
+    def candidates(self, text: str) -> list[tuple[re.Pattern[str], Any]]:
+        """(compiled value pattern, its spans function) of every pattern that may match text."""
+        if self.selector is not None:
+            return [self._value(index) for index in sorted(self.selector.matched(text.encode("utf-8", "surrogatepass")))]
+        return self.values if self.any_secret_value.search(text) is not None else []
+
+    def _value(self, index: int) -> tuple[re.Pattern[str], Any]:
+        compiled = self._compiled[index]
+        source, flags, spans = self._sources[index]
+        if compiled is None:
+            compiled = self._compiled[index] = re.compile(source, flags)
+        return compiled, spans
 
 
 @functools.cache
@@ -175,7 +190,7 @@ class Redactor:
         self.profile = profile
         self.active = profile != "none"
         self.strict = profile == "strict"
-        self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
+        self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=lambda s: (-len(s), s)))
         self._prefilter: Any = None  # compiled at the first scan: a replay of a program that calls nothing never scans
 
     @classmethod
@@ -280,15 +295,7 @@ class Redactor:
                 start = text.find(secret, start + len(secret))
         if len(text) < _SHORTEST_FOUND:
             return spans
-        patterns = _patterns()
-        if patterns.selector is not None:
-            candidates = [patterns.values[index] for index in sorted(patterns.selector.matched(
-                text.encode("utf-8", "surrogatepass")))]
-        elif patterns.any_secret_value.search(text) is not None:
-            candidates = patterns.values
-        else:
-            candidates = []
-        for pattern, found in candidates:
+        for pattern, found in _patterns().candidates(text):
             spans.extend(found(pattern, text))
         return _merged(spans) if len(spans) > 1 else spans
 
@@ -422,17 +429,18 @@ def _library_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]
     return spans
 
 
-def _selector(patterns: list[re.Pattern[str]]) -> Any:
-    """A Hyperscan matcher telling which of patterns may match a text (their portable forms, compiled once and cached
-    like the prefilter's), so a string pays one scan and only the patterns it may hold run in Python; None without
-    Hyperscan (a string then pays one `re` pass over all of them first)."""
-    from openwop_cli.format.detectors import NotPortable, portable
+def _selector(patterns: list[tuple[str, int]]) -> Any:
+    """A Hyperscan matcher telling which of patterns ((source, flags)) may match a text (their portable forms,
+    compiled once and cached like the prefilter's), so a string pays one scan and only the patterns it may hold run
+    in Python; None without Hyperscan (a string then pays one `re` pass over all of them first)."""
+    from openwop_cli.format.detectors import portable_forms
 
+    forms = portable_forms([(source, flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE)) for source, flags in patterns])
+    if any(form is None for form in forms):
+        return None
     try:
-        forms = [portable(pattern.pattern, pattern.flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE))
-                 for pattern in patterns]
         return HyperscanMatcher(forms)
-    except (ImportError, NotPortable):
+    except ImportError:
         return None
 
 

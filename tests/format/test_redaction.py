@@ -1,5 +1,9 @@
 """With the default profile no secret reaches any byte under the capture directory."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from openwop_cli.format.redact import REDACTED, Redactor
@@ -241,3 +245,14 @@ def test_credential_parameters_of_a_url_a_server_echoes_do_not_reach_the_capture
     written = (capture / "events.jsonl").read_bytes()
     assert not [secret for secret in ECHOED_URL_SECRETS if secret.encode() in written]
     assert written.count(REDACTED.encode()) == 3 and b"?key=value&code=200" in written
+
+
+def test_the_patterns_cached_across_runs_read_alike_in_every_process():
+    """The prefilter's and the selector's patterns name the databases and translations cached across runs: built
+    from a set in its iteration order (which changes with the hash seed), nearly every run compiled and cached a
+    database of its own (386 of them in one day's cache)."""
+    code = ("import sys, orjson\nfrom openwop_cli.format.redact import prefilter_patterns, _patterns\n"
+            "sys.stdout.buffer.write(orjson.dumps([prefilter_patterns(), [s for s, _, _ in _patterns()._sources]]))")
+    seen = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           capture_output=True, check=True).stdout for seed in range(1, 7)}
+    assert len(seen) == 1
