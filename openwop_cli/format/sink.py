@@ -79,8 +79,9 @@ class CaptureSink:
         on_warning: Callable[[str], None] | None = None,
         durable: bool = True,
     ) -> None:
-        """durable=False: no fsync and no disk reserve, for a capture made anew from a source that stays (an import:
-        thousands of captures in one run, each written again from its trace if the machine goes down meanwhile)."""
+        """durable=False: no fsync, no disk reserve and no timed flush (its events are written when the buffer fills
+        and at finalize), for a capture made anew from a source that stays (an import: thousands of captures in one
+        run, each written again from its trace if the machine goes down meanwhile)."""
         self.capture_dir = Path(capture_dir)
         self.durable = durable
         self.redactor = redactor if redactor is not None else Redactor.from_environment()
@@ -267,7 +268,7 @@ class CaptureSink:
     def _start_batch(self) -> None:
         """The first line of a new buffer: note when, and have the flusher write it FLUSH_SECONDS later."""
         self._buffer_started = time.monotonic()
-        if not self._flush_scheduled:
+        if self.durable and not self._flush_scheduled:
             self._flush_scheduled = True
             flush_later(self, self._buffer_started + FLUSH_SECONDS)
 

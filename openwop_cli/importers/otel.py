@@ -57,7 +57,10 @@ def import_traces(source: Any, *, trace_ids: list[str], out: Path | None, store_
     """Write each trace of source (importers.otlp's TraceSource or PhoenixSource; only trace_ids when given, by id or
     unique prefix) as a new capture: in out (one trace) or out/<trace id> (several), else in the store. Each is
     yielded once written (one trace's spans are held at a time); a trace wop cannot read stops the import there."""
+    from openwop_cli.format.redact import Redactor
+
     chosen = _chosen(source.trace_ids(), trace_ids, source.path)
+    redactor = Redactor.from_environment(redact)  # one for all: it reads the environment's secrets
     for trace_id in chosen:
         spans = source.spans(trace_id)
         if not spans:
@@ -65,7 +68,7 @@ def import_traces(source: Any, *, trace_ids: list[str], out: Path | None, store_
         target_name = name if len(chosen) == 1 else f"{name or 'trace'}-{trace_id[:8]}"
         target = out if out is not None and len(chosen) == 1 else (out / trace_id if out is not None else None)
         yield write_trace(spans, source=str(source.path), out=target, store_root=store_root, name=target_name,
-                          argv=argv, redact=redact)
+                          argv=argv, redactor=redactor)
 
 
 def _chosen(available: list[str], wanted: list[str], where: Any) -> list[str]:
@@ -86,10 +89,9 @@ def _chosen(available: list[str], wanted: list[str], where: Any) -> list[str]:
 
 
 def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root: Path, name: str | None,
-                argv: list[str], redact: str) -> ImportedTrace:
-    """One trace's spans as a capture (see the module docstring)."""
+                argv: list[str], redactor: Any) -> ImportedTrace:
+    """One trace's spans as a capture (see the module docstring), redacted by redactor (format.redact.Redactor)."""
     from openwop_cli.format.events import new_id
-    from openwop_cli.format.redact import Redactor
     from openwop_cli.format.sink import CaptureSink
 
     root = _root(spans)
@@ -97,7 +99,7 @@ def write_trace(spans: list[Span], *, source: str, out: Path | None, store_root:
     plan = _WopPlan(root, exported, argv) if exported else _TracePlan(spans, root, argv)
     capture_id = new_id()
     target = out if out is not None else store_root / capture_id
-    sink = CaptureSink(target, redactor=Redactor.from_environment(redact), durable=False)
+    sink = CaptureSink(target, redactor=redactor, durable=False)
     imported = {"from": "otel", "source": source, "traceId": root.trace_id, "spans": len(spans), **plan.imported}
     sink.start({"captureId": capture_id, "name": name or plan.name or f"trace-{root.trace_id[:8]}",
                 "program": _without_pins(plan.program), "imported": imported, **plan.manifest_fields})
