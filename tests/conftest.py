@@ -24,10 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 RUN_DIFF_SCHEMA = Path(__file__).resolve().parent / "conformance" / "run-diff-response.schema.json"
 
-# arize-phoenix-client (installed for the Phoenix export test) registers a pytest plugin that imports the whole
-# Phoenix server into every pytest process; the pytest runs the tests start leave it out, as pyproject.toml does.
-if "no:phoenix" not in os.environ.get("PYTEST_ADDOPTS", ""):
-    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:phoenix".strip()
+# Packages installed for tests register pytest plugins no test uses and that cost every pytest process seconds to
+# import (arize-phoenix-client's imports the whole Phoenix server, langsmith's half of LangChain): the pytest runs
+# the tests start (and xdist's workers, which read PYTEST_ADDOPTS) leave them out, as pyproject.toml's addopts do.
+UNUSED_PLUGINS = ("phoenix", "langsmith_plugin", "anyio", "benchmark")
+_left_out = " ".join(f"-p no:{name}" for name in UNUSED_PLUGINS)
+if _left_out not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {_left_out}".strip()
+# ... and for a pytest run a test starts on files of its own, which never use hypothesis (1 s to import)
+NESTED_PYTEST_ADDOPTS = f"{os.environ['PYTEST_ADDOPTS']} -p no:hypothesispytest"
+
+
+def nested_pytest_env(**more: str) -> dict[str, str]:
+    """The environment of a pytest run a test starts (see NESTED_PYTEST_ADDOPTS), with more variables."""
+    return {**os.environ, "PYTEST_ADDOPTS": NESTED_PYTEST_ADDOPTS, **more}
 
 
 def write_capture(path: Path, events: list[tuple[str, dict]], *, redactor: Redactor | None = None,

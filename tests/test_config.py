@@ -37,7 +37,7 @@ def test_a_capture_dir_that_is_not_a_directory_name_is_one_line_exit_2_and_a_pyt
     import subprocess
     import sys
 
-    from tests.conftest import run_wop
+    from tests.conftest import nested_pytest_env, run_wop
 
     (tmp_path / "pyproject.toml").write_text(f"[tool.wop]\ncapture_dir = {value}\n")
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
@@ -45,8 +45,8 @@ def test_a_capture_dir_that_is_not_a_directory_name_is_one_line_exit_2_and_a_pyt
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [f"wop: error: [tool.wop] capture_dir = {load_value(value)!r}: use a "
                                                 "directory, e.g. capture_dir = \"tests/captures\""]
-    tested = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:phoenix", "-p", "no:cacheprovider",
-                             "test_plain.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    tested = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_plain.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=nested_pytest_env())
     assert tested.returncode == 4 and "INTERNALERROR" not in tested.stdout + tested.stderr
     assert "[tool.wop] capture_dir" in tested.stderr
 

@@ -3,6 +3,7 @@
 
 import pytest
 
+from tests.conftest import NESTED_PYTEST_ADDOPTS
 from tests.fake_provider import FakeProvider
 
 pytest_plugins = ["pytester"]
@@ -32,6 +33,7 @@ def test_with_the_fixture(wop):
 @pytest.fixture
 def project(pytester, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", NESTED_PYTEST_ADDOPTS)
     pytester.makepyprojecttoml('[tool.wop]\ncapture_dir = "tests/captures"\n')
     return pytester
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from openwop_cli.format.signature import BAD_SIGNATURE, SIGNED_HERE, UNSIGNED, check_signature, key_path
 from openwop_cli.trust import script_problem, shown_command
-from tests.conftest import run_wop
+from tests.conftest import nested_pytest_env, run_wop
 
 AGENT = "import random\nprint('agent says', random.random())\n"
 
@@ -147,11 +147,11 @@ def test_pytest_fails_an_untrusted_collected_capture_with_the_refusal_and_runs_i
     shutil.move(str(shell), str(project / "runs" / "shell"))
     marker.unlink()
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-    refused = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300, env=nested_pytest_env())
     assert refused.returncode == 1 and not marker.exists()
     assert "not running the command recorded in" in refused.stdout and "--trust" in refused.stdout
     trusted = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "WOP_TRUST": "1"})
+                             env=nested_pytest_env(WOP_TRUST="1"))
     assert trusted.returncode == 0 and marker.exists(), trusted.stdout
 
 

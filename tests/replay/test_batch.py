@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import run_wop
+from tests.conftest import nested_pytest_env, run_wop
 
 PROGRAM = """
 import sys
@@ -71,7 +71,7 @@ def pytest_verdicts(project: Path, *options: str) -> dict[str, str]:
     junit = project / f"junit{'-'.join(options)}.xml"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
                            *options], cwd=project, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "WOP_HOME": str(project / "store")})
+                          env=nested_pytest_env(WOP_HOME=str(project / "store")))
     assert done.returncode in (0, 1), done.stdout + done.stderr
     cases = ET.parse(junit).getroot().iter("testcase")
     return {case.get("classname").split(".")[-1]: "diverged" if case.find("failure") is not None else "ok"
@@ -108,7 +108,7 @@ def test_pytest_collects_each_capture_and_xdist_gives_the_serial_verdicts(projec
 def test_k_selects_captures_by_name_and_a_failure_shows_the_divergence(project):
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--wop-replay", "runs",
                            "-k", "run_17 or run_05"], cwd=project, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "WOP_HOME": str(project / "store")})
+                          env=nested_pytest_env(WOP_HOME=str(project / "store")))
     assert done.returncode == 1
     assert "1 failed, 1 passed, 38 deselected" in done.stdout
     assert "runs/r17::run_17" in done.stdout and "event_payload_mismatch" in done.stdout
@@ -152,9 +152,9 @@ def test_a_bad_shard_is_exit_2(tmp_path, shard):
 def test_bad_replay_directories_in_tool_wop_are_a_usage_error(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.wop]\nreplay = "runs"\n')
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=nested_pytest_env())
     assert done.returncode == 4 and "[tool.wop] replay must be a list" in done.stderr
     (tmp_path / "pyproject.toml").write_text('[tool.wop]\nreplay = ["runs"]\n')
     missing = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--wop-replay", "nowhere"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120, env=nested_pytest_env())
     assert missing.returncode == 4 and "--wop-replay" in missing.stderr and "nowhere" in missing.stderr

@@ -323,7 +323,7 @@ def test_a_program_that_dies_while_reading_a_stream_has_what_it_read_recorded_an
     (answer,) = events(source, "llm_response")
     assert answer["data"]["streamComplete"] is False and answer["data"]["stream"]
     replayed, report = replay(tmp_path, source, "--strict", env={"BASE": provider.url})
-    assert report["diverged"] is False and report["score"]["score"] == 1.0, replayed.stderr
+    assert report["diverged"] is False and report["score"]["score"] == 1.0, (report, replayed.stderr)
     assert [line for line in replayed.stderr.splitlines() if line.startswith("> ")] == printed
     assert "RuntimeError: the agent's handler failed" in replayed.stderr and "BadRequestError" not in replayed.stderr
 
