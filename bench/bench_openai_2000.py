@@ -102,7 +102,7 @@ def replay_phase(runs: Runs, calls: int, rounds: int, vcr_up_to: int, strict_up_
         runs.vcr("recording the cassette", calls, "record", "default", cassette)
     for _ in range(rounds):
         runs.run("plain", runs.program(calls))
-        runs.run("wop replay --strict", [*WOP, "replay", "--strict", str(capture), "--out", str(runs.fresh("replay"))])
+        runs.run("wop replay --strict", [*WOP, "replay", "--strict", "--no-output", str(capture), "--out", str(runs.fresh("replay"))])
         if calls <= vcr_up_to:
             runs.vcr("VCR.py playback, default", calls, "play", "default", cassette)
         if calls <= strict_up_to:

@@ -61,7 +61,7 @@ def served_call_cost(root: Path, runs: int) -> None:
         wop("capture", "--out", str(capture), "--", sys.executable, str(program), str(calls), cwd=root)
         added, added_cpu = [], []
         for run in range(runs):
-            stderr = wop("replay", str(capture), "--out", str(root / f"replay-{calls}-{run}"), cwd=root)
+            stderr = wop("replay", str(capture), "--no-output", "--out", str(root / f"replay-{calls}-{run}"), cwd=root)
             wall, cpu = stderr.split()[:2]
             added.append(float(wall))
             added_cpu.append(float(cpu))

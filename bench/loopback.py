@@ -99,7 +99,7 @@ def measure(root: Path, env: dict, url: str, count: int, rounds: int,
         runs["plain"].append(timed(client, env))
         runs["wop capture"].append(timed([*wop, "capture", "--out", str(root / f"{name}-capture{index}"), "--",
                                           *client], env))
-        runs["wop replay"].append(timed([*wop, "replay", str(source), "--out", str(root / f"{name}-replay{index}")],
+        runs["wop replay"].append(timed([*wop, "replay", str(source), "--no-output", "--out", str(root / f"{name}-replay{index}")],
                                         env))
         for kind, run in (also(index, client, name) if also else {}).items():
             runs.setdefault(kind, []).append(run)
