@@ -5,6 +5,8 @@ provider gone exit 0 and print what the capture printed, and a changed prompt is
 located in the request.
 """
 
+import os
+import select
 import sys
 import textwrap
 from pathlib import Path
@@ -72,3 +74,20 @@ def round_trip(tmp_path: Path, script: str, *, calls: int, changed: dict, json_p
     first = report["divergences"][0]
     assert (first["code"], first["eventType"], first["jsonPath"]) == ("event_payload_mismatch", "llm_request", json_path)
     return [request["data"] for request in requests]
+
+
+def read_terminal(ours: int, process, seconds: float = 120) -> bytes:
+    """Everything a process writes to a pseudo-terminal (our end) until it closes or is silent for seconds; the
+    process is then waited for and our end closed."""
+    seen = b""
+    while select.select([ours], [], [], seconds)[0]:
+        try:
+            chunk = os.read(ours, 65536)
+        except OSError:  # the terminal's other side is gone (EIO)
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(60)
+    os.close(ours)
+    return seen

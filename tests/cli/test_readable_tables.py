@@ -6,7 +6,6 @@ import fcntl
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.report.fitted import shortened_command, shortened_path
 from tests.conftest import ROOT, run_wop, sample_events
+from tests.programs import read_terminal
 
 MODULE_COMMAND = ["python", "-m", "my_package.agents.customer_support", "--config", "configs/prod.yaml"]
 NIGHTLY_COMMAND = ["/home/alice/projects/support/repository/scripts/run_the_nightly_evaluation_agent.py",
@@ -45,18 +45,7 @@ def in_terminal(args: list[str], columns: int, cwd=ROOT) -> str:
                                stderr=theirs, cwd=cwd, env={**env, "NO_COLOR": "1", "PAGER": "cat",
                                                             "PYTHONPATH": str(ROOT)}, start_new_session=True)
     os.close(theirs)
-    seen = b""
-    while select.select([ours], [], [], 120)[0]:
-        try:
-            chunk = os.read(ours, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    process.wait(60)
-    os.close(ours)
-    text = CONTROL.sub("", seen.decode()).replace("\r\n", "\n")
+    text = CONTROL.sub("", read_terminal(ours, process).decode()).replace("\r\n", "\n")
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 

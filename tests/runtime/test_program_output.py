@@ -3,7 +3,6 @@ recorded calls write (host.output, runtime.outputmarks, format.output)."""
 
 import os
 import pty
-import select
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ from openwop_cli.host.output import ProgramOutput, _MarkedStream
 from openwop_cli.replay.output import normalized, output_divergence
 from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
 from tests.conftest import ROOT
+from tests.programs import read_terminal
 
 pieces = st.lists(st.tuples(st.booleans(), st.binary(max_size=40)), max_size=12)
 
@@ -139,20 +139,7 @@ def test_a_program_still_sees_a_terminal_and_its_output_is_kept(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "openwop_cli", "capture", "--out", str(tmp_path / "run"), "--",
                                 sys.executable, "-c", program], stdout=theirs, stderr=subprocess.PIPE, cwd=ROOT)
     os.close(theirs)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([ours], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(ours, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    process.wait(60)
-    os.close(ours)
+    seen = read_terminal(ours, process, 30)
     assert b"tty True False" in seen  # stdout a terminal (ours was), stderr a pipe (ours was)
     import json
 
