@@ -436,10 +436,11 @@ def _selector(patterns: list[tuple[str, int]]) -> Any:
     from openwop_cli.format.detectors import portable_forms
 
     forms = portable_forms([(source, flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE)) for source, flags in patterns])
-    if any(form is None for form in forms):
+    translated = [form for form in forms if form is not None]
+    if len(translated) < len(forms):
         return None
     try:
-        return HyperscanMatcher(forms)
+        return HyperscanMatcher(translated)
     except ImportError:
         return None
 
