@@ -4,7 +4,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.channels.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
+from collections import OrderedDict
+
+from openwop_cli.channels.reducers import (
+    ChannelStore,
+    ReducerError,
+    effective_reducer,
+    is_entry,
+    legacy_node,
+    legacy_reducer,
+    reduce_once,
+    ttl_wrapped,
+    unwrapped,
+)
+from openwop_cli.format.events import LARGEST_INT, SMALLEST_INT
 
 
 def fold(reducer, writes, declaration=None, stamps=None):
@@ -152,6 +165,109 @@ def test_unknown_and_vendor_reducers_fold_as_replace_and_legacy_prefixes_map():
     assert [legacy_reducer(name) for name in ("_approvalVotes:n1", "_askExchanges:n1", "_clarificationAnswers:n",
                                                "_feedbackHistory:n", "_loopbackCount:n", "_previousArtifact:n")] == [
         "votes", "append", "merge", "feedback", "counter", "replace"]
+
+
+def test_a_ttl_entry_is_exactly_value_and_an_integer_ts():
+    """Spec (Channel TTL): an entry of a ttlMs channel is `{value: T, _ts: number}`; wop stamps integer ms."""
+    assert is_entry({"value": 1, "_ts": 5}) and is_entry({"_ts": 0, "value": None})
+    for other in ({"value": 1}, {"value": 1, "_ts": 5, "x": 2}, {"value": 1, "_ts": 5.0}, {"value": 1, "_ts": True},
+                  {"values": 1, "_ts": 5}, {"value": 1, "ts": 5}, OrderedDict(value=1, _ts=5), ["value", "_ts"], None):
+        assert not is_entry(other), other
+    assert unwrapped({"value": {"a": 1}, "_ts": 5}) == {"a": 1}
+    assert unwrapped({"value": 1, "_ts": "5"}) == {"value": 1, "_ts": "5"} and unwrapped(7) == 7
+
+
+def test_only_list_reducers_with_a_ttl_wrap_their_entries():
+    assert [ttl_wrapped({"ttlMs": 1000}, reducer) for reducer in ("append", "votes", "feedback")] == [True] * 3
+    assert [ttl_wrapped({"ttlMs": 1000}, reducer) for reducer in ("message", "replace", "merge", "counter")] == [
+        False] * 4
+    assert not ttl_wrapped({"ttlMs": 0}, "append") and not ttl_wrapped({}, "append")
+
+
+def test_one_write_onto_a_value_folded_elsewhere():
+    """reduce_once: what the runtime checks a replayed write against (the recorded value before, today's write)."""
+    assert reduce_once("c", None, "x", "append", ts=5, declaration={}) == ["x"]
+    assert reduce_once("c", None, 2, "counter", ts=5, declaration={"default": 10}) == 12
+    assert reduce_once("c", 0, 2, "counter", ts=5, declaration={"default": 10}) == 2
+    assert reduce_once("c", ["a"], "b", "append", ts=5, declaration={"default": ["seed"]}) == ["a", "b"]
+    expired = [{"value": "early", "_ts": 2000}, {"value": "old", "_ts": 0}]
+    assert reduce_once("c", expired, "new", "append", ts=2500, declaration={"ttlMs": 1000}) == [
+        {"value": "early", "_ts": 2000}, {"value": "new", "_ts": 2500}], "entries folded elsewhere: all pruned"
+    message = {"messageId": "m1", "role": "user", "content": "hi"}
+    assert reduce_once("c", [message], dict(message, content="again"), "message", ts=5, declaration={}) == [message]
+    assert reduce_once("n", LARGEST_INT, 1, "counter", ts=0, declaration={}) == {"$bigint": str(LARGEST_INT + 1)}
+    assert reduce_once("n", {"$bigint": str(LARGEST_INT + 1)}, -1, "counter", ts=0, declaration={}) == LARGEST_INT
+
+
+def test_a_recorded_counter_keeps_a_total_beyond_64_bits_tagged_and_a_programs_store_as_an_int():
+    recorded, programs = ChannelStore(recorded=True), ChannelStore()
+    for store in (recorded, programs):
+        store.write("low", SMALLEST_INT, "counter")
+        store.write("low", -1, "counter")
+        store.write("edge", SMALLEST_INT, "counter")
+    assert recorded.value("low") == {"$bigint": str(SMALLEST_INT - 1)} and recorded.value("edge") == SMALLEST_INT
+    assert programs.value("low") == SMALLEST_INT - 1
+
+
+def test_a_legacy_variables_node_is_what_follows_its_prefix():
+    assert [legacy_node(name) for name in ("_approvalVotes:gate", "_loopbackIteration:n2", "_previousArtifact:w",
+                                           "wfArtifactData_step")] == ["gate", "n2", "w", "step"]
+    assert legacy_node("_approvalVotes:") is None and legacy_node("plain") is None
+    assert legacy_node("x_approvalVotes:gate") is None
+
+
+def ttl_store():
+    """A TTL channel whose entries were folded elsewhere (their order unknown), a message channel, a counter."""
+    store = ChannelStore()
+    store.load("ttl", [{"value": "late", "_ts": 100}, {"value": "early", "_ts": 0}], "append")
+    store.write("log", {"messageId": "m1", "role": "user", "content": "hi"}, "message")
+    store.write("n", 1, "counter")
+    return store
+
+
+def test_a_copied_store_folds_on_apart_from_its_original():
+    store = ttl_store()
+    twin = store.copy()
+    assert twin.recorded is store.recorded and twin.snapshot() == store.snapshot()
+    twin.write("ttl", "new", "append", ts=140, declaration={"ttlMs": 50})
+    twin.write("log", {"messageId": "m1", "role": "user", "content": "again"}, "message")
+    twin.write("n", 1, "counter")
+    assert twin.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "new", "_ts": 140}], \
+        "the copy knows the entries' order is unknown: every expired one is dropped"
+    assert len(twin.value("log")) == 1 and twin.value("n") == 2
+    assert store.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "early", "_ts": 0}]
+    assert store.value("n") == 1 and ChannelStore(recorded=True).copy().recorded
+
+
+def test_a_store_adopts_another_stores_channel_as_its_own_copy():
+    other, store = ttl_store(), ChannelStore()
+    store.write("ttl", "mine", "append")
+    store.write("log", {"messageId": "m9", "role": "user", "content": "x"}, "message")
+    for name in ("ttl", "log", "n"):
+        store.adopt(other, name)
+    assert store.snapshot() == other.snapshot()
+    store.write("ttl", "new", "append", ts=140, declaration={"ttlMs": 50})
+    store.write("log", {"messageId": "m1", "role": "user", "content": "again"}, "message")
+    store.write("log", {"messageId": "m9", "role": "user", "content": "x"}, "message")
+    assert store.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "new", "_ts": 140}]
+    assert [entry["messageId"] for entry in store.value("log")] == ["m1", "m9"], "m1 seen, m9 forgotten"
+    assert len(other.value("ttl")) == 2 and len(other.value("log")) == 1
+
+
+def test_adopting_a_channel_in_order_or_absent_elsewhere():
+    ordered = ChannelStore()
+    ordered.write("ttl", "late", "append", ts=100, declaration={"ttlMs": 1000})
+    ordered.write("ttl", "later", "append", ts=200, declaration={"ttlMs": 1000})
+    store = ttl_store()
+    store.adopt(ordered, "ttl")
+    store.write("ttl", "early", "append", ts=50, declaration={"ttlMs": 1000})
+    store.write("ttl", "new", "append", ts=1120, declaration={"ttlMs": 1000})
+    assert [entry["value"] for entry in store.value("ttl")] == ["later", "new"], "out of order again: all pruned"
+    store.adopt(ChannelStore(), "log")
+    store.adopt(ChannelStore(), "ttl")
+    assert "log" not in store and "ttl" not in store
+    store.write("log", {"messageId": "m1", "role": "user", "content": "hi"}, "message")
+    assert len(store.value("log")) == 1, "the dropped channel's seen ids went with it"
 
 
 def reference(reducer, current, value):
