@@ -102,6 +102,27 @@ def test_invalid_inputs_are_validation_errors_and_change_nothing(reducer, value)
     assert "c" not in store
 
 
+@pytest.mark.parametrize("reducer, value, message", [
+    ("merge", [1], "merge takes an object, got list"),
+    ("counter", "1", "counter takes a number to add, got str"),
+    ("votes", {"userId": "u", "action": 1}, "votes takes {userId: string, action: string, timestamp, reason?}"),
+    ("votes", ["u"], "votes takes {userId: string, action: string, timestamp, reason?}"),
+    ("feedback", {"feedback": 1}, "feedback takes {feedback: string, timestamp, iteration}"),
+    ("feedback", "x", "feedback takes {feedback: string, timestamp, iteration}"),
+    ("message", {"messageId": 1, "role": "user", "content": "x"},
+     "message takes {messageId: string, role, content, timestamp, …}"),
+    ("message", {"messageId": "m", "role": "robot", "content": "x"},
+     "message role must be one of assistant, system, tool, user, got 'robot'"),
+    ("message", {"messageId": "m", "role": "user", "content": 1},
+     "message content must be a string or an array of content blocks"),
+])
+def test_a_refused_write_says_what_the_reducer_takes(reducer, value, message):
+    """The validation_error's message is what `wop state` shows for a write it did not apply."""
+    with pytest.raises(ReducerError) as raised:
+        ChannelStore().write("c", value, reducer)
+    assert str(raised.value) == message
+
+
 def test_max_size_drops_the_oldest_entries_of_list_reducers():
     assert fold("append", [1, 2, 3, 4], {"maxSize": 2}) == [3, 4]
 
