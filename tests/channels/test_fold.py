@@ -244,3 +244,159 @@ def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
     assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]
     assert all("schema" in problems[name] for name in ("typed", "pattern", "linked"))
     assert run_wop("diff", str(capture), str(capture)).returncode == 0
+
+
+def test_a_ttl_entry_written_as_the_spec_shapes_it_folds_by_its_own_ts():
+    """Spec (Channel TTL): a write may carry the entry `{value, _ts}`; its _ts and the event's timestamp must agree,
+    and where they do not the entry's _ts is used, with a finding."""
+    declarations = {"recent": {"reducer": "append", "ttlMs": 100}}
+    events = [write(0, "recent", {"value": "a", "_ts": 1_000}, "append", ts=1_000),
+              write(1, "recent", {"value": "b", "_ts": 1_050}, "append", ts=2_000),
+              write(2, "recent", "c", "append", ts=1_140)]
+    fold = fold_events(events, declarations=declarations)
+    assert fold.snapshot()["channels"]["recent"] == [{"value": "b", "_ts": 1_050}, {"value": "c", "_ts": 1_140}]
+    assert [finding.to_json() for finding in fold.findings] == [{
+        "code": "ttl_timestamp_mismatch", "seq": 1, "channel": "recent",
+        "message": "the entry written to 'recent' says _ts 1050, its event 2000; the entry's _ts is used"}]
+
+
+def test_an_openwop_run_logs_channel_writes_and_terminal_events_fold():
+    for terminal, status in (("run.completed", "completed"), ("run.failed", "failed"), ("run.cancelled", "cancelled")):
+        fold = fold_events([{"seq": 1, "ts": 1, "type": "channel.written",
+                             "data": {"channel": "log", "value": "x", "reducer": "append"}},
+                            {"seq": 4, "ts": 2, "type": terminal, "data": {}}])
+        assert (fold.snapshot(), fold.status) == ({"atSeq": 4, "channels": {"log": ["x"]}, "variables": {}}, status)
+    assert fold_events([{"seq": 0, "ts": 0, "type": "run_end", "data": {"exitCode": 0}}]).status == "ok"
+    assert fold_events([{"seq": 0, "ts": 0, "type": "run_end", "data": {"status": "error"}}]).status == "error"
+    assert StateFold().status is None and StateFold().snapshot() == {"atSeq": -1, "channels": {}, "variables": {}}
+
+
+def test_each_write_is_counted_with_its_last_seq_and_reducer():
+    fold = fold_events([write(0, "c", "a", "append"), write(3, "c", "b", "append", schemaVersion=1),
+                        write(4, "other", 1, "counter")])
+    assert fold.meta == {"c": {"writes": 2, "lastSeq": 3, "reducer": "append", "schemaVersion": 1},
+                         "other": {"writes": 1, "lastSeq": 4, "reducer": "counter"}}
+
+
+def test_a_write_its_reducer_refuses_is_a_finding_and_changes_nothing():
+    fold = fold_events([write(0, "n", 1, "counter"), write(1, "n", "many", "counter"),
+                        variable(2, "_loopbackCount:x", "one")])
+    assert fold.snapshot()["channels"] == {"n": 1} and fold.snapshot()["variables"] == {}
+    assert [finding.to_json() for finding in fold.findings] == [
+        {"code": "validation_error", "seq": 1, "channel": "n",
+         "message": "write to 'n' not applied: counter takes a number to add, got str"},
+        {"code": "validation_error", "seq": 2, "channel": "_loopbackCount:x",
+         "message": "write to variable '_loopbackCount:x' not applied: counter takes a number to add, got str"}]
+
+
+def test_a_variable_written_under_a_declared_channels_name_is_refused():
+    fold = fold_events([variable(0, "log", "x"), variable(1, "free", "y")], declarations={"log": {"reducer": "append"}})
+    assert fold.snapshot()["variables"] == {"free": "y"}
+    assert [(finding.code, finding.channel) for finding in fold.findings] == [("validation_error", "log")]
+    assert fold.findings[0].message.endswith("(write not applied)")
+
+
+def test_a_variables_recorded_reducer_wins_over_its_prefix():
+    events = [{"seq": 0, "ts": 0, "type": "state_mutation",
+               "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 2, "reducer": "replace"}},
+              {"seq": 1, "ts": 1, "type": "state_mutation",
+               "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 3, "reducer": "replace"}},
+              variable(2, "_loopbackCount:y", 2), variable(3, "_loopbackCount:y", 3)]
+    assert fold_events(events).snapshot()["variables"] == {"_loopbackCount:x": 3, "_loopbackCount:y": 5}
+
+
+def test_a_refused_declaration_is_a_finding_and_is_not_used():
+    fold = StateFold({"bad": {"reducer": "append", "ttlMs": -1}, "ok": {"reducer": "append"}})
+    assert set(fold.declarations) == {"ok"}
+    assert [(finding.code, finding.channel, finding.seq) for finding in fold.findings] == [
+        ("validation_error", "bad", -1)]
+    assert fold.findings[0].message.endswith("(declaration not used)")
+
+
+def test_a_sensitive_looking_channel_without_access_is_warned_about():
+    fold = StateFold({"api_password": {"reducer": "replace"}, "my_secret": {"reducer": "replace", "access": "private"},
+                      "notes": {"reducer": "replace"}})
+    assert [finding.to_json() for finding in fold.findings] == [{
+        "code": "sensitive_channel_unrestricted", "seq": -1, "channel": "api_password",
+        "message": "channel 'api_password' looks sensitive but declares no access restriction"}]
+
+
+def test_a_declaration_made_later_changes_how_later_writes_fold():
+    events = [write(0, "n", 2, None), write(1, "n", 3, None),
+              {"seq": 2, "ts": 2, "type": "state_mutation",
+               "data": {"kind": "declare", "channel": "n", "declaration": {"reducer": "counter"}}},
+              write(3, "n", 4, None)]
+    assert fold_events(events).snapshot()["channels"]["n"] == 7
+    events = [write(0, "n", 2, "vendor.x"), write(1, "n", 3, "vendor.x"), write(2, "m", 3, "vendor.x")]
+    assert [finding.channel for finding in fold_events(events).findings] == ["n", "m"]
+
+
+def test_channel_and_variable_names_that_are_not_strings_fold_under_their_text():
+    events = [write(0, 7, "x"), variable(1, 8, "y")]
+    fold = fold_events(events)
+    assert fold.snapshot()["channels"] == {"7": "x"} and fold.snapshot()["variables"] == {"8": "y"}
+    assert [fold.target(event) for event in events] == [("channels", "7"), ("variables", "8")]
+
+
+def test_the_target_of_each_event_is_the_one_channel_or_variable_it_writes():
+    fold = StateFold()
+    assert fold.target(write(0, "c", 1)) == ("channels", "c")
+    assert fold.target({"seq": 0, "type": "channel.written", "data": {"channel": "c", "value": 1}}) == ("channels", "c")
+    assert fold.target(variable(0, "v", 1)) == ("variables", "v")
+    for event in ({"seq": 0, "type": "state_mutation", "data": {"kind": "declare", "channel": "c"}},
+                  {"seq": 0, "type": "run_start", "data": {}}, {"seq": 0, "type": "tool_call", "data": {"name": "c"}}):
+        assert fold.target(event) is None
+
+
+def test_a_write_uses_its_time_only_on_a_ttl_channel_or_as_a_ttl_entry():
+    fold = StateFold({"recent": {"reducer": "append", "ttlMs": 100}, "plain": {"reducer": "append"}})
+    assert fold.uses_time(write(0, "recent", "x", "append"))
+    assert fold.uses_time({"seq": 0, "type": "channel.written", "data": {"channel": "recent", "value": "x"}})
+    assert fold.uses_time(write(0, "plain", {"value": "x", "_ts": 4}, "append"))
+    assert not fold.uses_time(write(0, "plain", "x", "append")) and not fold.uses_time(write(0, "loose", "x"))
+    assert not fold.uses_time(variable(0, "recent", "x"))
+    assert not fold.uses_time({"seq": 0, "type": "run_start", "data": {"channels": {}}})
+
+
+def test_a_forked_fold_goes_on_apart_and_adopts_one_channel_back():
+    fold = fold_events([write(0, "log", "a", "append"), write(1, "n", 1, "counter"), variable(2, "v", 1),
+                        write(3, "c", 1, "vendor.x")], declarations={"log": {"reducer": "append"}})
+    twin = fold.fork()
+    for event in (write(4, "log", "b", "append"), write(5, "n", 5, "counter"), variable(6, "v", 2),
+                  write(7, "c", 2, "vendor.x"), {"seq": 8, "ts": 8, "type": "run_end", "data": {"status": "ok"}}):
+        twin.apply(event)
+    assert fold.snapshot() == {"atSeq": 3, "channels": {"log": ["a"], "n": 1, "c": 1}, "variables": {"v": 1}}
+    assert twin.snapshot() == {"atSeq": 8, "channels": {"log": ["a", "b"], "n": 6, "c": 2}, "variables": {"v": 2}}
+    assert (fold.status, twin.status) == (None, "ok") and len(twin.findings) == len(fold.findings) == 1
+    assert fold.meta["log"]["writes"] == 1 and twin.meta["log"]["writes"] == 2
+    assert twin.declarations == fold.declarations
+    fold.adopt(twin, ("channels", "log"))
+    fold.adopt(twin, ("variables", "v"))
+    assert fold.snapshot()["channels"] == {"log": ["a", "b"], "n": 1, "c": 1} and fold.snapshot()["variables"] == {
+        "v": 2}
+    assert fold.meta["log"] == twin.meta["log"] and fold.meta["log"] is not twin.meta["log"]
+    fold.adopt(StateFold(), ("channels", "n"))
+    assert "n" not in fold.snapshot()["channels"] and fold.meta["n"]["writes"] == 1
+
+
+def test_a_schema_that_is_not_valid_or_cannot_resolve_is_named_in_the_finding():
+    import pytest
+
+    pytest.importorskip("jsonschema")
+    declarations = {"typed": {"reducer": "replace", "schema": {"type": 12}},
+                    "linked": {"reducer": "replace", "schema": {"$ref": "#/$defs/missing"}},
+                    "fine": {"reducer": "replace", "schema": {"type": "string"}}}
+    fold = fold_events([write(0, "typed", 1), write(1, "linked", 1), write(2, "typed", 2), write(3, "fine", "x"),
+                        write(4, "fine", 3)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"typed": None, "linked": None, "fine": "x"}
+    messages = [finding.message for finding in fold.findings]
+    assert messages[0].startswith("write to 'typed' fails its schema: its schema is not a valid JSON Schema (")
+    assert messages[1].startswith("write to 'linked' fails its schema: its schema has a $ref that cannot be resolved")
+    assert messages[2] == messages[0]
+    assert messages[3] == "write to 'fine' fails its schema: 3 is not of type 'string' (write not applied)"
+
+
+def test_folding_up_to_a_seq_stops_after_it():
+    events = [write(0, "c", "a"), write(2, "c", "b"), write(5, "c", "c")]
+    assert [fold_events(events, at=at).snapshot()["channels"] for at in (-1, 0, 1, 2, 4, 5)] == [
+        {}, {"c": "a"}, {"c": "a"}, {"c": "b"}, {"c": "b"}, {"c": "c"}]
