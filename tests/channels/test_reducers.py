@@ -131,9 +131,14 @@ def test_max_size_rejects_oversized_values_of_other_reducers():
     store = ChannelStore()
     store.write("c", {"a": 1}, "merge", declaration={"maxSize": 2})
     store.write("c", {"b": 1}, "merge", declaration={"maxSize": 2})
-    with pytest.raises(ReducerError, match="maxSize 2"):
+    with pytest.raises(ReducerError) as raised:
         store.write("c", {"c": 1}, "merge", declaration={"maxSize": 2})
+    assert str(raised.value) == "'c' would hold 3 entries, over its maxSize 2"
     assert store.value("c") == {"a": 1, "b": 1}
+    store.write("r", "ab", "replace", declaration={"maxSize": 2})
+    with pytest.raises(ReducerError) as raised:
+        store.write("r", [1, 2, 3], "replace", declaration={"maxSize": 2})
+    assert str(raised.value) == "'r' would hold 3 entries, over its maxSize 2" and store.value("r") == "ab"
 
 
 def test_ttl_wraps_entries_and_prunes_by_the_events_own_time_then_max_size():
@@ -218,6 +223,8 @@ def test_one_write_onto_a_value_folded_elsewhere():
     assert reduce_once("c", [message], dict(message, content="again"), "message", ts=5, declaration={}) == [message]
     assert reduce_once("n", LARGEST_INT, 1, "counter", ts=0, declaration={}) == {"$bigint": str(LARGEST_INT + 1)}
     assert reduce_once("n", {"$bigint": str(LARGEST_INT + 1)}, -1, "counter", ts=0, declaration={}) == LARGEST_INT
+    assert reduce_once("c", "ab", "x", "append", ts=0, declaration={}) == ["x"], "not a list: the list starts afresh"
+    assert reduce_once("c", ["a", "b"], "x", "replace", ts=0, declaration={}) == "x"
 
 
 def test_a_recorded_counter_keeps_a_total_beyond_64_bits_tagged_and_a_programs_store_as_an_int():
@@ -250,6 +257,7 @@ def test_a_copied_store_folds_on_apart_from_its_original():
     store = ttl_store()
     twin = store.copy()
     assert twin.recorded is store.recorded and twin.snapshot() == store.snapshot()
+    assert twin.names() == ["ttl", "log", "n"]
     twin.write("ttl", "new", "append", ts=140, declaration={"ttlMs": 50})
     twin.write("log", {"messageId": "m1", "role": "user", "content": "again"}, "message")
     twin.write("n", 1, "counter")
@@ -289,6 +297,25 @@ def test_adopting_a_channel_in_order_or_absent_elsewhere():
     assert "log" not in store and "ttl" not in store
     store.write("log", {"messageId": "m1", "role": "user", "content": "hi"}, "message")
     assert len(store.value("log")) == 1, "the dropped channel's seen ids went with it"
+    store.adopt(ChannelStore(), "never written")
+    assert "never written" not in store
+
+
+def test_a_channel_loaded_or_adopted_without_seen_ids_takes_them_from_its_entries():
+    first, second = ({"messageId": f"m{n}", "role": "user", "content": str(n)} for n in (1, 2))
+    store = ChannelStore()
+    store.write("log", first, "message")
+    store.load("log", [second], "message")
+    store.write("log", first, "message")
+    store.write("log", second, "message")
+    assert store.value("log") == [second, first]
+    loaded, adopting = ChannelStore(), ChannelStore()
+    loaded.load("log", [second], "message")
+    adopting.write("log", first, "message")
+    adopting.adopt(loaded, "log")
+    adopting.write("log", first, "message")
+    adopting.write("log", second, "message")
+    assert adopting.value("log") == [second, first]
 
 
 def reference(reducer, current, value):
