@@ -288,7 +288,11 @@ def test_a_request_with_the_same_cache_key_that_differs_elsewhere_is_not_served_
     match = engine.match(KIND_LLM, {**llm({**REQUEST, "stream": True}), "cacheKey": "k1"})
     assert match.unit == 0 and match.result_seq == 1 and match.unservable
     assert (match.divergence.code, match.divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, "$.stream")
-    assert "another shape: it is not served" in match.divergence.detail
+    assert match.divergence.detail == ("the llm_request recorded at seq 0 has the same cache key, but today's request "
+                                       "differs at $.stream (the recorded answer has another shape: it is not served)")
+    assert match.divergence.event_type == "llm_request" and match.divergence.expected["seq"] == 0
+    assert match.divergence.observed == {"type": "llm_request",
+                                         "data": {**llm({**REQUEST, "stream": True}), "cacheKey": "k1"}}
     same = engine.match(KIND_LLM, {**llm(REQUEST), "cacheKey": "k1"})
     assert same.unit is None  # the one recorded call was served already
 
@@ -300,7 +304,8 @@ def test_a_request_with_the_same_cache_key_and_another_max_tokens_is_served_with
     match = recording.engine(policy=LENIENT).match(KIND_LLM, {**llm({**REQUEST, "max_tokens": 9}), "cacheKey": "k1"})
     assert match.unit == 0 and not match.unservable
     assert (match.divergence.json_path, match.divergence.observed_value) == ("$.max_tokens", 9)
-    assert match.divergence.detail.startswith("the llm_request recorded at seq 0 has the same cache key")
+    assert match.divergence.detail == ("the llm_request recorded at seq 0 has the same cache key, but today's request "
+                                       "differs at $.max_tokens")
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -339,6 +344,8 @@ def test_a_keyed_value_another_thread_read_is_served_with_a_divergence_naming_bo
     assert divergence.observed_value == {"thread": "MainThread/worker#2"}
     assert divergence.detail == ("the rng value 'k' recorded at seq 0 was read by thread MainThread/worker#1; today "
                                  "thread MainThread/worker#2 asks for it (it has none of its own left)")
+    assert divergence.event_type == "nondeterministic" and divergence.expected["seq"] == 0
+    assert divergence.observed == {"type": "nondeterministic", "data": {"source": "rng", "key": "k"}}
 
 
 def test_a_value_of_another_source_with_the_same_key_is_not_served_to_another_thread(recording):
@@ -538,6 +545,7 @@ def test_a_fork_reports_a_live_answer_that_refuses_where_the_recorded_one_did_no
     assert (first.code, first.event_seq, first.json_path) == (REFUSAL_DIVERGENCE, 0, "$.response")
     assert (first.expected_value, first.observed_value) == ("valid", "refusal")
     assert first.detail == "the original run got a valid answer here, the live run a refusal"
+    assert first.event_type == "llm_request"
     assert first.observed == {"type": "llm_response", "data": {"response": REFUSED}}
     assert first.expected["seq"] == 1
     assert (second.event_seq, second.expected_value, second.observed_value) == (2, "refusal", "valid")
@@ -627,3 +635,32 @@ def test_a_process_pool_tasks_calls_are_never_served_to_another_task(recording):
     engine.caller_pool_task = lambda: "process 2"
     assert engine.match(KIND_TOOL, tool("work", {})).unit is None
     assert engine.divergences[0].code == EVENT_UNEXPECTED
+
+
+def test_a_secret_in_todays_request_still_finds_and_matches_its_redacted_recording(recording):
+    secret = {**REQUEST, "password": "hunter2-long"}
+    recording.sink.append("llm_request", {"provider": "openai", "model": "m", "request": secret, "callId": "x",
+                                          "cacheKey": "k1"}, origin=MAIN)
+    recording.sink.append("llm_response", {"callId": "x", "ok": True, "response": ANSWERED}, origin=MAIN)
+    recording.llm(secret, REFUSED)
+    recording.sink.finalize("ok")
+    assert b"hunter2-long" not in (recording.directory / "events.jsonl").read_bytes()
+    engine = ReplayEngine(ReplaySource.for_serving(recording.directory))
+    key = engine.source.event(0)["data"]["cacheKey"]  # the recipe's: today's call computes the same (no password in it)
+    match = engine.match(KIND_LLM, {**llm(secret), "cacheKey": key})
+    assert (match.unit, match.divergence) == (0, None)
+    fork = ReplayEngine(ReplaySource.for_serving(recording.directory), branch=True)
+    fork.check_live_llm(llm(secret), ANSWERED)
+    assert [(divergence.code, divergence.event_seq) for divergence in fork.divergences] == [(REFUSAL_DIVERGENCE, 2)]
+
+
+def test_an_llm_call_in_a_process_pool_task_is_compared_with_that_tasks_next_call(recording):
+    recording.tool("work", {}, "done", origin={"pid": 1, "thread": "MainThread", "poolTask": "process 1"})
+    engine = recording.engine()
+    engine.caller_pool_task = lambda: "process 1"
+    divergence = divergence_of(engine, KIND_LLM, llm(REQUEST))
+    assert (divergence.code, divergence.event_seq) == (EVENT_TYPE_MISMATCH, 0)
+    other = ReplayEngine(ReplaySource(recording.directory), policy=LENIENT)
+    other.caller_pool_task = lambda: "process 2"
+    other.match(KIND_LLM, llm(REQUEST))
+    assert other.divergences[0].code == EVENT_UNEXPECTED
