@@ -29,10 +29,10 @@ ANSWERED = {"choices": [{"message": {"role": "assistant", "content": "hello"}, "
 class Recording:
     """A capture written event by event with the real sink; calls get their result at once unless held open."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, manifest=None):
         self.directory = directory
         self.sink = CaptureSink(directory, redactor=Redactor("default", ()))
-        self.sink.start({})
+        self.sink.start(manifest or {})
         self.calls = 0
 
     def tool(self, name, args, result=None, origin=MAIN, answered=True):
@@ -148,13 +148,14 @@ def test_one_threads_sequential_calls_swapped_are_a_divergence_at_the_call_not_m
     recording.tool("a", {"n": 1}, "A")
     recording.tool("b", {"n": 2}, "B")
     engine = recording.engine()
-    divergence = divergence_of(engine, KIND_TOOL, tool("b", {"n": 2}))
+    divergence = divergence_of(engine, KIND_TOOL, {**tool("b", {"n": 2}), "callId": "t9"})
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0, "$")
     assert divergence.expected_value == {"name": "a", "args": {"n": 1}}
     assert divergence.observed_value == {"name": "b", "args": {"n": 2}}
     assert divergence.event_type == "tool_call" and divergence.expected["seq"] == 0
-    assert divergence.observed == {"type": "tool_call", "data": tool("b", {"n": 2})}
-    assert "recorded at seq 2, after the tool_call at seq 0" in divergence.detail
+    assert divergence.observed == {"type": "tool_call", "data": {**tool("b", {"n": 2}), "callId": "t9"}}
+    assert divergence.detail == ("calls out of order: this tool_call was recorded at seq 2, after the tool_call at "
+                                 "seq 0 that has not been made yet")
 
 
 def test_a_call_made_before_another_kind_of_call_recorded_first_is_a_type_mismatch(recording):
@@ -348,6 +349,14 @@ def test_a_keyed_value_another_thread_read_is_served_with_a_divergence_naming_bo
     assert divergence.observed == {"type": "nondeterministic", "data": {"source": "rng", "key": "k"}}
 
 
+def test_a_capture_whose_origins_are_not_stable_never_serves_a_value_by_its_reader(tmp_path):
+    recording = Recording(tmp_path / "old", manifest={"originScheme": 1})
+    recording.value("k", 4, origin=WORKER)
+    engine = calling(recording.engine(), OTHER)
+    match = engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    assert match.request_seq == 0 and match.divergence is None and engine.divergences == []
+
+
 def test_a_value_of_another_source_with_the_same_key_is_not_served_to_another_thread(recording):
     recording.value("k", "0b7e2a4c-9d1f-4e8a-b6c3-5f2d1e0a9b8c", source="uuid", origin=WORKER)
     engine = calling(recording.engine(policy=LENIENT), OTHER)
@@ -384,7 +393,8 @@ def test_a_recorded_version_outside_todays_range_is_a_payload_mismatch(recording
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0, "$.value")
     assert (divergence.expected_value, divergence.observed_value) == (3, {"min": 1, "max": 2})
     assert divergence.detail == ("the recorded run took version 3 of 'change-1'; today's code supports only 1..2")
-    assert divergence.expected["seq"] == 0 and divergence.observed["type"] == "nondeterministic"
+    assert divergence.expected["seq"] == 0 and divergence.event_type == "nondeterministic"
+    assert divergence.observed == {"type": "nondeterministic", "data": data}
 
 
 def test_a_version_out_of_range_before_from_seq_is_not_checked(recording):
@@ -393,6 +403,9 @@ def test_a_version_out_of_range_before_from_seq_is_not_checked(recording):
     engine = recording.engine(from_seq=1)
     engine.version_out_of_range(0, {"key": "c", "min": 1, "max": 2}, 3)
     assert engine.divergences == []
+    fork = ReplayEngine(ReplaySource(recording.directory), from_seq=1, branch=True)
+    fork.version_out_of_range(0, {"key": "c", "min": 1, "max": 2}, 3)
+    assert [divergence.event_seq for divergence in fork.divergences] == [0], "a fork checks its history"
 
 
 # ---- state writes -----------------------------------------------------------------------------
@@ -407,6 +420,7 @@ def test_a_write_with_another_reducer_is_a_payload_mismatch_at_reducer(recording
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0, "$.reducer")
     assert (divergence.expected_value, divergence.observed_value) == ("append", "replace")
     assert divergence.detail == "the write to 'log' differs from the one recorded at seq 0"
+    assert divergence.event_type == "state_mutation" and divergence.expected["seq"] == 0
     assert divergence.observed == {"type": "state_mutation", "data": state("log", "x", reducer="replace")}
 
 
@@ -432,6 +446,15 @@ def test_a_legacy_variable_write_compares_with_its_prefixs_reducer(recording):
     engine = recording.engine()
     data = {"kind": "variable", "key": "_loopbackCount:gate", "reducer": "counter", "value": 1}
     assert engine.match(KIND_STATE, data).divergence is None
+
+
+def test_a_variable_written_with_another_reducer_names_the_variable(recording):
+    recording.sink.append("state_mutation", {"kind": "variable", "key": "plan", "value": 1}, origin=MAIN)
+    divergence = divergence_of(recording.engine(), KIND_STATE, {"kind": "variable", "key": "plan", "reducer": "counter",
+                                                                "value": 1})
+    assert (divergence.json_path, divergence.expected_value, divergence.observed_value) == ("$.reducer", "replace",
+                                                                                            "counter")
+    assert divergence.detail == "the write to 'plan' differs from the one recorded at seq 0"
 
 
 def test_equal_writes_of_several_threads_are_each_served_the_callers_own(recording):
@@ -466,7 +489,10 @@ def test_the_state_after_a_write_must_be_the_recorded_one(recording):
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0,
                                                                             "$.channels.log[0]")
     assert (divergence.expected_value, divergence.observed_value) == ("x", "y")
-    assert divergence.detail.startswith("after this write 'log' holds a different value")
+    assert divergence.detail == ("after this write 'log' holds a different value than in the recorded run (same "
+                                 "input, different reducer or declaration)")
+    assert divergence.event_type == "state_mutation" and divergence.expected["seq"] == 0
+    assert divergence.observed == {"type": "state_mutation", "data": state("log", "x")}
     engine.state_difference(0, {"kind": "variable", "key": "my var", "value": 1}, 1, 2)
     assert engine.divergences[1].json_path == "$.variables['my var']"
 
@@ -568,6 +594,9 @@ def test_an_edited_fork_serves_what_still_matches_then_goes_live_from_the_first_
     assert changed.live and engine.went_live
     divergence = engine.divergences[0]
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 2, "$.args.n")
+    assert (divergence.expected_value, divergence.observed_value, divergence.event_type) == (1, 2, "tool_call")
+    assert divergence.expected["seq"] == 2
+    assert divergence.observed == {"type": "tool_call", "data": tool("b", {"n": 2})}
     assert divergence.detail == ("this tool_call differs from the one recorded at seq 2: from here the run goes its "
                                  "own way")
     assert engine.match(KIND_TOOL, tool("b", {"n": 1})).live  # live from here, even what the capture has
@@ -579,8 +608,18 @@ def test_an_edited_fork_going_live_at_a_call_the_capture_has_none_of_says_so(rec
     engine = recording.engine(policy=LENIENT, from_seq=2, branch=True, live_after_mismatch=True)
     assert engine.match(KIND_TOOL, tool("c", {})).live
     divergence = engine.divergences[0]
-    assert (divergence.code, divergence.divergence_point) == (EVENT_UNEXPECTED, 0)
+    assert (divergence.code, divergence.divergence_point, divergence.event_type) == (EVENT_UNEXPECTED, 0, "tool_call")
+    assert divergence.observed == {"type": "tool_call", "data": tool("c", {})}
     assert divergence.detail == "the recorded run made no such tool_call: from here the run goes its own way"
+
+
+def test_an_edited_fork_keeps_serving_its_overrides_once_live(recording):
+    recording.value("k", 4)
+    engine = calling(recording.engine(policy=LENIENT, from_seq=1, branch=True, live_after_mismatch=True,
+                                      overrides={"k": 40}), MAIN)
+    engine.match(KIND_TOOL, tool("c", {}))
+    match = engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    assert match.live and (match.override, match.has_override) == (40, True)
 
 
 def test_an_offline_edited_fork_stops_at_the_first_change(recording):
