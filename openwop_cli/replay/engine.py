@@ -255,8 +255,7 @@ class ReplayEngine:
         self._diverge(divergence)
         return Match(None, live=True, **override)
 
-    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
-                   live_if_unrecorded: bool = False) -> Match:
+    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any], live_if_unrecorded: bool) -> Match:
         event_type = _EVENT_TYPES[kind]
         observed = observed_event(event_type, self._kept(data))
         if kind == KIND_VERSION:

@@ -703,3 +703,72 @@ def test_an_llm_call_in_a_process_pool_task_is_compared_with_that_tasks_next_cal
     other.caller_pool_task = lambda: "process 2"
     other.match(KIND_LLM, llm(REQUEST))
     assert other.divergences[0].code == EVENT_UNEXPECTED
+
+
+def test_a_version_the_capture_never_chose_takes_its_override(recording):
+    recording.tool("a", {}, "A")
+    engine = recording.engine(overrides={"change-1": 2})
+    match = engine.match(KIND_VERSION, {"source": "version", "key": "change-1", "min": 1, "max": 2})
+    assert (match.unit, match.override, match.has_override) == (None, 2, True)
+
+
+def test_a_changed_llm_request_is_compared_with_the_first_unserved_llm_call_whoever_made_it(recording):
+    recording.llm({**REQUEST, "n": 1}, origin=WORKER)
+    recording.llm({**REQUEST, "n": 2}, origin=OTHER)
+    engine = calling(recording.engine(), OTHER)
+    divergence = divergence_of(engine, KIND_LLM, llm({**REQUEST, "n": 3}))
+    assert (divergence.event_seq, divergence.json_path, divergence.expected_value) == (0, "$.n", 1)
+
+
+def test_a_changed_call_from_a_thread_the_capture_never_saw_is_compared_with_the_first_unserved_one(recording):
+    recording.tool("fetch", {"page": 1}, "1", origin=WORKER)
+    engine = calling(recording.engine(), {"pid": 1, "thread": "MainThread/new#9"})
+    assert divergence_of(engine, KIND_TOOL, tool("fetch", {"page": 3})).event_seq == 0
+
+
+def test_a_changed_call_skips_a_same_named_thread_that_made_only_telemetry(recording):
+    recording.tool("http", POSTHOG, {"status": 200}, origin={"pid": 1, "thread": "MainThread"})
+    recording.tool("fetch", {"page": 1}, "1", origin=WORKER)
+    recording.tool("fetch", {"page": 2}, "2", origin={"pid": 2, "thread": "MainThread"})
+    engine = calling(recording.engine(), {"pid": 3, "thread": "MainThread"})
+    assert divergence_of(engine, KIND_TOOL, tool("fetch", {"page": 3})).event_seq == 4
+
+
+def test_a_changed_call_is_compared_with_the_threads_next_call_only_when_it_is_to_that_tool(recording):
+    recording.tool("fetch", {"page": 1}, "1", origin=WORKER)
+    recording.value("fetch", 5, origin=OTHER)
+    recording.tool("fetch", {"page": 2}, "2", origin=OTHER)
+    engine = calling(recording.engine(), OTHER)
+    assert divergence_of(engine, KIND_TOOL, tool("fetch", {"page": 3})).event_seq == 0
+
+
+def test_a_variable_written_with_another_value_is_compared_with_the_variables_next_write(recording):
+    recording.sink.append("state_mutation", {"kind": "variable", "key": "plan", "value": 1}, origin=MAIN)
+    divergence = divergence_of(recording.engine(), KIND_STATE, {"kind": "variable", "key": "plan", "value": 2})
+    assert (divergence.event_seq, divergence.json_path, divergence.expected_value) == (0, "$.value", 1)
+
+
+def test_a_write_recorded_without_its_reducer_differs_from_one_with_a_reducer(recording):
+    recording.sink.append("state_mutation", {"kind": "channel", "channel": "log", "value": 1}, origin=MAIN)
+    divergence = divergence_of(recording.engine(), KIND_STATE, state("log", 1, reducer="append"))
+    assert (divergence.json_path, divergence.expected_value, divergence.observed_value) == ("$.reducer", None,
+                                                                                            "append")
+
+
+def test_a_variable_write_where_the_capture_wrote_a_channel_of_that_name_differs_at_kind(recording):
+    recording.write("plan", 1, reducer="replace")
+    divergence = divergence_of(recording.engine(), KIND_STATE, {"kind": "variable", "key": "plan",
+                                                                "reducer": "replace", "value": 2})
+    assert (divergence.json_path, divergence.expected_value, divergence.observed_value) == ("$.kind", "channel",
+                                                                                            "variable")
+
+
+def test_an_edited_fork_going_live_at_a_value_compares_it_with_the_recorded_value_of_its_key(recording):
+    recording.value("k", 4)
+    recording.value("k", 5)
+    engine = calling(recording.engine(policy=LENIENT, from_seq=1, branch=True, live_after_mismatch=True), MAIN)
+    assert engine.match(KIND_VALUE, {"source": "rng", "key": "k"}).request_seq == 0
+    assert engine.match(KIND_VALUE, {"source": "rng", "key": "k"}).live
+    divergence = engine.divergences[0]
+    assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 1, "$")
+    assert (divergence.expected_value, divergence.observed_value) == (5, None)
