@@ -639,14 +639,16 @@ def test_telemetry_is_served_in_any_order_and_as_often_as_asked(recording):
     recording.tool("http", POSTHOG, {"status": 200})
     recording.tool("a", {}, "A")
     recording.tool("http", {**POSTHOG, "body": {"api_key": "k", "batch": [1]}}, {"status": 200})
+    recording.tool("http", {**POSTHOG, "body": {"api_key": "k", "batch": [2]}}, {"status": 200})
     engine = recording.engine()
     assert engine.match(KIND_TOOL, tool("a", {})).divergence is None
     served = [engine.match(KIND_TOOL, tool("http", {**POSTHOG, "body": {"api_key": "k", "batch": [n]}}))
-              for n in range(4)]
-    assert [match.result_seq for match in served] == [1, 5, 5, 5]
-    assert [match.telemetry for match in served] == [False, False, True, True]
+              for n in range(5)]
+    assert [(match.unit, match.request_seq, match.result_seq) for match in served] == [
+        (0, 0, 1), (2, 4, 5), (3, 6, 7), (3, 6, 7), (3, 6, 7)]
+    assert [match.telemetry for match in served] == [False, False, False, True, True]
     assert engine.divergences == []
-    assert engine.next_unserved_seq() == 5  # telemetry is never waited for: the last event
+    assert engine.next_unserved_seq() == 7  # telemetry is never waited for: the last event
 
 
 def test_telemetry_the_capture_has_none_of_is_left_to_the_boundary(recording):
@@ -772,3 +774,13 @@ def test_an_edited_fork_going_live_at_a_value_compares_it_with_the_recorded_valu
     divergence = engine.divergences[0]
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 1, "$")
     assert (divergence.expected_value, divergence.observed_value) == (5, None)
+
+
+def test_a_divergence_shows_todays_call_as_the_capture_keeps_it_never_its_secret(recording):
+    recording.tool("login", {"user": "u", "password": "hunter2-long"}, "ok")
+    recording.sink.finalize("ok")
+    engine = ReplayEngine(ReplaySource.for_serving(recording.directory), policy=LENIENT)
+    match = engine.match(KIND_TOOL, tool("login", {"user": "v", "password": "hunter2-long"}))
+    assert (match.divergence.json_path, match.divergence.observed_value) == ("$.args.user", "v")
+    assert "hunter2-long" not in repr(match.divergence.observed)
+    assert match.divergence.observed["data"]["args"]["user"] == "v"
