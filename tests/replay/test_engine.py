@@ -108,7 +108,7 @@ def test_calls_are_served_their_recorded_answers_by_content(recording):
     assert (first.unit, first.request_seq, first.result_seq, first.divergence) == (0, 0, 1, None)
     assert (second.unit, second.request_seq, second.result_seq, second.divergence) == (1, 2, 3, None)
     assert engine.divergences == [] and engine.stopped is None and not first.live and not first.unservable
-    assert engine.next_unserved_seq() == 3  # everything served: the capture's last event
+    assert engine.next_unserved_seq() == engine.next_unserved_seq() == 3  # all served: the capture's last event
 
 
 def test_a_call_whose_answer_was_never_recorded_is_served_with_no_result(recording):
@@ -651,6 +651,15 @@ def test_telemetry_is_served_in_any_order_and_as_often_as_asked(recording):
     assert engine.next_unserved_seq() == 7  # telemetry is never waited for: the last event
 
 
+def test_telemetry_of_a_thread_that_made_nothing_else_is_served_in_any_order(recording):
+    recording.tool("a", {}, "A")
+    recording.tool("http", POSTHOG, {"status": 200}, origin=WORKER)
+    engine = recording.engine()
+    assert engine.match(KIND_TOOL, tool("http", POSTHOG)).result_seq == 3
+    assert engine.match(KIND_TOOL, tool("a", {})).result_seq == 1
+    assert engine.divergences == []
+
+
 def test_telemetry_the_capture_has_none_of_is_left_to_the_boundary(recording):
     recording.tool("a", {}, "A")
     engine = recording.engine()
@@ -784,3 +793,52 @@ def test_a_divergence_shows_todays_call_as_the_capture_keeps_it_never_its_secret
     assert (match.divergence.json_path, match.divergence.observed_value) == ("$.args.user", "v")
     assert "hunter2-long" not in repr(match.divergence.observed)
     assert match.divergence.observed["data"]["args"]["user"] == "v"
+
+
+def test_a_fork_keeps_serving_overrides_to_what_it_runs_live(recording):
+    recording.value("k", 4)
+    engine = calling(recording.engine(from_seq=0, branch=True, overrides={"k": 40}), MAIN)
+    match = engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    assert match.live and (match.override, match.has_override) == (40, True)
+
+
+def test_a_threads_own_equal_write_is_still_checked_for_its_reducer(recording):
+    recording.write("log", "tick", origin=WORKER)
+    recording.write("log", "tick", origin=OTHER)
+    engine = calling(recording.engine(policy=LENIENT), OTHER)
+    match = engine.match(KIND_STATE, state("log", "tick", reducer="replace"))
+    assert match.request_seq == 1 and match.divergence.json_path == "$.reducer"
+
+
+def test_equal_calls_from_a_thread_the_capture_never_saw_are_served_in_recorded_order(recording):
+    recording.tool("tick", {}, "worker's", origin=WORKER)
+    recording.tool("tick", {}, "other's", origin=OTHER)
+    engine = calling(recording.engine(), {"pid": 1, "thread": "MainThread/new#9"})
+    assert [engine.match(KIND_TOOL, tool("tick", {})).result_seq for _ in range(2)] == [1, 3]
+
+
+def test_equal_calls_of_a_thread_named_alike_in_two_processes_are_served_in_recorded_order(recording):
+    recording.tool("tick", {}, "worker's", origin=WORKER)
+    recording.tool("tick", {}, "first main's", origin={"pid": 1, "thread": "MainThread"})
+    recording.tool("tick", {}, "second main's", origin={"pid": 2, "thread": "MainThread"})
+    engine = calling(recording.engine(), {"pid": 3, "thread": "MainThread"})
+    assert engine.match(KIND_TOOL, tool("tick", {})).result_seq == 1
+
+
+def test_a_changed_call_after_the_thread_made_all_its_own_is_compared_with_another_threads(recording):
+    recording.tool("a", {}, "A", origin=OTHER)
+    recording.tool("fetch", {"page": 1}, "1", origin=WORKER)
+    engine = calling(recording.engine(), OTHER)
+    assert engine.match(KIND_TOOL, tool("a", {})).divergence is None
+    assert divergence_of(engine, KIND_TOOL, tool("fetch", {"page": 3})).event_seq == 2
+
+
+def test_a_changed_call_is_compared_with_the_next_unserved_call_to_its_tool(recording):
+    for page in (1, 2, 3, 4):
+        recording.tool("fetch", {"page": page}, str(page), origin=WORKER)
+    engine = recording.engine(policy=LENIENT)
+    calling(engine, OTHER)
+    engine.match(KIND_TOOL, tool("fetch", {"page": 1}))
+    assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 2
+    assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 4
+    assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 6
