@@ -94,7 +94,6 @@ class ReplayEngine:
         self._kind_start: dict[Any, int] = {}
         self._origin_units: dict[int, list[int]] = {}
         self._origin_head: dict[int, int] = {}
-        self._unit_position = [0] * count
         self._unserved_start = 0
         self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
         self.caller_pool_task: Callable[[], str | None] = lambda: None  # the pool task calling now (the replayer's)
@@ -114,9 +113,7 @@ class ReplayEngine:
                 self._by_kind.setdefault((kind_and_name, task), []).append(unit)
             if source.telemetry[unit]:  # served in any order, as often as asked (replay.telemetry)
                 continue
-            queue = self._origin_units.setdefault(source.origins[unit], [])
-            self._unit_position[unit] = len(queue)
-            queue.append(unit)
+            self._origin_units.setdefault(source.origins[unit], []).append(unit)
 
     # ---- the one entry point of every boundary ----------------------------------------------
 

@@ -842,3 +842,16 @@ def test_a_changed_call_is_compared_with_the_next_unserved_call_to_its_tool(reco
     assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 2
     assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 4
     assert engine.match(KIND_TOOL, tool("fetch", {"page": 9})).divergence.event_seq == 6
+
+
+def test_a_changed_call_in_a_process_pool_task_is_compared_with_that_tasks_call(recording):
+    recording.tool("work", {"n": 1}, "done", origin={"pid": 1, "thread": "MainThread", "poolTask": "process 1"})
+    engine = recording.engine()
+    engine.caller_pool_task = lambda: "process 1"
+    divergence = divergence_of(engine, KIND_TOOL, tool("work", {"n": 2}))
+    assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0, "$.args.n")
+
+
+def test_a_thread_pool_tasks_calls_are_served_before_any_replayer_names_the_task(recording):
+    recording.tool("work", {}, "done", origin={"pid": 1, "thread": "MainThread", "poolTask": "threads 1"})
+    assert recording.engine().match(KIND_TOOL, tool("work", {})).result_seq == 1
