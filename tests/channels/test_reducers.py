@@ -1,10 +1,10 @@
 """The canonical reducers of openwop-channels.md, with the spec's own examples, and the store that applies them."""
 
+from collections import OrderedDict
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from collections import OrderedDict
 
 from openwop_cli.channels.reducers import (
     ChannelStore,
