@@ -429,9 +429,11 @@ class ReplayEngine:
         return head == unit or self.source.groups[head] == self.source.groups[unit]
 
     def _origin_head_unit(self, origin: int) -> int:
+        """The origin's first unit not served yet (its last when all are); a replay from a seq skips the units before
+        it, which are not checked: one the program no longer makes holds up none after it."""
         queue = self._origin_units[origin]
         head = self._origin_head.get(origin, 0)
-        while head < len(queue) - 1 and self._consumed[queue[head]]:
+        while head < len(queue) - 1 and (self._consumed[queue[head]] or not self.branch and not self._checked(queue[head])):
             head += 1
         self._origin_head[origin] = head
         return queue[head]

@@ -855,3 +855,17 @@ def test_a_changed_call_in_a_process_pool_task_is_compared_with_that_tasks_call(
 def test_a_thread_pool_tasks_calls_are_served_before_any_replayer_names_the_task(recording):
     recording.tool("work", {}, "done", origin={"pid": 1, "thread": "MainThread", "poolTask": "threads 1"})
     assert recording.engine().match(KIND_TOOL, tool("work", {})).result_seq == 1
+
+
+def test_a_replay_from_a_seq_lets_a_call_before_it_go_unmade(recording):
+    """`wop replay --from-seq N` checks only events from N on: a call before N the program no longer makes is no
+    divergence, and the calls from N on keep their order."""
+    recording.tool("a", {}, "A")
+    recording.tool("b", {}, "B")
+    recording.tool("c", {}, "C")
+    engine = recording.engine(from_seq=2)
+    assert engine.match(KIND_TOOL, tool("b", {})).divergence is None
+    assert engine.match(KIND_TOOL, tool("c", {})).divergence is None
+    swapped = ReplayEngine(ReplaySource(recording.directory), from_seq=2)
+    divergence = divergence_of(swapped, KIND_TOOL, tool("c", {}))
+    assert (divergence.code, divergence.event_seq) == (EVENT_PAYLOAD_MISMATCH, 2)
