@@ -12,6 +12,7 @@ from openwop_cli.replay.divergence import (
     Divergence,
     describe_reader,
     event_summary,
+    first_difference,
     json_path,
     network_blocked,
     reader_of,
@@ -70,7 +71,7 @@ def test_a_blocked_connection_with_no_recording_there():
     assert (divergence.code, divergence.event_seq, divergence.json_path, divergence.expected) == (
         NETWORK_BLOCKED, None, None, None)
     value = {"host": "api.example.com", "port": 443, "site": site}
-    assert divergence.observed_value == value and divergence.site == site
+    assert divergence.observed_value == value and divergence.site == site and divergence.event_type == "nondeterministic"
     assert divergence.observed == {"type": "nondeterministic",
                                    "data": {"source": "network", "key": "api.example.com:443", "value": value}}
     assert divergence.detail == ("the program opened a connection to api.example.com:443 (opened by agent.py:12) and "
@@ -85,6 +86,9 @@ def test_a_blocked_connection_the_capture_saw_unrecorded():
     assert (divergence.code, divergence.event_seq, divergence.expected_value) == (NETWORK_BLOCKED, 4, {"bytes": 10})
     assert divergence.expected == {"seq": 4, "type": "nondeterministic", "data": data}
     assert divergence.observed_value == {"host": "db", "port": 5432, "site": None}
+    assert divergence.event_type == "nondeterministic" and divergence.site is None
+    assert divergence.observed == {"type": "nondeterministic", "data": {"source": "network", "key": "db:5432",
+                                                                        "value": divergence.observed_value}}
     assert divergence.detail == ("the program opened a connection to db:5432 and replay blocked it: the capture saw "
                                  "connections there that no adapter recorded (seq 4), so nothing can serve them; "
                                  "capture it again with --proxy")
@@ -135,3 +139,8 @@ def test_an_events_summary_is_the_call_without_its_bookkeeping():
     assert event_summary("state_mutation", {"kind": "channel", "channel": "c", "value": 1, "reducer": "append"}) == {
         "kind": "channel", "channel": "c", "value": 1}
     assert event_summary("run_end", {"exitCode": 0}) == {"exitCode": 0}
+
+
+def test_values_whose_keys_are_not_all_text_are_compared_too():
+    """Today's side of a comparison may hold what the program passed, before it became JSON (an int key)."""
+    assert first_difference({1: "a", "b": 2}, {1: "c", "b": 2}) == ("$[1]", "a", "c")
