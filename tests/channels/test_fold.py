@@ -31,9 +31,14 @@ def test_channels_and_legacy_variables_fold_with_their_reducers():
 
 
 def test_a_vendor_reducer_folds_as_replace_with_one_warning_per_channel():
-    fold = fold_events([write(0, "c", 1, "vendor.acme.dedupe"), write(1, "c", 2, "vendor.acme.dedupe")])
-    assert fold.snapshot()["channels"] == {"c": 2}
-    assert [(f.code, f.channel) for f in fold.findings] == [("unknown_reducer", "c")]
+    declare = {"seq": 2, "ts": 2, "type": "state_mutation",
+               "data": {"kind": "declare", "channel": "other", "declaration": {"reducer": "append"}}}
+    fold = fold_events([write(0, "c", 1, "vendor.acme.dedupe"), write(1, "c", 2, "vendor.acme.dedupe"), declare,
+                        write(3, "c", 3, "vendor.acme.dedupe")])
+    assert fold.snapshot()["channels"] == {"c": 3, "other": None}
+    assert [f.to_json() for f in fold.findings] == [{
+        "code": "unknown_reducer", "seq": 0, "channel": "c",
+        "message": "channel 'c' uses reducer 'vendor.acme.dedupe', folded as replace"}]
 
 
 def test_access_is_checked_per_declaration_and_denied_writes_are_findings():
@@ -189,7 +194,12 @@ def test_without_jsonschema_schemas_are_skipped_with_one_notice(monkeypatch):
     declarations = {"score": {"reducer": "replace", "schema": {"type": "integer"}}}
     fold = fold_events([write(0, "score", "a"), write(1, "score", "b")], declarations=declarations)
     assert fold.snapshot()["channels"] == {"score": "b"}
-    assert [f.code for f in fold.findings] == ["schema_validation_skipped"]
+    assert [f.to_json() for f in fold.findings] == [{
+        "code": "schema_validation_skipped", "seq": 0, "channel": None,
+        "message": "channel schemas were not checked: install jsonschema (pip install jsonschema)"}]
+    twin = fold.fork()
+    twin.apply(write(2, "score", "c"))
+    assert len(twin.findings) == 1, "a forked fold knows the notice was given"
 
 
 def test_list_channels_holding_other_shapes_fold_without_a_crash(tmp_path):
@@ -355,6 +365,10 @@ def test_a_write_uses_its_time_only_on_a_ttl_channel_or_as_a_ttl_entry():
     assert fold.uses_time(write(0, "plain", {"value": "x", "_ts": 4}, "append"))
     assert not fold.uses_time(write(0, "plain", "x", "append")) and not fold.uses_time(write(0, "loose", "x"))
     assert not fold.uses_time(variable(0, "recent", "x"))
+    assert not fold.uses_time(variable(0, "plain", {"value": "x", "_ts": 4}))
+    assert not fold.uses_time({"seq": 0, "type": "state_mutation",
+                               "data": {"kind": "declare", "channel": "recent", "declaration": {"ttlMs": 5}}})
+    assert StateFold({"7": {"reducer": "append", "ttlMs": 100}}).uses_time(write(0, 7, "x", "append"))
     assert not fold.uses_time({"seq": 0, "type": "run_start", "data": {"channels": {}}})
 
 
@@ -368,6 +382,9 @@ def test_a_forked_fold_goes_on_apart_and_adopts_one_channel_back():
     assert fold.snapshot() == {"atSeq": 3, "channels": {"log": ["a"], "n": 1, "c": 1}, "variables": {"v": 1}}
     assert twin.snapshot() == {"atSeq": 8, "channels": {"log": ["a", "b"], "n": 6, "c": 2}, "variables": {"v": 2}}
     assert (fold.status, twin.status) == (None, "ok") and len(twin.findings) == len(fold.findings) == 1
+    twin.apply(write(9, "d", 1, "vendor.x"))
+    twin.apply(write(10, "c", 3, "vendor.x"))
+    assert [finding.channel for finding in twin.findings] == ["c", "d"] and len(fold.findings) == 1
     assert fold.meta["log"]["writes"] == 1 and twin.meta["log"]["writes"] == 2
     assert twin.declarations == fold.declarations
     fold.adopt(twin, ("channels", "log"))
