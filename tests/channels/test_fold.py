@@ -74,7 +74,15 @@ def test_cross_engine_writes_to_replace_and_merge_are_forbidden_but_append_is_fi
               write(1, "log", "entry", "append", sourceEngineId="child-7")]
     fold = fold_events(events)
     assert fold.snapshot()["channels"] == {"log": ["entry"]}
-    assert [f.code for f in fold.findings] == ["channel_cross_engine_write_forbidden"]
+    assert [(f.code, f.channel) for f in fold.findings] == [("channel_cross_engine_write_forbidden", "decision")]
+
+
+def test_a_write_older_than_its_undeclared_channels_first_schema_is_refused():
+    """A write carries its own schemaVersion: against a channel that declares none (version 1), version 0 is older and
+    not listed in compatibleWith."""
+    fold = fold_events([write(0, "loose", "old", schemaVersion=0), write(1, "loose", "new", schemaVersion=1)])
+    assert fold.snapshot()["channels"] == {"loose": "new"}
+    assert [(f.code, f.seq, f.channel) for f in fold.findings] == [("channel_schema_breaking_change", 0, "loose")]
 
 
 def test_schema_versions_are_kept_and_breaking_old_writes_are_refused():
