@@ -114,8 +114,10 @@ def test_declarations_come_from_the_run_itself():
 def test_the_snapshot_holds_every_declared_channel_with_or_without_a_default():
     declarations = {"quiet": {"reducer": "append"}, "seeded": {"reducer": "counter", "default": 3},
                     "written": {"reducer": "replace"}}
-    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1)], declarations=declarations)
-    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1}
+    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1), write(2, "bare", [1], None),
+                        write(3, "bare", [2], None)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1, "bare": [2]}
+    assert fold.findings == [] and fold.meta["bare"]["reducer"] == "replace", "no reducer anywhere: replace, quietly"
 
 
 WRITE_EVENTS = st.lists(st.one_of(
