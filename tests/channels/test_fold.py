@@ -330,7 +330,18 @@ def test_a_refused_declaration_is_a_finding_and_is_not_used():
     assert set(fold.declarations) == {"ok"}
     assert [(finding.code, finding.channel, finding.seq) for finding in fold.findings] == [
         ("validation_error", "bad", -1)]
-    assert fold.findings[0].message.endswith("(declaration not used)")
+    assert fold.findings[0].message == ("channel 'bad': ttlMs must be an integer from 1 to 31536000000 (one year), or 0 "
+                                        "for none; got -1 (declaration not used)")
+
+
+def test_a_counter_beyond_64_bits_folds_to_the_recorded_big_integer_form():
+    """A capture writes an integer beyond 64 bits as {"$bigint": digits} (wire.jsonable); the fold keeps such a total
+    in that form, channels and legacy counter variables alike."""
+    big = 2**64 - 1
+    fold = fold_events([write(0, "n", big, "counter"), write(1, "n", 1, "counter"), variable(2, "_loopbackCount:x", big),
+                        variable(3, "_loopbackCount:x", 1)])
+    assert fold.snapshot()["channels"] == {"n": {"$bigint": str(big + 1)}}
+    assert fold.snapshot()["variables"] == {"_loopbackCount:x": {"$bigint": str(big + 1)}}
 
 
 def test_a_sensitive_looking_channel_without_access_is_warned_about():
