@@ -523,3 +523,47 @@ def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(event
         assert orjson.dumps(result["stateDiff"], option=orjson.OPT_SORT_KEYS) == alone, align
         assert result["divergedAtSeq"] == parted_at if align == "seq" else \
             (result["divergedAtSeq"] is None) == (parted_at is None)
+
+
+def test_ignore_paths_are_parsed_as_json_paths_relative_to_an_events_data():
+    from openwop_cli.diff import parse_path
+
+    assert parse_path("$.response.choices[0].id") == ["response", "choices", 0, "id"]
+    assert parse_path("  $.a[*].b  ") == ["a", "*", "b"]
+    assert parse_path("response.id") == ["response", "id"]
+    assert parse_path("$['my key'][\"other\"][-1]") == ["my key", "other", -1]
+    assert parse_path("$.a..b[x]") == ["a", "b", "x"]
+    assert parse_path("$") == [] and parse_path("") == []
+
+
+def test_ignored_paths_leave_out_keys_and_items_wherever_a_star_says():
+    from openwop_cli.diff import comparable, parse_path
+
+    def kept(data, *paths):
+        return comparable({"type": "t", "data": data}, [parse_path(path) for path in paths])["data"]
+
+    data = {"response": {"id": "r", "choices": [{"id": 1, "text": "a"}, {"id": 2, "text": "b"}]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.id") == {"response": {"choices": data["response"]["choices"]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.choices[*].id") == {
+        "response": {"id": "r", "choices": [{"text": "a"}, {"text": "b"}]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.choices[1].text")["response"]["choices"] == [{"id": 1, "text": "a"}, {"id": 2}]
+    assert kept(data, "$.n[0]", "$.n[-1]")["n"] == [2]
+    assert kept(data, "$.n[*]")["n"] == [] and kept(data, "$.*") == {}
+    assert kept(data, "$.n[3]", "$.n[-4]", "$.n.x", "$.missing", "$.response.id.deeper", "$.n[x]") == data
+    assert kept(data, "$.response.choices[*]")["response"] == {"id": "r", "choices": []}
+    assert kept(data, "$.*.id") == {"response": {"choices": data["response"]["choices"]}, "n": [1, 2, 3]}
+    assert data["response"]["id"] == "r" and len(data["n"]) == 3, "the event itself is never changed"
+    assert comparable({"type": "t", "data": "text"}, [["x"]]) == {"type": "t", "data": "text"}
+
+
+def test_the_rfc_result_keeps_the_rfc_0054_fields_only():
+    from openwop_cli.diff import rfc_result
+
+    result = diff_runs(events({"n": 1}, {"n": 2}), events({"n": 1}), a="run-a", b="run-b", status_a="ok",
+                       status_b="ok")
+    rfc = rfc_result(result)
+    assert list(rfc) == ["a", "b", "divergedAtSeq", "eventDiffs", "stateDiff", "truncated"]
+    assert (rfc["a"], rfc["b"], rfc["divergedAtSeq"], rfc["truncated"]) == ("run-a", "run-b", 1, False)
+    assert rfc["eventDiffs"] == [{"seq": 1, "op": "removed", "aEvent": result["eventDiffs"][0]["aEvent"]}]
+    assert "paths" in diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b")["eventDiffs"][0]
+    assert "paths" not in rfc_result(diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b"))["eventDiffs"][0]
