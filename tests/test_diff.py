@@ -567,3 +567,23 @@ def test_the_rfc_result_keeps_the_rfc_0054_fields_only():
     assert rfc["eventDiffs"] == [{"seq": 1, "op": "removed", "aEvent": result["eventDiffs"][0]["aEvent"]}]
     assert "paths" in diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b")["eventDiffs"][0]
     assert "paths" not in rfc_result(diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b"))["eventDiffs"][0]
+
+
+def test_content_alignment_reports_the_longer_runs_tail_event_by_event():
+    base = [{"step": index} for index in range(5)]
+    longer = events(*base, {"step": "x"}, {"step": "y"})
+    removed = diff_runs(longer, events(*base), a="a", b="b", align="content")
+    assert [(d["op"], d["seq"], d.get("aEvent"), d.get("bEvent")) for d in removed["eventDiffs"]] == [
+        ("removed", 5, longer[5], None), ("removed", 6, longer[6], None)]
+    added = diff_runs(events(*base), longer, a="a", b="b", align="content")
+    assert [(d["op"], d["seq"], d.get("aEvent"), d.get("bEvent")) for d in added["eventDiffs"]] == [
+        ("added", 5, None, longer[5]), ("added", 6, None, longer[6])]
+
+
+def test_content_alignment_leaves_out_ignored_paths_and_run_metadata():
+    a = events({"n": 1, "id": "r1", "callId": "t1"}, {"n": 2, "id": "r2", "callId": "t2"})
+    b = events({"n": 1, "id": "r9", "callId": "p1.t1"}, {"n": 2, "id": "r8", "callId": "p1.t2"})
+    same = diff_runs(a, b, a="a", b="b", align="content", ignore=["$.id"], ignore_run_metadata=True)
+    assert same["divergedAtSeq"] is None and same["eventDiffs"] == []
+    compared = diff_runs(a, b, a="a", b="b", align="content", ignore=["$.id"])
+    assert compared["counts"]["changed"] == 2 and compared["eventDiffs"][0]["paths"] == ["$.callId"]
