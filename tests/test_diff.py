@@ -587,3 +587,46 @@ def test_content_alignment_leaves_out_ignored_paths_and_run_metadata():
     assert same["divergedAtSeq"] is None and same["eventDiffs"] == []
     compared = diff_runs(a, b, a="a", b="b", align="content", ignore=["$.id"])
     assert compared["counts"]["changed"] == 2 and compared["eventDiffs"][0]["paths"] == ["$.callId"]
+
+
+def test_the_diff_of_two_run_logs_names_each_kind_of_difference_and_the_end_states():
+    def run(*steps, end="run.completed"):
+        return [{"seq": seq, "ts": seq, "type": kind, "data": data} for seq, kind, data in steps] + (
+            [{"seq": 99, "ts": 99, "type": end, "data": {}}] if end else [])
+
+    write = "channel.written"
+    a = run((0, write, {"channel": "kept", "value": 1}), (2, write, {"channel": "gone", "value": 1}),
+            (4, "tool_call", {"name": "f"}), (6, write, {"channel": "c", "value": {"x": 1, "y": [1]}}))
+    b = run((0, write, {"channel": "kept", "value": 1}), (3, write, {"channel": "new", "value": 2}),
+            (4, "llm_request", {"name": "f"}), (6, write, {"channel": "c", "value": {"x": 2, "y": [1, 2]}}),
+            end="run.failed")
+    result = diff_runs(a, b, a="a", b="b")
+    assert [(d["seq"], d["op"], d.get("paths")) for d in result["eventDiffs"]] == [
+        (2, "removed", None), (3, "added", None), (4, "changed", ["$.type"]), (6, "changed", ["$.value.x",
+                                                                                               "$.value.y[1]"]),
+        (99, "changed", ["$.type"])]
+    assert (result["divergedAtSeq"], result["counts"], result["omittedEventDiffs"]) == (
+        2, {"added": 1, "removed": 1, "changed": 3}, 0)
+    assert result["truncated"] is False and result["excluded"] == sorted(
+        ["eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers"])
+    assert result["stateDiff"] == {
+        "status": {"a": "completed", "b": "failed", "changed": True},
+        "variables": {"added": {}, "removed": {}, "changed": {}},
+        "channels": {"added": {"new": 2}, "removed": {"gone": 1},
+                     "changed": {"c": {"a": {"x": 1, "y": [1]}, "b": {"x": 2, "y": [1, 2]},
+                                       "paths": ["$.x", "$.y[1]"]}}}}
+    assert diff_runs(a, a, a="a", b="b")["stateDiff"]["status"] == {"a": "completed", "b": "completed",
+                                                                     "changed": False}
+
+
+def test_a_run_with_no_terminal_event_or_an_incomplete_capture_is_truncated():
+    done = [{"seq": 0, "ts": 0, "type": "run_end", "data": {"status": "ok"}}]
+    assert diff_runs(done, done, a="a", b="b")["truncated"] is False
+    assert diff_runs(done, [], a="a", b="b")["truncated"] is True
+    assert diff_runs([], done, a="a", b="b")["truncated"] is True
+    assert diff_runs(done, done, a="a", b="b", status_b="incomplete")["truncated"] is True
+    assert diff_runs(done, done, a="a", b="b", status_a="incomplete")["truncated"] is True
+    result = diff_runs(done, done, a="a", b="b", status_a="error", status_b="ok")
+    assert result["stateDiff"]["status"] == {"a": "error", "b": "ok", "changed": True}
+    excluded = diff_runs(done, done, a="a", b="b", ignore_run_metadata=True)["excluded"]
+    assert {"callId", "run_start.env", "ts"} <= set(excluded) and excluded == sorted(excluded)
