@@ -95,7 +95,7 @@ class StateFold:
             if kind == "channel":
                 self._write_channel(data, event.get("ts", 0))
             elif kind == "variable":
-                self._write_variable(data, event.get("ts", 0))
+                self._write_variable(data)
             elif kind == "declare":
                 self.declare_all({str(data.get("channel")): data.get("declaration")})
         elif event_type == RUN_START:
@@ -202,7 +202,8 @@ class StateFold:
         plan = self._plans[name, recorded] = declaration, reducer, checks_writes(declaration)
         return plan
 
-    def _write_variable(self, data: dict[str, Any], ts: int) -> None:
+    def _write_variable(self, data: dict[str, Any]) -> None:
+        """A legacy variable's write: undeclared (no TTL), so its time is never read."""
         name = data.get("key")
         if type(name) is not str:
             name = str(name)
@@ -211,8 +212,7 @@ class StateFold:
             self._refuse(name, refusal)
             return
         try:
-            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)),
-                                 ts)
+            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)))
         except ReducerError as exc:
             self._find("validation_error", name, f"write to variable {name!r} not applied: {exc}")
 
