@@ -534,6 +534,7 @@ def test_ignore_paths_are_parsed_as_json_paths_relative_to_an_events_data():
     assert parse_path("$['my key'][\"other\"][-1]") == ["my key", "other", -1]
     assert parse_path("$.a..b[x]") == ["a", "b", "x"]
     assert parse_path("$") == [] and parse_path("") == []
+    assert parse_path("$.a[0") == ["a", "[0"] and parse_path("$[X5]") == ["X5"] and parse_path("$['X']") == ["X"]
 
 
 def test_ignored_paths_leave_out_keys_and_items_wherever_a_star_says():
@@ -548,6 +549,7 @@ def test_ignored_paths_leave_out_keys_and_items_wherever_a_star_says():
         "response": {"id": "r", "choices": [{"text": "a"}, {"text": "b"}]}, "n": [1, 2, 3]}
     assert kept(data, "$.response.choices[1].text")["response"]["choices"] == [{"id": 1, "text": "a"}, {"id": 2}]
     assert kept(data, "$.n[0]", "$.n[-1]")["n"] == [2]
+    assert kept(data, "$.n[-3]")["n"] == [2, 3]
     assert kept(data, "$.n[*]")["n"] == [] and kept(data, "$.*") == {}
     assert kept(data, "$.n[3]", "$.n[-4]", "$.n.x", "$.missing", "$.response.id.deeper", "$.n[x]") == data
     assert kept(data, "$.response.choices[*]")["response"] == {"id": "r", "choices": []}
