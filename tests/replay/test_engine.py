@@ -197,6 +197,7 @@ def test_changed_arguments_are_a_payload_mismatch_at_their_path_and_lenient_serv
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 0, "$.args.n")
     assert (divergence.expected_value, divergence.observed_value) == (1, 2)
     assert divergence.detail == "this tool_call differs from the one recorded at seq 0"
+    assert divergence.event_type == "tool_call"
     assert divergence.expected["data"]["args"] == {"n": 1, "same": True}
     assert divergence.observed == {"type": "tool_call", "data": tool("a", {"n": 2, "same": True})}
 
@@ -222,6 +223,7 @@ def test_a_tool_the_capture_has_no_more_calls_to_is_unexpected(recording):
     assert divergence.observed == {"type": "tool_call", "data": tool("c", {"x": 1})}
     assert divergence.detail == ("the capture has no (more) calls to tool 'c'; the lenient replay ran it for real "
                                  "(outbound network stays blocked)")
+    assert divergence.event_type == "tool_call"
 
 
 def test_strict_says_how_to_run_an_unrecorded_tool_for_real(recording):
@@ -254,6 +256,8 @@ def test_an_llm_call_where_the_capture_has_another_kind_of_call_is_a_type_mismat
     assert (divergence.expected_value, divergence.observed_value) == ("nondeterministic", "llm_request")
     assert divergence.expected["seq"] == 0
     assert divergence.detail == "the program made a llm_request where the capture has a nondeterministic (seq 0)"
+    assert divergence.event_type == "llm_request"
+    assert divergence.observed == {"type": "llm_request", "data": llm(REQUEST)}
 
 
 def test_an_llm_call_when_the_capture_has_nothing_left_is_unexpected(recording):
@@ -304,7 +308,8 @@ def test_a_request_with_the_same_cache_key_and_another_max_tokens_is_served_with
     recording.sink.append("llm_response", {"callId": "x", "ok": True, "response": ANSWERED}, origin=MAIN)
     match = recording.engine(policy=LENIENT).match(KIND_LLM, {**llm({**REQUEST, "max_tokens": 9}), "cacheKey": "k1"})
     assert match.unit == 0 and not match.unservable
-    assert (match.divergence.json_path, match.divergence.observed_value) == ("$.max_tokens", 9)
+    assert (match.divergence.event_seq, match.divergence.json_path) == (0, "$.max_tokens")
+    assert (match.divergence.expected_value, match.divergence.observed_value) == (None, 9)
     assert match.divergence.detail == ("the llm_request recorded at seq 0 has the same cache key, but today's request "
                                        "differs at $.max_tokens")
 
@@ -322,7 +327,17 @@ def test_more_values_than_the_capture_holds_is_an_underflow_and_runs_live(record
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (NONDETERMINISTIC_UNDERFLOW, None, "$.key")
     assert (divergence.expected_value, divergence.observed_value) == (None, "k")
     assert divergence.detail == "the program asked for more rng values with key 'k' than the capture holds"
+    assert divergence.event_type == "nondeterministic"
+    assert divergence.observed == {"type": "nondeterministic", "data": {"source": "rng", "key": "k"}}
     assert divergence.divergence_point == 0  # everything served: the capture's last event
+
+
+def test_an_override_holds_for_a_value_the_capture_has_no_more_of(recording):
+    recording.value("k", 4)
+    engine = calling(recording.engine(policy=LENIENT, overrides={"k": 40}), MAIN)
+    engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    match = engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    assert match.live and (match.override, match.has_override) == (40, True)
 
 
 def test_each_thread_is_served_the_keyed_values_it_read(recording):
@@ -777,9 +792,11 @@ def test_a_variable_write_where_the_capture_wrote_a_channel_of_that_name_differs
 def test_an_edited_fork_going_live_at_a_value_compares_it_with_the_recorded_value_of_its_key(recording):
     recording.value("k", 4)
     recording.value("k", 5)
-    engine = calling(recording.engine(policy=LENIENT, from_seq=1, branch=True, live_after_mismatch=True), MAIN)
+    engine = calling(recording.engine(policy=LENIENT, from_seq=1, branch=True, live_after_mismatch=True,
+                                      overrides={"k": 40}), MAIN)
     assert engine.match(KIND_VALUE, {"source": "rng", "key": "k"}).request_seq == 0
-    assert engine.match(KIND_VALUE, {"source": "rng", "key": "k"}).live
+    live = engine.match(KIND_VALUE, {"source": "rng", "key": "k"})
+    assert live.live and (live.override, live.has_override) == (40, True)
     divergence = engine.divergences[0]
     assert (divergence.code, divergence.event_seq, divergence.json_path) == (EVENT_PAYLOAD_MISMATCH, 1, "$")
     assert (divergence.expected_value, divergence.observed_value) == (5, None)
@@ -869,3 +886,24 @@ def test_a_replay_from_a_seq_lets_a_call_before_it_go_unmade(recording):
     swapped = ReplayEngine(ReplaySource(recording.directory), from_seq=2)
     divergence = divergence_of(swapped, KIND_TOOL, tool("c", {}))
     assert (divergence.code, divergence.event_seq) == (EVENT_PAYLOAD_MISMATCH, 2)
+
+
+def test_telemetry_whose_answer_was_never_recorded_is_served_again_with_none(recording):
+    recording.tool("http", POSTHOG, answered=False)
+    engine = recording.engine()
+    assert [engine.match(KIND_TOOL, tool("http", POSTHOG)).result_seq for _ in range(2)] == [None, None]
+
+
+def test_each_thread_finds_its_own_equal_calls_whatever_other_calls_were_served_before(recording):
+    recording.tool("tick", {}, "w", origin=WORKER)
+    recording.tool("tick", {}, "o1", origin=OTHER)
+    recording.tool("tick", {}, "o2", origin=OTHER)
+    recording.tool("tock", {}, "w", origin=WORKER)
+    recording.tool("tock", {}, "o", origin=OTHER)
+    engine = recording.engine()
+    calling(engine, OTHER)
+    assert [engine.match(KIND_TOOL, tool("tick", {})).result_seq for _ in range(2)] == [3, 5]
+    assert calling(engine, WORKER).match(KIND_TOOL, tool("tick", {})).result_seq == 1
+    assert calling(engine, OTHER).match(KIND_TOOL, tool("tock", {})).result_seq == 9
+    assert calling(engine, WORKER).match(KIND_TOOL, tool("tock", {})).result_seq == 7
+    assert engine.divergences == []
