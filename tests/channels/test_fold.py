@@ -438,3 +438,11 @@ def test_folding_up_to_a_seq_stops_after_it():
     events = [write(0, "c", "a"), write(2, "c", "b"), write(5, "c", "c")]
     assert [fold_events(events, at=at).snapshot()["channels"] for at in (-1, 0, 1, 2, 4, 5)] == [
         {}, {"c": "a"}, {"c": "a"}, {"c": "b"}, {"c": "b"}, {"c": "c"}]
+
+
+def test_an_openwop_channel_written_event_is_pruned_by_its_own_time():
+    declarations = {"recent": {"reducer": "append", "ttlMs": 100}}
+    events = [{"seq": seq, "ts": ts, "type": "channel.written", "data": {"channel": "recent", "value": value}}
+              for seq, (ts, value) in enumerate([(1_000, "a"), (1_050, "b"), (1_140, "c")])]
+    assert fold_events(events, declarations=declarations).snapshot()["channels"]["recent"] == [
+        {"value": "b", "_ts": 1_050}, {"value": "c", "_ts": 1_140}]
