@@ -303,13 +303,13 @@ def test_a_request_with_the_same_cache_key_that_differs_elsewhere_is_not_served_
 
 
 def test_a_request_with_the_same_cache_key_and_another_max_tokens_is_served_with_a_divergence(recording):
-    recording.sink.append("llm_request", {"provider": "openai", "model": "m", "request": REQUEST, "callId": "x",
-                                          "cacheKey": "k1"}, origin=MAIN)
+    recording.sink.append("llm_request", {"provider": "openai", "model": "m", "request": {**REQUEST, "max_tokens": 5},
+                                          "callId": "x", "cacheKey": "k1"}, origin=MAIN)
     recording.sink.append("llm_response", {"callId": "x", "ok": True, "response": ANSWERED}, origin=MAIN)
     match = recording.engine(policy=LENIENT).match(KIND_LLM, {**llm({**REQUEST, "max_tokens": 9}), "cacheKey": "k1"})
     assert match.unit == 0 and not match.unservable
     assert (match.divergence.event_seq, match.divergence.json_path) == (0, "$.max_tokens")
-    assert (match.divergence.expected_value, match.divergence.observed_value) == (None, 9)
+    assert (match.divergence.expected_value, match.divergence.observed_value) == (5, 9)
     assert match.divergence.detail == ("the llm_request recorded at seq 0 has the same cache key, but today's request "
                                        "differs at $.max_tokens")
 
