@@ -87,6 +87,8 @@ def test_a_blocked_connection_the_capture_saw_unrecorded():
     assert divergence.expected == {"seq": 4, "type": "nondeterministic", "data": data}
     assert divergence.observed_value == {"host": "db", "port": 5432, "site": None}
     assert divergence.event_type == "nondeterministic" and divergence.site is None
+    site = {"file": "db.py", "line": 3}
+    assert network_blocked("db:5432", site, (4, data)).site == site
     assert divergence.observed == {"type": "nondeterministic", "data": {"source": "network", "key": "db:5432",
                                                                         "value": divergence.observed_value}}
     assert divergence.detail == ("the program opened a connection to db:5432 and replay blocked it: the capture saw "
