@@ -168,6 +168,8 @@ def test_content_alignment_reports_one_inserted_event_as_one_added():
     inserted = base[:7] + [{"step": "new"}] + base[7:]
     by_content = diff_runs(events(*base), events(*inserted), a="a", b="b", align="content")
     assert [(d["op"], d["seq"]) for d in by_content["eventDiffs"]] == [("added", 7)]
+    dropped = diff_runs(events(*inserted), events(*base), a="a", b="b", align="content")
+    assert [(d["op"], d["seq"]) for d in dropped["eventDiffs"]] == [("removed", 7)]
     by_seq = diff_runs(events(*base), events(*inserted), a="a", b="b")
     assert by_seq["counts"]["changed"] == 13 and by_seq["counts"]["added"] == 1
 
