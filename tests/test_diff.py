@@ -168,6 +168,8 @@ def test_content_alignment_reports_one_inserted_event_as_one_added():
     inserted = base[:7] + [{"step": "new"}] + base[7:]
     by_content = diff_runs(events(*base), events(*inserted), a="a", b="b", align="content")
     assert [(d["op"], d["seq"]) for d in by_content["eventDiffs"]] == [("added", 7)]
+    dropped = diff_runs(events(*inserted), events(*base), a="a", b="b", align="content")
+    assert [(d["op"], d["seq"]) for d in dropped["eventDiffs"]] == [("removed", 7)]
     by_seq = diff_runs(events(*base), events(*inserted), a="a", b="b")
     assert by_seq["counts"]["changed"] == 13 and by_seq["counts"]["added"] == 1
 
@@ -523,3 +525,112 @@ def test_the_state_diff_is_each_run_folded_on_its_own_whatever_the_runs_do(event
         assert orjson.dumps(result["stateDiff"], option=orjson.OPT_SORT_KEYS) == alone, align
         assert result["divergedAtSeq"] == parted_at if align == "seq" else \
             (result["divergedAtSeq"] is None) == (parted_at is None)
+
+
+def test_ignore_paths_are_parsed_as_json_paths_relative_to_an_events_data():
+    from openwop_cli.diff import parse_path
+
+    assert parse_path("$.response.choices[0].id") == ["response", "choices", 0, "id"]
+    assert parse_path("  $.a[*].b  ") == ["a", "*", "b"]
+    assert parse_path("response.id") == ["response", "id"]
+    assert parse_path("$['my key'][\"other\"][-1]") == ["my key", "other", -1]
+    assert parse_path("$.a..b[x]") == ["a", "b", "x"]
+    assert parse_path("$") == [] and parse_path("") == []
+    assert parse_path("$.a[0") == ["a", "[0"] and parse_path("$[X5]") == ["X5"] and parse_path("$['X']") == ["X"]
+
+
+def test_ignored_paths_leave_out_keys_and_items_wherever_a_star_says():
+    from openwop_cli.diff import comparable, parse_path
+
+    def kept(data, *paths):
+        return comparable({"type": "t", "data": data}, [parse_path(path) for path in paths])["data"]
+
+    data = {"response": {"id": "r", "choices": [{"id": 1, "text": "a"}, {"id": 2, "text": "b"}]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.id") == {"response": {"choices": data["response"]["choices"]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.choices[*].id") == {
+        "response": {"id": "r", "choices": [{"text": "a"}, {"text": "b"}]}, "n": [1, 2, 3]}
+    assert kept(data, "$.response.choices[1].text")["response"]["choices"] == [{"id": 1, "text": "a"}, {"id": 2}]
+    assert kept(data, "$.n[0]", "$.n[-1]")["n"] == [2]
+    assert kept(data, "$.n[-3]")["n"] == [2, 3]
+    assert kept(data, "$.n[*]")["n"] == [] and kept(data, "$.*") == {}
+    assert kept(data, "$.n[3]", "$.n[-4]", "$.n.x", "$.missing", "$.response.id.deeper", "$.n[x]") == data
+    assert kept(data, "$.response.choices[*]")["response"] == {"id": "r", "choices": []}
+    assert kept(data, "$.*.id") == {"response": {"choices": data["response"]["choices"]}, "n": [1, 2, 3]}
+    assert data["response"]["id"] == "r" and len(data["n"]) == 3, "the event itself is never changed"
+    assert comparable({"type": "t", "data": "text"}, [["x"]]) == {"type": "t", "data": "text"}
+
+
+def test_the_rfc_result_keeps_the_rfc_0054_fields_only():
+    from openwop_cli.diff import rfc_result
+
+    result = diff_runs(events({"n": 1}, {"n": 2}), events({"n": 1}), a="run-a", b="run-b", status_a="ok",
+                       status_b="ok")
+    rfc = rfc_result(result)
+    assert list(rfc) == ["a", "b", "divergedAtSeq", "eventDiffs", "stateDiff", "truncated"]
+    assert (rfc["a"], rfc["b"], rfc["divergedAtSeq"], rfc["truncated"]) == ("run-a", "run-b", 1, False)
+    assert rfc["eventDiffs"] == [{"seq": 1, "op": "removed", "aEvent": result["eventDiffs"][0]["aEvent"]}]
+    assert "paths" in diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b")["eventDiffs"][0]
+    assert "paths" not in rfc_result(diff_runs(events({"n": 1}), events({"n": 2}), a="a", b="b"))["eventDiffs"][0]
+
+
+def test_content_alignment_reports_the_longer_runs_tail_event_by_event():
+    base = [{"step": index} for index in range(5)]
+    longer = events(*base, {"step": "x"}, {"step": "y"})
+    removed = diff_runs(longer, events(*base), a="a", b="b", align="content")
+    assert [(d["op"], d["seq"], d.get("aEvent"), d.get("bEvent")) for d in removed["eventDiffs"]] == [
+        ("removed", 5, longer[5], None), ("removed", 6, longer[6], None)]
+    added = diff_runs(events(*base), longer, a="a", b="b", align="content")
+    assert [(d["op"], d["seq"], d.get("aEvent"), d.get("bEvent")) for d in added["eventDiffs"]] == [
+        ("added", 5, None, longer[5]), ("added", 6, None, longer[6])]
+
+
+def test_content_alignment_leaves_out_ignored_paths_and_run_metadata():
+    a = events({"n": 1, "id": "r1", "callId": "t1"}, {"n": 2, "id": "r2", "callId": "t2"})
+    b = events({"n": 1, "id": "r9", "callId": "p1.t1"}, {"n": 2, "id": "r8", "callId": "p1.t2"})
+    same = diff_runs(a, b, a="a", b="b", align="content", ignore=["$.id"], ignore_run_metadata=True)
+    assert same["divergedAtSeq"] is None and same["eventDiffs"] == []
+    compared = diff_runs(a, b, a="a", b="b", align="content", ignore=["$.id"])
+    assert compared["counts"]["changed"] == 2 and compared["eventDiffs"][0]["paths"] == ["$.callId"]
+
+
+def test_the_diff_of_two_run_logs_names_each_kind_of_difference_and_the_end_states():
+    def run(*steps, end="run.completed"):
+        return [{"seq": seq, "ts": seq, "type": kind, "data": data} for seq, kind, data in steps] + (
+            [{"seq": 99, "ts": 99, "type": end, "data": {}}] if end else [])
+
+    write = "channel.written"
+    a = run((0, write, {"channel": "kept", "value": 1}), (2, write, {"channel": "gone", "value": 1}),
+            (4, "tool_call", {"name": "f"}), (6, write, {"channel": "c", "value": {"x": 1, "y": [1]}}))
+    b = run((0, write, {"channel": "kept", "value": 1}), (3, write, {"channel": "new", "value": 2}),
+            (4, "llm_request", {"name": "f"}), (6, write, {"channel": "c", "value": {"x": 2, "y": [1, 2]}}),
+            end="run.failed")
+    result = diff_runs(a, b, a="a", b="b")
+    assert [(d["seq"], d["op"], d.get("paths")) for d in result["eventDiffs"]] == [
+        (2, "removed", None), (3, "added", None), (4, "changed", ["$.type"]), (6, "changed", ["$.value.x",
+                                                                                               "$.value.y[1]"]),
+        (99, "changed", ["$.type"])]
+    assert (result["divergedAtSeq"], result["counts"], result["omittedEventDiffs"]) == (
+        2, {"added": 1, "removed": 1, "changed": 3}, 0)
+    assert result["truncated"] is False and result["excluded"] == sorted(
+        ["eventId", "runId", "causationId", "correlationId", "ts", "traceparent", "tracestate", "headers"])
+    assert result["stateDiff"] == {
+        "status": {"a": "completed", "b": "failed", "changed": True},
+        "variables": {"added": {}, "removed": {}, "changed": {}},
+        "channels": {"added": {"new": 2}, "removed": {"gone": 1},
+                     "changed": {"c": {"a": {"x": 1, "y": [1]}, "b": {"x": 2, "y": [1, 2]},
+                                       "paths": ["$.x", "$.y[1]"]}}}}
+    assert diff_runs(a, a, a="a", b="b")["stateDiff"]["status"] == {"a": "completed", "b": "completed",
+                                                                     "changed": False}
+
+
+def test_a_run_with_no_terminal_event_or_an_incomplete_capture_is_truncated():
+    done = [{"seq": 0, "ts": 0, "type": "run_end", "data": {"status": "ok"}}]
+    assert diff_runs(done, done, a="a", b="b")["truncated"] is False
+    assert diff_runs(done, [], a="a", b="b")["truncated"] is True
+    assert diff_runs([], done, a="a", b="b")["truncated"] is True
+    assert diff_runs(done, done, a="a", b="b", status_b="incomplete")["truncated"] is True
+    assert diff_runs(done, done, a="a", b="b", status_a="incomplete")["truncated"] is True
+    result = diff_runs(done, done, a="a", b="b", status_a="error", status_b="ok")
+    assert result["stateDiff"]["status"] == {"a": "error", "b": "ok", "changed": True}
+    excluded = diff_runs(done, done, a="a", b="b", ignore_run_metadata=True)["excluded"]
+    assert {"callId", "run_start.env", "ts"} <= set(excluded) and excluded == sorted(excluded)

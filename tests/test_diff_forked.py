@@ -428,3 +428,35 @@ def test_a_ctrl_c_while_the_child_starts_ends_the_diff_and_leaves_nothing(tmp_pa
     done = subprocess.run([sys.executable, str(program), str(a), str(b)], capture_output=True, timeout=120)
     assert done.stdout.decode().splitlines() == ["interrupted", "children left: []", "descriptors left: []"], \
         done.stderr.decode()
+
+
+def test_a_forked_diff_folds_each_run_with_its_own_declarations_to_its_own_end(tmp_path):
+    """B's fold in the child takes B's declarations (its pinned workflow's) and its run's end, as A's does here."""
+    writes = [{"kind": "channel", "channel": "n", "value": 2}, ("run_end", {"exitCode": 0, "status": "ok"})]
+    a, b = write_run(tmp_path / "a", writes, pid=1), write_run(tmp_path / "b", writes, pid=2)
+    results = []
+    for fork_b in (False, True):
+        reader_a, reader_b = CaptureReader(a, resolve_blobs=True), CaptureReader(b, resolve_blobs=True)
+        results.append(diff_runs(reader_a, reader_b, a="a", b="b", declarations_a={"n": {"reducer": "counter",
+                                                                                         "default": 1}},
+                                 declarations_b={"n": {"reducer": "counter", "default": 5}}, ignore_run_metadata=True,
+                                 fork_b=fork_b))
+    alone, forked = results
+    assert forked["stateDiff"] == alone["stateDiff"]
+    assert forked["stateDiff"]["channels"]["changed"] == {"n": {"a": 3, "b": 7, "paths": ["$"]}}
+    assert forked["stateDiff"]["status"] == {"a": "ok", "b": "ok", "changed": False} and not forked["truncated"]
+
+
+def test_a_forked_diff_of_a_longer_b_lists_up_to_max_diffs_as_the_one_process_diff(tmp_path):
+    writes = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(4)]
+    a = write_run(tmp_path / "a", writes, pid=1)
+    b = write_run(tmp_path / "b", [*writes[:2], {**writes[2], "value": 9}, writes[3], writes[0], writes[1]], pid=2)
+    results = []
+    for fork_b in (False, True):
+        reader_a, reader_b = CaptureReader(a, resolve_blobs=True), CaptureReader(b, resolve_blobs=True)
+        results.append(diff_runs(reader_a, reader_b, a="a", b="b", max_diffs=2, ignore_run_metadata=True,
+                                 fork_b=fork_b))
+    alone, forked = results
+    assert forked == alone
+    assert [(item["seq"], item["op"]) for item in forked["eventDiffs"]] == [(3, "changed"), (5, "added")]
+    assert forked["omittedEventDiffs"] == 1 and forked["counts"] == {"added": 2, "removed": 0, "changed": 1}

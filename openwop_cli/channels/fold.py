@@ -95,7 +95,7 @@ class StateFold:
             if kind == "channel":
                 self._write_channel(data, event.get("ts", 0))
             elif kind == "variable":
-                self._write_variable(data, event.get("ts", 0))
+                self._write_variable(data)
             elif kind == "declare":
                 self.declare_all({str(data.get("channel")): data.get("declaration")})
         elif event_type == RUN_START:
@@ -165,8 +165,7 @@ class StateFold:
         if type(name) is not str:
             name = str(name)
         recorded = data.get("reducer")
-        plan = self._plans.get((name, recorded)) if type(recorded) is str or recorded is None else None
-        declaration, reducer, checked = plan or self._plan(name, recorded)
+        declaration, reducer, checked = self._plans.get((name, recorded)) or self._plan(name, recorded)
         value = data.get("value")
         if type(value) is dict and len(value) == 2 and is_entry(value):
             if value["_ts"] != ts:
@@ -191,21 +190,20 @@ class StateFold:
         if "schemaVersion" in data:
             meta["schemaVersion"] = data["schemaVersion"]
 
-    def _plan(self, name: str, recorded: Any) -> tuple[dict[str, Any], str, bool]:
-        """How writes to a channel with this recorded reducer fold: its declaration, the reducer they fold with (an
-        unknown one is warned about, once) and whether the declaration checks them; kept until a declaration
-        changes."""
+    def _plan(self, name: str, recorded: str | None) -> tuple[dict[str, Any], str, bool]:
+        """How writes to a channel with this recorded reducer (a string or null: the readers' shape check sees to it)
+        fold: its declaration, the reducer they fold with (an unknown one is warned about, once) and whether the
+        declaration checks them; kept until a declaration changes."""
         declaration = self.declarations.get(name) or UNDECLARED
         named = recorded or declaration.get("reducer") or "replace"
         reducer = effective_reducer(named)
         if reducer != named:
             self._warn_once(name, named)
-        plan = declaration, reducer, checks_writes(declaration)
-        if type(recorded) is str or recorded is None:
-            self._plans[name, recorded] = plan
+        plan = self._plans[name, recorded] = declaration, reducer, checks_writes(declaration)
         return plan
 
-    def _write_variable(self, data: dict[str, Any], ts: int) -> None:
+    def _write_variable(self, data: dict[str, Any]) -> None:
+        """A legacy variable's write: undeclared (no TTL), so its time is never read."""
         name = data.get("key")
         if type(name) is not str:
             name = str(name)
@@ -214,8 +212,7 @@ class StateFold:
             self._refuse(name, refusal)
             return
         try:
-            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)),
-                                 ts)
+            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)))
         except ReducerError as exc:
             self._find("validation_error", name, f"write to variable {name!r} not applied: {exc}")
 

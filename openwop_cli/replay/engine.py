@@ -94,7 +94,6 @@ class ReplayEngine:
         self._kind_start: dict[Any, int] = {}
         self._origin_units: dict[int, list[int]] = {}
         self._origin_head: dict[int, int] = {}
-        self._unit_position = [0] * count
         self._unserved_start = 0
         self.caller_origin: Callable[[], dict[str, Any]] | None = None  # who is calling now (set by the replayer)
         self.caller_pool_task: Callable[[], str | None] = lambda: None  # the pool task calling now (the replayer's)
@@ -114,9 +113,7 @@ class ReplayEngine:
                 self._by_kind.setdefault((kind_and_name, task), []).append(unit)
             if source.telemetry[unit]:  # served in any order, as often as asked (replay.telemetry)
                 continue
-            queue = self._origin_units.setdefault(source.origins[unit], [])
-            self._unit_position[unit] = len(queue)
-            queue.append(unit)
+            self._origin_units.setdefault(source.origins[unit], []).append(unit)
 
     # ---- the one entry point of every boundary ----------------------------------------------
 
@@ -255,8 +252,7 @@ class ReplayEngine:
         self._diverge(divergence)
         return Match(None, live=True, **override)
 
-    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any],
-                   live_if_unrecorded: bool = False) -> Match:
+    def _unmatched(self, kind: int, data: dict[str, Any], override: dict[str, Any], live_if_unrecorded: bool) -> Match:
         event_type = _EVENT_TYPES[kind]
         observed = observed_event(event_type, self._kept(data))
         if kind == KIND_VERSION:
@@ -433,9 +429,11 @@ class ReplayEngine:
         return head == unit or self.source.groups[head] == self.source.groups[unit]
 
     def _origin_head_unit(self, origin: int) -> int:
+        """The origin's first unit not served yet (its last when all are); a replay from a seq skips the units before
+        it, which are not checked: one the program no longer makes holds up none after it."""
         queue = self._origin_units[origin]
         head = self._origin_head.get(origin, 0)
-        while head < len(queue) - 1 and self._consumed[queue[head]]:
+        while head < len(queue) - 1 and (self._consumed[queue[head]] or not self.branch and not self._checked(queue[head])):
             head += 1
         self._origin_head[origin] = head
         return queue[head]

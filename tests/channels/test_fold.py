@@ -31,9 +31,14 @@ def test_channels_and_legacy_variables_fold_with_their_reducers():
 
 
 def test_a_vendor_reducer_folds_as_replace_with_one_warning_per_channel():
-    fold = fold_events([write(0, "c", 1, "vendor.acme.dedupe"), write(1, "c", 2, "vendor.acme.dedupe")])
-    assert fold.snapshot()["channels"] == {"c": 2}
-    assert [(f.code, f.channel) for f in fold.findings] == [("unknown_reducer", "c")]
+    declare = {"seq": 2, "ts": 2, "type": "state_mutation",
+               "data": {"kind": "declare", "channel": "other", "declaration": {"reducer": "append"}}}
+    fold = fold_events([write(0, "c", 1, "vendor.acme.dedupe"), write(1, "c", 2, "vendor.acme.dedupe"), declare,
+                        write(3, "c", 3, "vendor.acme.dedupe")])
+    assert fold.snapshot()["channels"] == {"c": 3, "other": None}
+    assert [f.to_json() for f in fold.findings] == [{
+        "code": "unknown_reducer", "seq": 0, "channel": "c",
+        "message": "channel 'c' uses reducer 'vendor.acme.dedupe', folded as replace"}]
 
 
 def test_access_is_checked_per_declaration_and_denied_writes_are_findings():
@@ -69,7 +74,15 @@ def test_cross_engine_writes_to_replace_and_merge_are_forbidden_but_append_is_fi
               write(1, "log", "entry", "append", sourceEngineId="child-7")]
     fold = fold_events(events)
     assert fold.snapshot()["channels"] == {"log": ["entry"]}
-    assert [f.code for f in fold.findings] == ["channel_cross_engine_write_forbidden"]
+    assert [(f.code, f.channel) for f in fold.findings] == [("channel_cross_engine_write_forbidden", "decision")]
+
+
+def test_a_write_older_than_its_undeclared_channels_first_schema_is_refused():
+    """A write carries its own schemaVersion: against a channel that declares none (version 1), version 0 is older and
+    not listed in compatibleWith."""
+    fold = fold_events([write(0, "loose", "old", schemaVersion=0), write(1, "loose", "new", schemaVersion=1)])
+    assert fold.snapshot()["channels"] == {"loose": "new"}
+    assert [(f.code, f.seq, f.channel) for f in fold.findings] == [("channel_schema_breaking_change", 0, "loose")]
 
 
 def test_schema_versions_are_kept_and_breaking_old_writes_are_refused():
@@ -101,8 +114,10 @@ def test_declarations_come_from_the_run_itself():
 def test_the_snapshot_holds_every_declared_channel_with_or_without_a_default():
     declarations = {"quiet": {"reducer": "append"}, "seeded": {"reducer": "counter", "default": 3},
                     "written": {"reducer": "replace"}}
-    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1)], declarations=declarations)
-    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1}
+    fold = fold_events([write(0, "written", "x", None), write(1, "loose", 1), write(2, "bare", [1], None),
+                        write(3, "bare", [2], None)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"quiet": None, "seeded": 3, "written": "x", "loose": 1, "bare": [2]}
+    assert fold.findings == [] and fold.meta["bare"]["reducer"] == "replace", "no reducer anywhere: replace, quietly"
 
 
 WRITE_EVENTS = st.lists(st.one_of(
@@ -189,7 +204,12 @@ def test_without_jsonschema_schemas_are_skipped_with_one_notice(monkeypatch):
     declarations = {"score": {"reducer": "replace", "schema": {"type": "integer"}}}
     fold = fold_events([write(0, "score", "a"), write(1, "score", "b")], declarations=declarations)
     assert fold.snapshot()["channels"] == {"score": "b"}
-    assert [f.code for f in fold.findings] == ["schema_validation_skipped"]
+    assert [f.to_json() for f in fold.findings] == [{
+        "code": "schema_validation_skipped", "seq": 0, "channel": None,
+        "message": "channel schemas were not checked: install jsonschema (pip install jsonschema)"}]
+    twin = fold.fork()
+    twin.apply(write(2, "score", "c"))
+    assert len(twin.findings) == 1, "a forked fold knows the notice was given"
 
 
 def test_list_channels_holding_other_shapes_fold_without_a_crash(tmp_path):
@@ -244,3 +264,185 @@ def test_declarations_of_the_wrong_shape_are_findings_never_a_crash(tmp_path):
     assert "writers" in problems["gate"] and "compatibleWith" in problems["compat"]
     assert all("schema" in problems[name] for name in ("typed", "pattern", "linked"))
     assert run_wop("diff", str(capture), str(capture)).returncode == 0
+
+
+def test_a_ttl_entry_written_as_the_spec_shapes_it_folds_by_its_own_ts():
+    """Spec (Channel TTL): a write may carry the entry `{value, _ts}`; its _ts and the event's timestamp must agree,
+    and where they do not the entry's _ts is used, with a finding."""
+    declarations = {"recent": {"reducer": "append", "ttlMs": 100}}
+    events = [write(0, "recent", {"value": "a", "_ts": 1_000}, "append", ts=1_000),
+              write(1, "recent", {"value": "b", "_ts": 1_050}, "append", ts=2_000),
+              write(2, "recent", "c", "append", ts=1_140)]
+    fold = fold_events(events, declarations=declarations)
+    assert fold.snapshot()["channels"]["recent"] == [{"value": "b", "_ts": 1_050}, {"value": "c", "_ts": 1_140}]
+    assert [finding.to_json() for finding in fold.findings] == [{
+        "code": "ttl_timestamp_mismatch", "seq": 1, "channel": "recent",
+        "message": "the entry written to 'recent' says _ts 1050, its event 2000; the entry's _ts is used"}]
+
+
+def test_an_openwop_run_logs_channel_writes_and_terminal_events_fold():
+    for terminal, status in (("run.completed", "completed"), ("run.failed", "failed"), ("run.cancelled", "cancelled")):
+        fold = fold_events([{"seq": 1, "ts": 1, "type": "channel.written",
+                             "data": {"channel": "log", "value": "x", "reducer": "append"}},
+                            {"seq": 4, "ts": 2, "type": terminal, "data": {}}])
+        assert (fold.snapshot(), fold.status) == ({"atSeq": 4, "channels": {"log": ["x"]}, "variables": {}}, status)
+    assert fold_events([{"seq": 0, "ts": 0, "type": "run_end", "data": {"exitCode": 0}}]).status == "ok"
+    assert fold_events([{"seq": 0, "ts": 0, "type": "run_end", "data": {"status": "error"}}]).status == "error"
+    assert StateFold().status is None and StateFold().snapshot() == {"atSeq": -1, "channels": {}, "variables": {}}
+
+
+def test_each_write_is_counted_with_its_last_seq_and_reducer():
+    fold = fold_events([write(0, "c", "a", "append"), write(3, "c", "b", "append", schemaVersion=1),
+                        write(4, "other", 1, "counter")])
+    assert fold.meta == {"c": {"writes": 2, "lastSeq": 3, "reducer": "append", "schemaVersion": 1},
+                         "other": {"writes": 1, "lastSeq": 4, "reducer": "counter"}}
+
+
+def test_a_write_its_reducer_refuses_is_a_finding_and_changes_nothing():
+    fold = fold_events([write(0, "n", 1, "counter"), write(1, "n", "many", "counter"),
+                        variable(2, "_loopbackCount:x", "one")])
+    assert fold.snapshot()["channels"] == {"n": 1} and fold.snapshot()["variables"] == {}
+    assert [finding.to_json() for finding in fold.findings] == [
+        {"code": "validation_error", "seq": 1, "channel": "n",
+         "message": "write to 'n' not applied: counter takes a number to add, got str"},
+        {"code": "validation_error", "seq": 2, "channel": "_loopbackCount:x",
+         "message": "write to variable '_loopbackCount:x' not applied: counter takes a number to add, got str"}]
+
+
+def test_a_variable_written_under_a_declared_channels_name_is_refused():
+    fold = fold_events([variable(0, "log", "x"), variable(1, "free", "y")], declarations={"log": {"reducer": "append"}})
+    assert fold.snapshot()["variables"] == {"free": "y"}
+    assert [(finding.code, finding.channel) for finding in fold.findings] == [("validation_error", "log")]
+    assert fold.findings[0].message.endswith("(write not applied)")
+
+
+def test_a_variables_recorded_reducer_wins_over_its_prefix():
+    events = [{"seq": 0, "ts": 0, "type": "state_mutation",
+               "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 2, "reducer": "replace"}},
+              {"seq": 1, "ts": 1, "type": "state_mutation",
+               "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 3, "reducer": "replace"}},
+              variable(2, "_loopbackCount:y", 2), variable(3, "_loopbackCount:y", 3)]
+    assert fold_events(events).snapshot()["variables"] == {"_loopbackCount:x": 3, "_loopbackCount:y": 5}
+
+
+def test_a_refused_declaration_is_a_finding_and_is_not_used():
+    fold = StateFold({"bad": {"reducer": "append", "ttlMs": -1}, "ok": {"reducer": "append"}})
+    assert set(fold.declarations) == {"ok"}
+    assert [(finding.code, finding.channel, finding.seq) for finding in fold.findings] == [
+        ("validation_error", "bad", -1)]
+    assert fold.findings[0].message == ("channel 'bad': ttlMs must be an integer from 1 to 31536000000 (one year), or 0 "
+                                        "for none; got -1 (declaration not used)")
+
+
+def test_a_counter_beyond_64_bits_folds_to_the_recorded_big_integer_form():
+    """A capture writes an integer beyond 64 bits as {"$bigint": digits} (wire.jsonable); the fold keeps such a total
+    in that form, channels and legacy counter variables alike."""
+    big = 2**64 - 1
+    fold = fold_events([write(0, "n", big, "counter"), write(1, "n", 1, "counter"), variable(2, "_loopbackCount:x", big),
+                        variable(3, "_loopbackCount:x", 1)])
+    assert fold.snapshot()["channels"] == {"n": {"$bigint": str(big + 1)}}
+    assert fold.snapshot()["variables"] == {"_loopbackCount:x": {"$bigint": str(big + 1)}}
+
+
+def test_a_sensitive_looking_channel_without_access_is_warned_about():
+    fold = StateFold({"api_password": {"reducer": "replace"}, "my_secret": {"reducer": "replace", "access": "private"},
+                      "notes": {"reducer": "replace"}})
+    assert [finding.to_json() for finding in fold.findings] == [{
+        "code": "sensitive_channel_unrestricted", "seq": -1, "channel": "api_password",
+        "message": "channel 'api_password' looks sensitive but declares no access restriction"}]
+
+
+def test_a_declaration_made_later_changes_how_later_writes_fold():
+    events = [write(0, "n", 2, None), write(1, "n", 3, None),
+              {"seq": 2, "ts": 2, "type": "state_mutation",
+               "data": {"kind": "declare", "channel": "n", "declaration": {"reducer": "counter"}}},
+              write(3, "n", 4, None)]
+    assert fold_events(events).snapshot()["channels"]["n"] == 7
+    events = [write(0, "n", 2, "vendor.x"), write(1, "n", 3, "vendor.x"), write(2, "m", 3, "vendor.x")]
+    assert [finding.channel for finding in fold_events(events).findings] == ["n", "m"]
+
+
+def test_channel_and_variable_names_that_are_not_strings_fold_under_their_text():
+    events = [write(0, 7, "x"), variable(1, 8, "y")]
+    fold = fold_events(events)
+    assert fold.snapshot()["channels"] == {"7": "x"} and fold.snapshot()["variables"] == {"8": "y"}
+    assert [fold.target(event) for event in events] == [("channels", "7"), ("variables", "8")]
+
+
+def test_the_target_of_each_event_is_the_one_channel_or_variable_it_writes():
+    fold = StateFold()
+    assert fold.target(write(0, "c", 1)) == ("channels", "c")
+    assert fold.target({"seq": 0, "type": "channel.written", "data": {"channel": "c", "value": 1}}) == ("channels", "c")
+    assert fold.target(variable(0, "v", 1)) == ("variables", "v")
+    for event in ({"seq": 0, "type": "state_mutation", "data": {"kind": "declare", "channel": "c"}},
+                  {"seq": 0, "type": "run_start", "data": {}}, {"seq": 0, "type": "tool_call", "data": {"name": "c"}}):
+        assert fold.target(event) is None
+
+
+def test_a_write_uses_its_time_only_on_a_ttl_channel_or_as_a_ttl_entry():
+    fold = StateFold({"recent": {"reducer": "append", "ttlMs": 100}, "plain": {"reducer": "append"}})
+    assert fold.uses_time(write(0, "recent", "x", "append"))
+    assert fold.uses_time({"seq": 0, "type": "channel.written", "data": {"channel": "recent", "value": "x"}})
+    assert fold.uses_time(write(0, "plain", {"value": "x", "_ts": 4}, "append"))
+    assert not fold.uses_time(write(0, "plain", "x", "append")) and not fold.uses_time(write(0, "loose", "x"))
+    assert not fold.uses_time(variable(0, "recent", "x"))
+    assert not fold.uses_time(variable(0, "plain", {"value": "x", "_ts": 4}))
+    assert not fold.uses_time({"seq": 0, "type": "state_mutation",
+                               "data": {"kind": "declare", "channel": "recent", "declaration": {"ttlMs": 5}}})
+    assert StateFold({"7": {"reducer": "append", "ttlMs": 100}}).uses_time(write(0, 7, "x", "append"))
+    assert not fold.uses_time({"seq": 0, "type": "run_start", "data": {"channels": {}}})
+
+
+def test_a_forked_fold_goes_on_apart_and_adopts_one_channel_back():
+    fold = fold_events([write(0, "log", "a", "append"), write(1, "n", 1, "counter"), variable(2, "v", 1),
+                        write(3, "c", 1, "vendor.x")], declarations={"log": {"reducer": "append"}})
+    twin = fold.fork()
+    for event in (write(4, "log", "b", "append"), write(5, "n", 5, "counter"), variable(6, "v", 2),
+                  write(7, "c", 2, "vendor.x"), {"seq": 8, "ts": 8, "type": "run_end", "data": {"status": "ok"}}):
+        twin.apply(event)
+    assert fold.snapshot() == {"atSeq": 3, "channels": {"log": ["a"], "n": 1, "c": 1}, "variables": {"v": 1}}
+    assert twin.snapshot() == {"atSeq": 8, "channels": {"log": ["a", "b"], "n": 6, "c": 2}, "variables": {"v": 2}}
+    assert (fold.status, twin.status) == (None, "ok") and len(twin.findings) == len(fold.findings) == 1
+    twin.apply(write(9, "d", 1, "vendor.x"))
+    twin.apply(write(10, "c", 3, "vendor.x"))
+    assert [finding.channel for finding in twin.findings] == ["c", "d"] and len(fold.findings) == 1
+    assert fold.meta["log"]["writes"] == 1 and twin.meta["log"]["writes"] == 2
+    assert twin.declarations == fold.declarations
+    fold.adopt(twin, ("channels", "log"))
+    fold.adopt(twin, ("variables", "v"))
+    assert fold.snapshot()["channels"] == {"log": ["a", "b"], "n": 1, "c": 1} and fold.snapshot()["variables"] == {
+        "v": 2}
+    assert fold.meta["log"] == twin.meta["log"] and fold.meta["log"] is not twin.meta["log"]
+    fold.adopt(StateFold(), ("channels", "n"))
+    assert "n" not in fold.snapshot()["channels"] and fold.meta["n"]["writes"] == 1
+
+
+def test_a_schema_that_is_not_valid_or_cannot_resolve_is_named_in_the_finding():
+    import pytest
+
+    pytest.importorskip("jsonschema")
+    declarations = {"typed": {"reducer": "replace", "schema": {"type": 12}},
+                    "linked": {"reducer": "replace", "schema": {"$ref": "#/$defs/missing"}},
+                    "fine": {"reducer": "replace", "schema": {"type": "string"}}}
+    fold = fold_events([write(0, "typed", 1), write(1, "linked", 1), write(2, "typed", 2), write(3, "fine", "x"),
+                        write(4, "fine", 3)], declarations=declarations)
+    assert fold.snapshot()["channels"] == {"typed": None, "linked": None, "fine": "x"}
+    messages = [finding.message for finding in fold.findings]
+    assert messages[0].startswith("write to 'typed' fails its schema: its schema is not a valid JSON Schema (")
+    assert messages[1].startswith("write to 'linked' fails its schema: its schema has a $ref that cannot be resolved")
+    assert messages[2] == messages[0]
+    assert messages[3] == "write to 'fine' fails its schema: 3 is not of type 'string' (write not applied)"
+
+
+def test_folding_up_to_a_seq_stops_after_it():
+    events = [write(0, "c", "a"), write(2, "c", "b"), write(5, "c", "c")]
+    assert [fold_events(events, at=at).snapshot()["channels"] for at in (-1, 0, 1, 2, 4, 5)] == [
+        {}, {"c": "a"}, {"c": "a"}, {"c": "b"}, {"c": "b"}, {"c": "c"}]
+
+
+def test_an_openwop_channel_written_event_is_pruned_by_its_own_time():
+    declarations = {"recent": {"reducer": "append", "ttlMs": 100}}
+    events = [{"seq": seq, "ts": ts, "type": "channel.written", "data": {"channel": "recent", "value": value}}
+              for seq, (ts, value) in enumerate([(1_000, "a"), (1_050, "b"), (1_140, "c")])]
+    assert fold_events(events, declarations=declarations).snapshot()["channels"]["recent"] == [
+        {"value": "b", "_ts": 1_050}, {"value": "c", "_ts": 1_140}]

@@ -1,10 +1,23 @@
 """The canonical reducers of openwop-channels.md, with the spec's own examples, and the store that applies them."""
 
+from collections import OrderedDict
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openwop_cli.channels.reducers import ChannelStore, ReducerError, effective_reducer, legacy_reducer
+from openwop_cli.channels.reducers import (
+    ChannelStore,
+    ReducerError,
+    effective_reducer,
+    is_entry,
+    legacy_node,
+    legacy_reducer,
+    reduce_once,
+    ttl_wrapped,
+    unwrapped,
+)
+from openwop_cli.format.events import LARGEST_INT, SMALLEST_INT
 
 
 def fold(reducer, writes, declaration=None, stamps=None):
@@ -89,6 +102,27 @@ def test_invalid_inputs_are_validation_errors_and_change_nothing(reducer, value)
     assert "c" not in store
 
 
+@pytest.mark.parametrize("reducer, value, message", [
+    ("merge", [1], "merge takes an object, got list"),
+    ("counter", "1", "counter takes a number to add, got str"),
+    ("votes", {"userId": "u", "action": 1}, "votes takes {userId: string, action: string, timestamp, reason?}"),
+    ("votes", ["u"], "votes takes {userId: string, action: string, timestamp, reason?}"),
+    ("feedback", {"feedback": 1}, "feedback takes {feedback: string, timestamp, iteration}"),
+    ("feedback", "x", "feedback takes {feedback: string, timestamp, iteration}"),
+    ("message", {"messageId": 1, "role": "user", "content": "x"},
+     "message takes {messageId: string, role, content, timestamp, …}"),
+    ("message", {"messageId": "m", "role": "robot", "content": "x"},
+     "message role must be one of assistant, system, tool, user, got 'robot'"),
+    ("message", {"messageId": "m", "role": "user", "content": 1},
+     "message content must be a string or an array of content blocks"),
+])
+def test_a_refused_write_says_what_the_reducer_takes(reducer, value, message):
+    """The validation_error's message is what `wop state` shows for a write it did not apply."""
+    with pytest.raises(ReducerError) as raised:
+        ChannelStore().write("c", value, reducer)
+    assert str(raised.value) == message
+
+
 def test_max_size_drops_the_oldest_entries_of_list_reducers():
     assert fold("append", [1, 2, 3, 4], {"maxSize": 2}) == [3, 4]
 
@@ -97,9 +131,14 @@ def test_max_size_rejects_oversized_values_of_other_reducers():
     store = ChannelStore()
     store.write("c", {"a": 1}, "merge", declaration={"maxSize": 2})
     store.write("c", {"b": 1}, "merge", declaration={"maxSize": 2})
-    with pytest.raises(ReducerError, match="maxSize 2"):
+    with pytest.raises(ReducerError) as raised:
         store.write("c", {"c": 1}, "merge", declaration={"maxSize": 2})
+    assert str(raised.value) == "'c' would hold 3 entries, over its maxSize 2"
     assert store.value("c") == {"a": 1, "b": 1}
+    store.write("r", "ab", "replace", declaration={"maxSize": 2})
+    with pytest.raises(ReducerError) as raised:
+        store.write("r", [1, 2, 3], "replace", declaration={"maxSize": 2})
+    assert str(raised.value) == "'r' would hold 3 entries, over its maxSize 2" and store.value("r") == "ab"
 
 
 def test_ttl_wraps_entries_and_prunes_by_the_events_own_time_then_max_size():
@@ -152,6 +191,131 @@ def test_unknown_and_vendor_reducers_fold_as_replace_and_legacy_prefixes_map():
     assert [legacy_reducer(name) for name in ("_approvalVotes:n1", "_askExchanges:n1", "_clarificationAnswers:n",
                                                "_feedbackHistory:n", "_loopbackCount:n", "_previousArtifact:n")] == [
         "votes", "append", "merge", "feedback", "counter", "replace"]
+
+
+def test_a_ttl_entry_is_exactly_value_and_an_integer_ts():
+    """Spec (Channel TTL): an entry of a ttlMs channel is `{value: T, _ts: number}`; wop stamps integer ms."""
+    assert is_entry({"value": 1, "_ts": 5}) and is_entry({"_ts": 0, "value": None})
+    for other in ({"value": 1}, {"value": 1, "_ts": 5, "x": 2}, {"value": 1, "_ts": 5.0}, {"value": 1, "_ts": True},
+                  {"values": 1, "_ts": 5}, {"value": 1, "ts": 5}, OrderedDict(value=1, _ts=5), ["value", "_ts"], None):
+        assert not is_entry(other), other
+    assert unwrapped({"value": {"a": 1}, "_ts": 5}) == {"a": 1}
+    assert unwrapped({"value": 1, "_ts": "5"}) == {"value": 1, "_ts": "5"} and unwrapped(7) == 7
+
+
+def test_only_list_reducers_with_a_ttl_wrap_their_entries():
+    assert [ttl_wrapped({"ttlMs": 1000}, reducer) for reducer in ("append", "votes", "feedback")] == [True] * 3
+    assert [ttl_wrapped({"ttlMs": 1000}, reducer) for reducer in ("message", "replace", "merge", "counter")] == [
+        False] * 4
+    assert not ttl_wrapped({"ttlMs": 0}, "append") and not ttl_wrapped({}, "append")
+
+
+def test_one_write_onto_a_value_folded_elsewhere():
+    """reduce_once: what the runtime checks a replayed write against (the recorded value before, today's write)."""
+    assert reduce_once("c", None, "x", "append", ts=5, declaration={}) == ["x"]
+    assert reduce_once("c", None, 2, "counter", ts=5, declaration={"default": 10}) == 12
+    assert reduce_once("c", 0, 2, "counter", ts=5, declaration={"default": 10}) == 2
+    assert reduce_once("c", ["a"], "b", "append", ts=5, declaration={"default": ["seed"]}) == ["a", "b"]
+    expired = [{"value": "early", "_ts": 2000}, {"value": "old", "_ts": 0}]
+    assert reduce_once("c", expired, "new", "append", ts=2500, declaration={"ttlMs": 1000}) == [
+        {"value": "early", "_ts": 2000}, {"value": "new", "_ts": 2500}], "entries folded elsewhere: all pruned"
+    message = {"messageId": "m1", "role": "user", "content": "hi"}
+    assert reduce_once("c", [message], dict(message, content="again"), "message", ts=5, declaration={}) == [message]
+    assert reduce_once("n", LARGEST_INT, 1, "counter", ts=0, declaration={}) == {"$bigint": str(LARGEST_INT + 1)}
+    assert reduce_once("n", {"$bigint": str(LARGEST_INT + 1)}, -1, "counter", ts=0, declaration={}) == LARGEST_INT
+    assert reduce_once("c", "ab", "x", "append", ts=0, declaration={}) == ["x"], "not a list: the list starts afresh"
+    assert reduce_once("c", ["a", "b"], "x", "replace", ts=0, declaration={}) == "x"
+
+
+def test_a_recorded_counter_keeps_a_total_beyond_64_bits_tagged_and_a_programs_store_as_an_int():
+    recorded, programs = ChannelStore(recorded=True), ChannelStore()
+    for store in (recorded, programs):
+        store.write("low", SMALLEST_INT, "counter")
+        store.write("low", -1, "counter")
+        store.write("edge", SMALLEST_INT, "counter")
+    assert recorded.value("low") == {"$bigint": str(SMALLEST_INT - 1)} and recorded.value("edge") == SMALLEST_INT
+    assert programs.value("low") == SMALLEST_INT - 1
+
+
+def test_a_legacy_variables_node_is_what_follows_its_prefix():
+    assert [legacy_node(name) for name in ("_approvalVotes:gate", "_loopbackIteration:n2", "_previousArtifact:w",
+                                           "wfArtifactData_step")] == ["gate", "n2", "w", "step"]
+    assert legacy_node("_approvalVotes:") is None and legacy_node("plain") is None
+    assert legacy_node("x_approvalVotes:gate") is None
+
+
+def ttl_store():
+    """A TTL channel whose entries were folded elsewhere (their order unknown), a message channel, a counter."""
+    store = ChannelStore()
+    store.load("ttl", [{"value": "late", "_ts": 100}, {"value": "early", "_ts": 0}], "append")
+    store.write("log", {"messageId": "m1", "role": "user", "content": "hi"}, "message")
+    store.write("n", 1, "counter")
+    return store
+
+
+def test_a_copied_store_folds_on_apart_from_its_original():
+    store = ttl_store()
+    twin = store.copy()
+    assert twin.recorded is store.recorded and twin.snapshot() == store.snapshot()
+    assert twin.names() == ["ttl", "log", "n"]
+    twin.write("ttl", "new", "append", ts=140, declaration={"ttlMs": 50})
+    twin.write("log", {"messageId": "m1", "role": "user", "content": "again"}, "message")
+    twin.write("n", 1, "counter")
+    assert twin.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "new", "_ts": 140}], \
+        "the copy knows the entries' order is unknown: every expired one is dropped"
+    assert len(twin.value("log")) == 1 and twin.value("n") == 2
+    assert store.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "early", "_ts": 0}]
+    assert store.value("n") == 1 and ChannelStore(recorded=True).copy().recorded
+
+
+def test_a_store_adopts_another_stores_channel_as_its_own_copy():
+    other, store = ttl_store(), ChannelStore()
+    store.write("ttl", "mine", "append")
+    store.write("log", {"messageId": "m9", "role": "user", "content": "x"}, "message")
+    for name in ("ttl", "log", "n"):
+        store.adopt(other, name)
+    assert store.snapshot() == other.snapshot()
+    store.write("ttl", "new", "append", ts=140, declaration={"ttlMs": 50})
+    store.write("log", {"messageId": "m1", "role": "user", "content": "again"}, "message")
+    store.write("log", {"messageId": "m9", "role": "user", "content": "x"}, "message")
+    assert store.value("ttl") == [{"value": "late", "_ts": 100}, {"value": "new", "_ts": 140}]
+    assert [entry["messageId"] for entry in store.value("log")] == ["m1", "m9"], "m1 seen, m9 forgotten"
+    assert len(other.value("ttl")) == 2 and len(other.value("log")) == 1
+
+
+def test_adopting_a_channel_in_order_or_absent_elsewhere():
+    ordered = ChannelStore()
+    ordered.write("ttl", "late", "append", ts=100, declaration={"ttlMs": 1000})
+    ordered.write("ttl", "later", "append", ts=200, declaration={"ttlMs": 1000})
+    store = ttl_store()
+    store.adopt(ordered, "ttl")
+    store.write("ttl", "early", "append", ts=50, declaration={"ttlMs": 1000})
+    store.write("ttl", "new", "append", ts=1120, declaration={"ttlMs": 1000})
+    assert [entry["value"] for entry in store.value("ttl")] == ["later", "new"], "out of order again: all pruned"
+    store.adopt(ChannelStore(), "log")
+    store.adopt(ChannelStore(), "ttl")
+    assert "log" not in store and "ttl" not in store
+    store.write("log", {"messageId": "m1", "role": "user", "content": "hi"}, "message")
+    assert len(store.value("log")) == 1, "the dropped channel's seen ids went with it"
+    store.adopt(ChannelStore(), "never written")
+    assert "never written" not in store
+
+
+def test_a_channel_loaded_or_adopted_without_seen_ids_takes_them_from_its_entries():
+    first, second = ({"messageId": f"m{n}", "role": "user", "content": str(n)} for n in (1, 2))
+    store = ChannelStore()
+    store.write("log", first, "message")
+    store.load("log", [second], "message")
+    store.write("log", first, "message")
+    store.write("log", second, "message")
+    assert store.value("log") == [second, first]
+    loaded, adopting = ChannelStore(), ChannelStore()
+    loaded.load("log", [second], "message")
+    adopting.write("log", first, "message")
+    adopting.adopt(loaded, "log")
+    adopting.write("log", first, "message")
+    adopting.write("log", second, "message")
+    assert adopting.value("log") == [second, first]
 
 
 def reference(reducer, current, value):
