@@ -1,5 +1,5 @@
-"""websockets recorded frame by frame: the asyncio and sync clients and openai's realtime client against a fake
-server; two replays with the server gone exit 0, and a changed outgoing message diverges at that frame."""
+"""websockets recorded frame by frame: the asyncio, sync and legacy clients and openai's realtime client against a
+fake server; two replays with the server gone exit 0, and a changed outgoing message diverges at that frame."""
 
 import pytest
 
@@ -30,6 +30,9 @@ async def main():
 
 asyncio.run(main())
 """
+
+LEGACY_ECHO = ASYNC_ECHO.replace("from websockets.asyncio.client import connect",
+                                 "from websockets.legacy.client import connect")
 
 SYNC_ECHO = """
 import os
@@ -102,6 +105,25 @@ def test_an_asyncio_echo_agent_records_text_json_binary_and_the_close_code(tmp_p
     assert [result["result"]["received"] for _, result in sent] == [
         [{"text": "echo: where is A-1?"}], [{"text": '{"echo": {"order": "A-2"}}'}], [{"binary": b"\x03\x02\x01"}],
         [{"close": {"code": 4000, "reason": "done"}}]]
+
+
+def test_the_legacy_client_records_and_replays_the_events_of_the_asyncio_client(tmp_path):
+    legacy = round_trip(tmp_path, LEGACY_ECHO, "$.args.text", 1)
+    with FakeWebsocketServer() as server:
+        done, source = capture(tmp_path, ASYNC_ECHO, {"WS": server.url}, name="asyncio")
+    assert done.returncode == 0, done.stderr
+    today = [(event["data"], result["data"]) for event, result in zip(events(source, "tool_call"),
+                                                                       events(source, "tool_result"))]
+    assert [comparable(pair) for pair in legacy] == [comparable(pair) for pair in today]
+
+
+def comparable(pair: tuple[dict, dict]) -> tuple[dict, dict]:
+    """A websocket call and its result without what changes from connection to connection (port, date)."""
+    call, result = pair
+    args = {key: value for key, value in call["args"].items() if key != "url"}
+    headers = {key: value for key, value in call.get("headers", {}).items() if key != "host"}
+    answer = {key: value for key, value in result["result"].items() if key != "headers"}
+    return {**call, "args": args, "headers": headers}, {**result, "result": answer}
 
 
 def test_a_sync_client_records_a_fragmented_message_as_one_and_its_own_close(tmp_path):

@@ -15,10 +15,11 @@ program's tasks do), and a changed outgoing message is an event_payload_mismatch
 Recording reads the Sans-I/O `ClientProtocol` that every websockets client shares (asyncio,
 sync): what the program sends (send_text/send_binary/send_continuation, send_close) and the frames
 the connection receives (events_received); the library's own control frames (pings, the echo of a
-close) are not the program's and are left out. The TCP connection is opened inside a boundary, so
-the watcher does not name it as unrecorded.
+close) are not the program's and are left out. The legacy asyncio client (websockets.legacy, which predates the
+Sans-I/O protocol) is read at its own protocol's methods instead, into the same events. The TCP connection is opened
+inside a boundary, so the watcher does not name it as unrecorded.
 
-In a replay nothing connects: the client is given an in-process transport (asyncio) or socket
+In a replay nothing connects: the client is given an in-process transport (asyncio, legacy) or socket
 (sync) whose far end is websockets' own `ServerProtocol`, answering the handshake with the recorded
 response and serving each message the program sends from the capture (Replayer.tool), then the
 frames recorded after it; a divergence closes the connection with 1011 and the replay's error as
@@ -49,7 +50,8 @@ _MARK = "__wop_patched__"
 
 def patch(module: Any) -> None:
     """Attach to a websockets module as it is imported: the Sans-I/O client protocol (`websockets.client`), the
-    asyncio client's connection opening (`websockets.asyncio.client`), the sync client's (`websockets.sync.client`)."""
+    asyncio client's connection opening (`websockets.asyncio.client`), the sync client's (`websockets.sync.client`),
+    the legacy asyncio client, which has a protocol of its own (`websockets.legacy.client`)."""
     name = module.__name__
     if name == "websockets.client" and hasattr(module, "ClientProtocol"):
         _patch_protocol(module.ClientProtocol)
@@ -57,6 +59,8 @@ def patch(module: Any) -> None:
         _patch_asyncio(module.connect)
     elif name == "websockets.sync.client":
         _patch_sync(module)
+    elif name == "websockets.legacy.client":
+        _patch_legacy(module)
 
 
 # ---- capture --------------------------------------------------------------------------------------------------
@@ -190,7 +194,7 @@ def _patch_protocol(protocol_class: Any) -> None:
     def _send_request(self: Any, request: Any) -> None:
         recording = getattr(self, "_wop", None)
         if recording is not None:
-            _safely(self, _opened, recording, request)
+            _safely(self, _opened, recording, request.headers)
         send_request(self, request)
 
     def _send_text(self: Any, data: Any, fin: bool = True) -> None:
@@ -243,11 +247,22 @@ def _safely(protocol: Any, record: Any, *args: Any) -> None:
         print(f"wop: stopped recording a websocket connection: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-def _opened(recording: _Recording, request: Any) -> None:
-    headers = {name: value for name, value in kept_headers(plain_headers(list(request.headers.raw_items()))).items()
-               if name not in _HANDSHAKE_HEADERS}
-    recording.call("open", (), headers)
+def _opened(recording: _Recording, request_headers: Any) -> None:
+    """The handshake's request is sent: the opening's call, with its headers (websockets' Headers)."""
+    recording.call("open", (), _kept_handshake_headers(request_headers))
     note_open_stream(recording)
+
+
+def _answered(recording: _Recording, status: int, headers: Any, body: bytes) -> None:
+    """The handshake's answer (websockets' Headers), the body of a refusal: the opening's result."""
+    recording.answer = {"status": status, "headers": _kept_handshake_headers(headers)}
+    if status != 101 and body:
+        recording.answer["body"] = bytes(body).decode("utf-8", "replace")
+
+
+def _kept_handshake_headers(headers: Any) -> dict[str, str]:
+    return {name: value for name, value in kept_headers(plain_headers(list(headers.raw_items()))).items()
+            if name not in _HANDSHAKE_HEADERS}
 
 
 def _closing(recording: _Recording, code: Any, reason: str) -> None:
@@ -283,11 +298,7 @@ def _received(recording: _Recording, events: list) -> None:
         if opcode is None:  # the handshake's answer
             status = getattr(event, "status_code", None)
             if status is not None:
-                headers = kept_headers(plain_headers(list(event.headers.raw_items())))
-                recording.answer = {"status": status, "headers": {name: value for name, value in headers.items()
-                                                                  if name not in _HANDSHAKE_HEADERS}}
-                if status != 101 and event.body:
-                    recording.answer["body"] = bytes(event.body).decode("utf-8", "replace")
+                _answered(recording, status, event.headers, event.body)
             continue
         opcode = int(opcode)
         if opcode == _CLOSE:
@@ -365,6 +376,109 @@ def _patch_sync(module: Any) -> None:
 
     setattr(connect, _MARK, True)
     module.connect = connect
+
+
+def _patch_legacy(module: Any) -> None:
+    """The legacy asyncio client (`websockets.legacy.client`, deprecated since websockets 14): a protocol of its own,
+    read at its handshake (write_http_request, read_http_response), the frames it writes and reads (write_frame_sync,
+    write_close_frame, read_frame) and its end (connection_lost); its TCP connection opened by Connect through
+    _LegacyOpening. The events are those of the other clients."""
+    connect_class, protocol_class = module.Connect, module.WebSocketClientProtocol
+    if getattr(connect_class.__init__, _MARK, False):
+        return
+    init, redirect = connect_class.__init__, connect_class.handle_redirect
+    write_http_request, read_http_response = protocol_class.write_http_request, protocol_class.read_http_response
+    write_frame_sync, write_close_frame = protocol_class.write_frame_sync, protocol_class.write_close_frame
+    read_frame, connection_lost = protocol_class.read_frame, protocol_class.connection_lost
+    from websockets.protocol import State
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._create_connection = _LegacyOpening(self, self._create_connection)
+
+    def handle_redirect(self: Any, uri: str) -> None:
+        redirect(self, uri)
+        if not isinstance(self._create_connection, _LegacyOpening):  # a redirect to another origin: a new opening
+            self._create_connection = _LegacyOpening(self, self._create_connection)
+
+    def _write_http_request(self: Any, path: str, headers: Any) -> None:
+        if self._wop is not None:
+            _safely(self, _opened, self._wop, headers)
+        write_http_request(self, path, headers)
+
+    async def _read_http_response(self: Any) -> tuple[int, Any]:
+        status, headers = await read_http_response(self)
+        if self._wop is not None:
+            _safely(self, _answered, self._wop, status, headers, b"")
+        return status, headers
+
+    def _write_frame_sync(self: Any, fin: bool, opcode: int, data: Any) -> None:
+        write_frame_sync(self, fin, opcode, data)
+        if self._wop is not None and opcode <= _BINARY:  # a message's (text, binary, continuation), not a control's
+            _safely(self, _sent, self._wop, opcode, data, fin)
+
+    async def _write_close_frame(self: Any, close: Any, data: Any = None) -> None:
+        if self._wop is not None and data is None and self.state is State.OPEN:  # the program's, not an echo
+            _safely(self, _closing, self._wop, close.code, close.reason)
+        await write_close_frame(self, close, data)
+
+    async def _read_frame(self: Any, max_size: int | None) -> Any:
+        frame = await read_frame(self, max_size)
+        if self._wop is not None:
+            _safely(self, _received, self._wop, (frame,))
+        return frame
+
+    def _connection_lost(self: Any, exc: Exception | None) -> None:
+        connection_lost(self, exc)
+        if self._wop is not None:
+            _safely(self, _Recording.finish, self._wop)
+
+    protocol_class._wop = None
+    for owner, name, function in (
+            (connect_class, "__init__", __init__), (connect_class, "handle_redirect", handle_redirect),
+            (protocol_class, "write_http_request", _write_http_request),
+            (protocol_class, "read_http_response", _read_http_response),
+            (protocol_class, "write_frame_sync", _write_frame_sync),
+            (protocol_class, "write_close_frame", _write_close_frame), (protocol_class, "read_frame", _read_frame),
+            (protocol_class, "connection_lost", _connection_lost)):
+        setattr(owner, name, function)
+    setattr(connect_class.__init__, _MARK, True)
+
+
+class _LegacyOpening:
+    """A legacy Connect's `_create_connection` (loop.create_connection with its protocol factory, a partial whose
+    parts handle_redirect reads: passed through): opened inside a boundary and recorded from then on in a capture; in
+    a replay, a protocol from the factory on a transport to _ServedServer."""
+
+    def __init__(self, connector: Any, create: Any) -> None:
+        self.connector = connector
+        self.create = create
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.create, name)
+
+    async def __call__(self) -> tuple[Any, Any]:
+        import asyncio
+
+        connector = self.connector
+        replayer = _replayer()
+        if replayer is not None:
+            served = _opened_in_replay(replayer, connector._uri)
+            if served is not None:
+                protocol = self.create.args[0]()
+                protocol.connection_made(_ServedTransport(asyncio.get_running_loop(), protocol,
+                                                          _ServedServer(served, connector._uri)))
+                return protocol.transport, protocol
+        session = recording_session()
+        if session is None:
+            return await self.create()
+        boundary = enter_boundary()
+        try:
+            transport, protocol = await self.create()
+        finally:
+            exit_boundary(boundary)
+        protocol._wop = _Recording(session, _url(_UriHolder(connector._wsuri)))
+        return transport, protocol
 
 
 def _replayer() -> Any:
