@@ -1,9 +1,11 @@
 """websockets recorded frame by frame: the asyncio, sync and legacy clients and openai's realtime client against a
 fake server; two replays with the server gone exit 0, and a changed outgoing message diverges at that frame."""
 
+import orjson
 import pytest
 
-from tests.programs import capture, events, replay, unrecorded_connections
+from tests.conftest import run_wop
+from tests.programs import OFFLINE_SDKS, capture, events, replay, unrecorded_connections
 
 pytest.importorskip("websockets")
 
@@ -161,3 +163,43 @@ def test_the_proxy_says_it_cannot_tunnel_a_websocket_instead_of_forwarding_it_st
     finally:
         proxy.stop()
     assert not recorded
+
+
+def fork(tmp_path, source, at: int, env: dict, name: str):
+    """`wop fork --from-seq at --json` of the echo agent; returns (process, report)."""
+    done = run_wop("fork", str(source), "--from-seq", str(at), "--json", "--out", str(tmp_path / name),
+                   env={**OFFLINE_SDKS, **env}, cwd=tmp_path)
+    return done, orjson.loads(done.stdout) if done.stdout.startswith("{") else None
+
+
+def test_a_fork_from_before_the_opening_runs_the_connection_live_on_the_real_server(tmp_path):
+    with FakeWebsocketServer() as server:
+        done, source = capture(tmp_path, ASYNC_ECHO, {"WS": server.url})
+        assert done.returncode == 0, done.stderr
+        opening = events(source, "tool_call")[0]["seq"]
+        forked, report = fork(tmp_path, source, opening, {"WS": server.url, "MESSAGE": "where is B-2?"}, "fork")
+        assert forked.returncode == 0 and not report["notes"], forked.stderr
+        assert "echo: where is B-2?" in forked.stderr  # the live server's answer, not the capture's
+        assert server.received[-4] == "where is B-2?"
+    calls = [event["data"] for event in events(tmp_path / "fork", "tool_call")]
+    results = [event["data"]["result"] for event in events(tmp_path / "fork", "tool_result")]
+    assert [call["args"].get("frame") for call in calls] == [None, 1, 2, 3, 4]  # one opening
+    assert results[0]["status"] == 101 and results[0]["received"] == [{"text": '{"type": "hello"}'}]
+    assert results[1]["received"] == [{"text": "echo: where is B-2?"}]
+
+
+@pytest.mark.parametrize("script", [ASYNC_ECHO, SYNC_ECHO, LEGACY_ECHO], ids=["asyncio", "sync", "legacy"])
+def test_a_fork_past_a_served_connections_opening_closes_it_naming_it_never_hangs(tmp_path, script):
+    with FakeWebsocketServer() as server:
+        done, source = capture(tmp_path, script, {"WS": server.url})
+        assert done.returncode == 0, done.stderr
+        opening, first, second = (event["seq"] for event in events(source, "tool_call")[:3])
+        received = len(server.received)
+        forked, report = fork(tmp_path, source, second, {"WS": server.url}, "fork")
+        assert len(server.received) == received, "the fork sent a frame of the served connection to the server"
+    assert forked.returncode == 1 and report is not None, forked.stderr
+    assert "where is A-1?" in forked.stderr and "cannot go live mid-stream" in forked.stderr
+    [note] = report["notes"]
+    assert (note["code"], note["eventSeq"]) == ("websocket_not_live", opening)
+    assert f"{server.url}/: frame 2 is past the fork's branch point (--from-seq {second})" in note["detail"]
+    assert f"fork from seq {opening} or earlier" in note["detail"]

@@ -23,7 +23,9 @@ In a replay nothing connects: the client is given an in-process transport (async
 (sync) whose far end is websockets' own `ServerProtocol`, answering the handshake with the recorded
 response and serving each message the program sends from the capture (Replayer.tool), then the
 frames recorded after it; a divergence closes the connection with 1011 and the replay's error as
-its reason. Compression is not negotiated in a replay (the frames are the same messages).
+its reason. Compression is not negotiated in a replay (the frames are the same messages). A connection whose opening
+the replay runs live (a fork past its branch point) connects for real and is recorded as in a capture (_Opening); one
+served from the capture cannot go live mid-stream (_ServedServer._not_live).
 """
 
 import contextvars
@@ -38,14 +40,16 @@ import orjson
 from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.adapters.exchange import kept_headers, plain_headers, recording_session
 from openwop_cli.runtime.callsite import program_site
+from openwop_cli.runtime.livecalls import end_live_call, live_call
 from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary, note_open_stream
 
 TOOL = "websocket"
 _HANDSHAKE_HEADERS = frozenset({"sec-websocket-key", "sec-websocket-accept", "sec-websocket-extensions", "upgrade",
                                 "connection", "sec-websocket-version"})
 _TEXT, _BINARY, _CONTINUATION, _CLOSE = 1, 2, 0, 8  # opcodes
-_opening: contextvars.ContextVar[Session | None] = contextvars.ContextVar("wop_websocket_opening", default=None)
+_opening: contextvars.ContextVar["_Opening | None"] = contextvars.ContextVar("wop_websocket_opening", default=None)
 _MARK = "__wop_patched__"
+WEBSOCKET_NOT_LIVE = "websocket_not_live"  # a replay note: a served connection's frame that would run live
 
 
 def patch(module: Any) -> None:
@@ -68,11 +72,13 @@ def patch(module: Any) -> None:
 
 class _Recording:
     """One recorded connection: its URL, how many messages the program sent on it, the call whose result collects
-    the frames arriving now, and the message being sent or received in fragments."""
+    the frames arriving now, and the message being sent or received in fragments. opening: a connection a replay
+    runs live (see _Opening), whose opening's call the replay recorded: its first result finishes that call."""
 
-    def __init__(self, session: Session, url: str) -> None:
+    def __init__(self, session: Session, url: str, opening: "_Opening | None" = None) -> None:
         self.session = session
         self.url = url
+        self.opening = opening if opening is not None and opening.live is not None else None
         self.sent = 0
         self.call_id: str | None = None
         self.origin: dict[str, Any] | None = None
@@ -94,6 +100,12 @@ class _Recording:
                                            site=program_site(3))
 
     def result(self) -> None:
+        opening = self.opening
+        if opening is not None:
+            self.opening = None
+            opening.finish_live(result=_result_of(self.answer, self.received))
+            self.answer = {}
+            return
         if self.call_id is None:
             return
         received, answer = self.received, self.answer
@@ -106,7 +118,7 @@ class _Recording:
         if self.finished:
             return
         self.finished = True
-        if not self.closed_by_server and complete is True and self.call_id is not None:
+        if not self.closed_by_server and complete is True and (self.call_id is not None or self.opening is not None):
             self.received.append((-1, b""))  # ended without a close frame from the server
         self.result()
 
@@ -127,8 +139,11 @@ def _call_event(call_id: str, url: str, kind: str, pieces: tuple,
 
 
 def _result_event(call_id: str, answer: dict[str, Any], received: list) -> tuple[str, dict[str, Any]]:
-    return "tool_result", {"callId": call_id, "ok": True,
-                           "result": {**answer, "received": [_received_frame(opcode, data) for opcode, data in received]}}
+    return "tool_result", {"callId": call_id, "ok": True, "result": _result_of(answer, received)}
+
+
+def _result_of(answer: dict[str, Any], received: list) -> dict[str, Any]:
+    return {**answer, "received": [_received_frame(opcode, data) for opcode, data in received]}
 
 
 def _sent_message(opcode: int, data: bytes) -> dict[str, Any]:
@@ -188,8 +203,8 @@ def _patch_protocol(protocol_class: Any) -> None:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        session = _opening.get()
-        self._wop = None if session is None else _Recording(session, _url(self))
+        opening = _opening.get()
+        self._wop = None if opening is None else opening.recording(_url(self))
 
     def _send_request(self: Any, request: Any) -> None:
         recording = getattr(self, "_wop", None)
@@ -248,8 +263,10 @@ def _safely(protocol: Any, record: Any, *args: Any) -> None:
 
 
 def _opened(recording: _Recording, request_headers: Any) -> None:
-    """The handshake's request is sent: the opening's call, with its headers (websockets' Headers)."""
-    recording.call("open", (), _kept_handshake_headers(request_headers))
+    """The handshake's request is sent: the opening's call, with its headers (websockets' Headers); a live one's the
+    replay recorded."""
+    if recording.opening is None:
+        recording.call("open", (), _kept_handshake_headers(request_headers))
     note_open_stream(recording)
 
 
@@ -328,20 +345,13 @@ def _patch_asyncio(connect: Any) -> None:
         return
 
     async def opened(self: Any) -> Any:
-        session = recording_session()
-        replayer = _replayer()
-        if replayer is not None:
-            served = _opened_in_replay(replayer, self.uri)
-            if served is not None:
-                return _served_asyncio_connection(self, served)
-        if session is None:
+        opening = _Opening(self.uri)
+        if opening.served is not None:
+            return _served_asyncio_connection(self, opening.served)
+        if opening.session is None:
             return await original(self)
-        token, boundary = _opening.set(session), enter_boundary()
-        try:
+        with opening:
             return await original(self)
-        finally:
-            exit_boundary(boundary)
-            _opening.reset(token)
 
     setattr(opened, _MARK, True)
     setattr(connect, name, opened)
@@ -355,24 +365,17 @@ def _patch_sync(module: Any) -> None:
         return
 
     def connect(uri: str, **kwargs: Any) -> Any:
-        replayer = _replayer()
-        if replayer is not None:
-            served = _opened_in_replay(replayer, uri)
-            if served is not None:
-                kwargs["sock"] = _served_socket(_ServedServer(served, uri))
-                if uri.startswith("wss:"):
-                    kwargs["ssl"] = _NoEncryption()
-                kwargs.pop("proxy", None)
-                return original(uri, **kwargs)
-        session = recording_session()
-        if session is None:
+        opening = _Opening(uri)
+        if opening.served is not None:
+            kwargs["sock"] = _served_socket(_ServedServer(opening.served))
+            if uri.startswith("wss:"):
+                kwargs["ssl"] = _NoEncryption()
+            kwargs.pop("proxy", None)
             return original(uri, **kwargs)
-        token, boundary = _opening.set(session), enter_boundary()
-        try:
+        if opening.session is None:
             return original(uri, **kwargs)
-        finally:
-            exit_boundary(boundary)
-            _opening.reset(token)
+        with opening:
+            return original(uri, **kwargs)
 
     setattr(connect, _MARK, True)
     module.connect = connect
@@ -448,7 +451,7 @@ def _patch_legacy(module: Any) -> None:
 class _LegacyOpening:
     """A legacy Connect's `_create_connection` (loop.create_connection with its protocol factory, a partial whose
     parts handle_redirect reads: passed through): opened inside a boundary and recorded from then on in a capture; in
-    a replay, a protocol from the factory on a transport to _ServedServer."""
+    a replay, a protocol from the factory on a transport to _ServedServer (see _Opening)."""
 
     def __init__(self, connector: Any, create: Any) -> None:
         self.connector = connector
@@ -461,45 +464,69 @@ class _LegacyOpening:
         import asyncio
 
         connector = self.connector
-        replayer = _replayer()
-        if replayer is not None:
-            served = _opened_in_replay(replayer, connector._uri)
-            if served is not None:
-                protocol = self.create.args[0]()
-                protocol.connection_made(_ServedTransport(asyncio.get_running_loop(), protocol,
-                                                          _ServedServer(served, connector._uri)))
-                return protocol.transport, protocol
-        session = recording_session()
-        if session is None:
+        opening = _Opening(connector._uri)
+        if opening.served is not None:
+            protocol = self.create.args[0]()
+            protocol.connection_made(_ServedTransport(asyncio.get_running_loop(), protocol,
+                                                      _ServedServer(opening.served)))
+            return protocol.transport, protocol
+        if opening.session is None:
             return await self.create()
-        boundary = enter_boundary()
-        try:
+        with opening:
             transport, protocol = await self.create()
-        finally:
-            exit_boundary(boundary)
-        protocol._wop = _Recording(session, _url(_UriHolder(connector._wsuri)))
+        protocol._wop = opening.recording(_url(_UriHolder(connector._wsuri)))
         return transport, protocol
 
 
-def _replayer() -> Any:
-    from openwop_cli.runtime.session import _state
+class _Opening:
+    """How a client connection to uri opens now. `served`: a replay answers it from the recorded opening (its result,
+    with the url, the replayer and the opening's recorded seq). Else it opens for real, recorded into `session` (None:
+    nothing records, as inside another boundary); in a replay that runs it live (a fork past its branch point,
+    --allow-tool websocket) `live` is the opening's call the replay recorded, which the connection's first result
+    finishes (_Recording), so a fork's capture holds one opening with the real answer."""
 
-    session = _state["session"]
-    return getattr(session, "replayer", None) if isinstance(session, Session) else None
+    __slots__ = ("served", "session", "live", "_tokens")
 
+    def __init__(self, uri: str) -> None:
+        self.served: dict[str, Any] | None = None
+        self.live: Any = None
+        self.session = session = recording_session()
+        replayer = getattr(session, "replayer", None)
+        if replayer is None:
+            return
+        from websockets.uri import parse_uri
 
-def _opened_in_replay(replayer: Any, uri: str) -> dict[str, Any] | None:
-    """The recorded opening of a connection to uri (its result: the handshake's answer, the first frames), or None
-    when it runs live (a fork past its branch point, --allow-tool websocket); raises the recorded error."""
-    from websockets.uri import parse_uri
+        url = _url(_UriHolder(parse_uri(uri)))
+        answer = replayer.tool(TOOL, {"url": url})  # raises the recorded error, or a strict replay's divergence
+        if answer.live:
+            self.live = answer
+        else:
+            self.served = {**(answer.value() or {}), "url": url, "replayer": replayer, "seq": answer.seq}
 
-    url = _url(_UriHolder(parse_uri(uri)))
-    served = replayer.tool(TOOL, {"url": url})
-    if served.live:
-        served.finish(result={"live": True})
-        return None
-    result = served.value()
-    return {**(result or {}), "url": url, "replayer": replayer}
+    def __enter__(self) -> "_Opening":
+        """`with opening:` the real opening, inside a boundary (the watcher does not name its connection), the
+        protocol made now recorded (_opening); a live one in a live call (the replay's network guard lets it out)."""
+        self._tokens = (_opening.set(self), enter_boundary(), None if self.live is None else live_call())
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        opening, boundary, live = self._tokens
+        if live is not None:
+            end_live_call(live)
+        exit_boundary(boundary)
+        _opening.reset(opening)
+        if exc is not None:
+            self.finish_live(error=exc)
+
+    def recording(self, url: str) -> _Recording:
+        """The recording of the connection this opening makes."""
+        return _Recording(self.session, url, self)
+
+    def finish_live(self, result: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
+        """A live opening's answer, once: the handshake's answer and first frames, or the error it failed with."""
+        live, self.live = self.live, None
+        if live is not None:
+            live.finish(result=result, error=error)
 
 
 class _UriHolder:
@@ -511,7 +538,7 @@ class _ServedServer:
     """The far end of a replayed connection: websockets' ServerProtocol answering from the capture. Fed the client's
     bytes; what it answers waits in `outgoing` (`ended` once it has closed its side)."""
 
-    def __init__(self, opened: dict[str, Any], uri: str) -> None:
+    def __init__(self, opened: dict[str, Any]) -> None:
         from websockets.server import ServerProtocol
 
         headers = opened.get("headers") or {}
@@ -519,6 +546,7 @@ class _ServedServer:
         self.opened = opened
         self.url = opened["url"]
         self.replayer = opened["replayer"]
+        self.opened_seq = opened["seq"]
         self.protocol = ServerProtocol(subprotocols=[subprotocol] if subprotocol else None, max_size=None)
         self.outgoing = bytearray()
         self.ended = False
@@ -590,7 +618,11 @@ class _ServedServer:
 
     def _call(self, message: dict[str, Any], serve: bool) -> None:
         try:
-            result = self.replayer.tool(TOOL, {"url": self.url, "frame": self.sent, **message}).value()
+            answer = self.replayer.tool(TOOL, {"url": self.url, "frame": self.sent, **message})
+            if answer.live:
+                self._not_live(answer, message)
+                return
+            result = answer.value()
         except ReplayDivergenceError as exc:
             self._close(1011, f"wop replay: {exc}")
             return
@@ -599,6 +631,27 @@ class _ServedServer:
             return
         if serve:
             self._serve((result or {}).get("received") or [])
+
+    def _not_live(self, answer: Any, message: dict[str, Any]) -> None:
+        """A call the replay runs live on this connection, which it serves (a fork past its branch point, a lenient
+        replay past the recorded frames): there is no server to send it to, and the connection cannot go live mid-stream
+        (the server never saw it opened). The program's close is answered here as a server would; a message closes the
+        connection with 1011, saying so in its reason and in a replay note."""
+        if "close" in message:
+            answer.finish(result={"received": [{"close": message["close"]}]})
+            return
+        engine = self.replayer.engine
+        if engine.branch:
+            why = (f"is past the fork's branch point (--from-seq {engine.from_seq}), but the connection was opened "
+                   f"from the capture at seq {self.opened_seq}: it cannot go live mid-stream; fork from seq "
+                   f"{self.opened_seq} or earlier to run it live")
+        else:
+            why = f"is not in the capture (the connection was opened from it at seq {self.opened_seq})"
+        reason = f"wop: websocket frame {self.sent} cannot go live mid-stream"
+        self.replayer.note(WEBSOCKET_NOT_LIVE, f"websocket {self.url}: frame {self.sent} {why}; the connection was "
+                           f"closed with 1011 ({reason})", self.opened_seq)
+        self._close(1011, reason)
+        answer.finish(result={"received": [{"close": {"code": 1011, "reason": reason}}]})
 
     def _serve(self, frames: list[dict[str, Any]]) -> None:
         from websockets.protocol import OPEN
@@ -642,7 +695,7 @@ def _served_asyncio_connection(connector: Any, opened: dict[str, Any]) -> Any:
     factory = getattr(connector, "factory", None) or connector.protocol_factory
     connection = factory(parse_uri(connector.uri))
     connection.connection_made(_ServedTransport(asyncio.get_running_loop(), connection,
-                                                _ServedServer(opened, connector.uri)))
+                                                _ServedServer(opened)))
     return connection
 
 
