@@ -1,6 +1,10 @@
 """websockets recorded frame by frame: the asyncio, sync and legacy clients and openai's realtime client against a
 fake server; two replays with the server gone exit 0, and a changed outgoing message diverges at that frame."""
 
+import os
+import subprocess
+import sys
+
 import orjson
 import pytest
 
@@ -126,6 +130,35 @@ def comparable(pair: tuple[dict, dict]) -> tuple[dict, dict]:
     headers = {key: value for key, value in call.get("headers", {}).items() if key != "host"}
     answer = {key: value for key, value in result["result"].items() if key != "headers"}
     return {**call, "args": args, "headers": headers}, {**result, "result": answer}
+
+
+IN_PROCESS = """
+import runpy
+import openwop_cli as wop
+with wop.capture(out="own"):
+    runpy.run_path("agent.py", run_name="__main__")
+"""
+
+
+def test_the_frames_are_recorded_alike_by_wop_capture_and_by_the_program_itself(tmp_path):
+    """`wop capture` builds the events of the frames a program sends it raw; `wop.capture` in the program builds them
+    there: the same events."""
+    with FakeWebsocketServer() as server:
+        done, source = capture(tmp_path, ASYNC_ECHO, {"WS": server.url}, name="wop")
+        assert done.returncode == 0, done.stderr
+        own = subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, env={**os.environ, **OFFLINE_SDKS, "WS": server.url})
+        assert own.returncode == 0, own.stderr
+    built_by_wop, built_in_process = websocket_events(source), websocket_events(tmp_path / "own")
+    assert len(built_by_wop) == 2 * 5 and built_by_wop == built_in_process
+
+
+def websocket_events(capture_dir) -> list[tuple]:
+    """The capture's websocket calls and results as (type, data, thread, site), the server's date header aside."""
+    found = [event for event in events(capture_dir) if event["type"] in ("tool_call", "tool_result")]
+    for event in found:
+        (event["data"].get("result") or {}).get("headers", {}).pop("date", None)
+    return [(event["type"], event["data"], event["origin"]["thread"], event["origin"].get("site")) for event in found]
 
 
 def test_a_sync_client_records_a_fragmented_message_as_one_and_its_own_close(tmp_path):

@@ -41,7 +41,7 @@ from openwop_cli.replay.errors import ReplayDivergenceError
 from openwop_cli.runtime.adapters.exchange import kept_headers, plain_headers, recording_session
 from openwop_cli.runtime.callsite import program_site
 from openwop_cli.runtime.livecalls import end_live_call, live_call
-from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary, note_open_stream
+from openwop_cli.runtime.session import Session, enter_boundary, exit_boundary, new_call_id, note_open_stream
 
 TOOL = "websocket"
 _HANDSHAKE_HEADERS = frozenset({"sec-websocket-key", "sec-websocket-accept", "sec-websocket-extensions", "upgrade",
@@ -50,6 +50,7 @@ _TEXT, _BINARY, _CONTINUATION, _CLOSE = 1, 2, 0, 8  # opcodes
 _opening: contextvars.ContextVar["_Opening | None"] = contextvars.ContextVar("wop_websocket_opening", default=None)
 _MARK = "__wop_patched__"
 WEBSOCKET_NOT_LIVE = "websocket_not_live"  # a replay note: a served connection's frame that would run live
+RAW_WEBSOCKET_CALL, RAW_WEBSOCKET_RESULT = "raw_websocket_call", "raw_websocket_result"  # raw pieces' kinds: RawFrames
 
 
 def patch(module: Any) -> None:
@@ -80,24 +81,33 @@ class _Recording:
         self.url = url
         self.opening = opening if opening is not None and opening.live is not None else None
         self.sent = 0
-        self.call_id: str | None = None
-        self.origin: dict[str, Any] | None = None
+        self.number: tuple[str, int] | None = None  # the current call's (Session.new_call_number)
+        self.raw_by: int | None = None  # the pid of the process that sent the current call raw
+        self.origin: dict[str, Any] | None = None  # the current call's, when recorded by record_later
         self.answer: dict[str, Any] = {}  # the opening's: status, headers
         self.received: list[tuple[int, bytes]] = []
+        self.received_bytes = 0
         self.sending: tuple[int, bytearray] | None = None
         self.receiving: tuple[int, bytearray] | None = None
         self.closed_by_server = False
         self.finished = False
 
-    def call(self, args_of: Any, pieces: tuple, headers: dict[str, str] | None = None) -> None:
-        """A new call on the connection (the opening, a message, a close): the last one's result is what came so far."""
-        self.result()
+    def call(self, kind: str, pieces: tuple, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        """A new call on the connection (the opening, a message: its bytes in body, a close): the last one's result is
+        what came so far. Sent raw where the session can (its events are built by `wop capture`: RawFrames)."""
+        if self.number is not None or self.opening is not None:
+            self.result()
         session = self.session
-        self.call_id = session.new_call_id("t")
-        self.received = []
-        self.origin = session.record_later(_call_event, (self.call_id, self.url, args_of, pieces, headers),
-                                           size=sum(len(piece) for piece in pieces if type(piece) is bytes),
-                                           site=program_site(3))
+        self.number = number = session.new_call_number()
+        self.received, self.received_bytes = [], 0
+        site = program_site(3)
+        if session.sends_raw:
+            self.raw_by = session.pid
+            session.record_raw(RAW_WEBSOCKET_CALL, (*number, self.url, kind, pieces, headers), body, site=site)
+        else:
+            self.raw_by = None
+            self.origin = session.record_later(_call_event, (new_call_id("t", number), self.url, kind, pieces, body,
+                                                             headers), size=len(body), site=site)
 
     def result(self) -> None:
         opening = self.opening
@@ -106,29 +116,69 @@ class _Recording:
             opening.finish_live(result=_result_of(self.answer, self.received))
             self.answer = {}
             return
-        if self.call_id is None:
+        number = self.number
+        if number is None:
             return
-        received, answer = self.received, self.answer
-        self.session.record_later(_result_event, (self.call_id, answer, received),
-                                  size=sum(len(data) for _, data in received), origin=self.origin)
-        self.call_id, self.answer = None, {}
+        session, received, answer = self.session, self.received, self.answer
+        if self.raw_by == session.pid:
+            session.record_raw(RAW_WEBSOCKET_RESULT, (*number, answer, received), b"", answer=True,
+                               size=self.received_bytes)
+        else:
+            session.record_later(_result_event, (new_call_id("t", number), answer, received),
+                                 size=self.received_bytes, origin=self.origin)
+        self.number, self.answer = None, {}
+
+    def take(self, opcode: int, data: bytes) -> None:
+        """A frame received (or -1: the connection was lost), for the current call's result."""
+        self.received.append((opcode, data))
+        self.received_bytes += len(data)
 
     def finish(self, complete: Any = True) -> None:
         """The connection ended (or the process ends with it open): the last call's result is recorded."""
         if self.finished:
             return
         self.finished = True
-        if not self.closed_by_server and complete is True and (self.call_id is not None or self.opening is not None):
-            self.received.append((-1, b""))  # ended without a close frame from the server
+        if not self.closed_by_server and complete is True and (self.number is not None or self.opening is not None):
+            self.take(-1, b"")  # ended without a close frame from the server
         self.result()
 
 
-def _call_event(call_id: str, url: str, kind: str, pieces: tuple,
+class RawFrames:
+    """`wop capture`'s end of the websocket calls a process sends raw (_Recording.call): their events, built by
+    _call_event and _result_event as the process would have built them. A call's origin, without its site, is kept
+    until its result comes, which has it."""
+
+    KINDS = frozenset({RAW_WEBSOCKET_CALL, RAW_WEBSOCKET_RESULT})
+
+    def __init__(self) -> None:
+        self._origins: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def event(self, kind: str, pieces: tuple, body: bytes,
+              origin_json: bytes | None) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """(type, data, origin) of the event for raw pieces of a kind (KINDS) and their origin (Session.record_raw's:
+        JSON, None for a result); None for a call whose origin is not a JSON object, or a result of no call sent raw."""
+        number = (pieces[0], pieces[1])
+        if kind == RAW_WEBSOCKET_CALL:
+            origin = None if origin_json is None else orjson.loads(origin_json)
+            if type(origin) is not dict:
+                return None
+            url, call_kind, call_pieces, headers = pieces[2:]
+            self._origins[number] = {key: value for key, value in origin.items() if key != "site"}
+            return (*_call_event(new_call_id("t", number), url, call_kind, call_pieces, body, headers), origin)
+        call_origin = self._origins.pop(number, None)
+        if call_origin is None:
+            return None
+        answer, received = pieces[2:]
+        return (*_result_event(new_call_id("t", number), answer, received), call_origin)
+
+
+def _call_event(call_id: str, url: str, kind: str, pieces: tuple, body: bytes,
                 headers: dict[str, str] | None) -> tuple[str, dict[str, Any]]:
     args: dict[str, Any] = {"url": url}
     if kind == "send":
-        frame, opcode, data = pieces
-        args.update(frame=frame, **_sent_message(opcode, data))
+        frame, opcode = pieces
+        args["frame"] = frame
+        args.update(_sent_message(opcode, body))
     elif kind == "close":
         frame, code, reason = pieces
         args.update(frame=frame, close={"code": code, "reason": reason})
@@ -266,7 +316,7 @@ def _opened(recording: _Recording, request_headers: Any) -> None:
     """The handshake's request is sent: the opening's call, with its headers (websockets' Headers); a live one's the
     replay recorded."""
     if recording.opening is None:
-        recording.call("open", (), _kept_handshake_headers(request_headers))
+        recording.call("open", (), headers=_kept_handshake_headers(request_headers))
     note_open_stream(recording)
 
 
@@ -304,7 +354,7 @@ def _sent(recording: _Recording, opcode: int, data: Any, fin: bool) -> None:
         recording.sending = (opcode, bytearray(data))
         return
     recording.sent += 1
-    recording.call("send", (recording.sent, opcode, bytes(data)))
+    recording.call("send", (recording.sent, opcode), bytes(data))
 
 
 def _received(recording: _Recording, events: list) -> None:
@@ -320,16 +370,16 @@ def _received(recording: _Recording, events: list) -> None:
         opcode = int(opcode)
         if opcode == _CLOSE:
             recording.closed_by_server = True
-            recording.received.append((_CLOSE, bytes(event.data)))
+            recording.take(_CLOSE, bytes(event.data))
         elif opcode in (_TEXT, _BINARY):
             if event.fin:
-                recording.received.append((opcode, bytes(event.data)))
+                recording.take(opcode, bytes(event.data))
             else:
                 recording.receiving = (opcode, bytearray(event.data))
         elif opcode == _CONTINUATION and recording.receiving is not None:
             recording.receiving[1].extend(event.data)
             if event.fin:
-                recording.received.append((recording.receiving[0], bytes(recording.receiving[1])))
+                recording.take(recording.receiving[0], bytes(recording.receiving[1]))
                 recording.receiving = None
 
 
@@ -519,7 +569,8 @@ class _Opening:
             self.finish_live(error=exc)
 
     def recording(self, url: str) -> _Recording:
-        """The recording of the connection this opening makes."""
+        """The recording of the connection this opening makes (one made for real, with a session)."""
+        assert self.session is not None
         return _Recording(self.session, url, self)
 
     def finish_live(self, result: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
