@@ -13,7 +13,7 @@ from tests.programs import OFFLINE_SDKS, capture, events, replay, unrecorded_con
 
 pytest.importorskip("websockets")
 
-from tests.fake_websocket import FakeWebsocketServer  # noqa: E402 (needs websockets)
+from tests.fake_websocket import FakeWebsocketServer, RedirectingWebsocketServer  # noqa: E402 (needs websockets)
 
 ASYNC_ECHO = """
 import asyncio, json, os
@@ -121,6 +121,18 @@ def test_the_legacy_client_records_and_replays_the_events_of_the_asyncio_client(
     today = [(event["data"], result["data"]) for event, result in zip(events(source, "tool_call"),
                                                                        events(source, "tool_result"))]
     assert [comparable(pair) for pair in legacy] == [comparable(pair) for pair in today]
+
+
+def test_the_legacy_client_redirected_to_another_server_records_and_replays_both_openings(tmp_path):
+    with FakeWebsocketServer() as target, RedirectingWebsocketServer(target.url + "/moved") as server:
+        done, source = capture(tmp_path, LEGACY_ECHO, {"WS": server.url})
+    assert done.returncode == 0, done.stderr
+    assert not unrecorded_connections(source), "the connection after the redirect went unrecorded"
+    openings = [event["data"]["args"]["url"] for event in events(source, "tool_call")[:2]]
+    assert openings == [server.url + "/", target.url + "/moved"]
+    replayed, report = replay(tmp_path, source, env={"WS": server.url})
+    assert replayed.returncode == 0 and not report["divergences"], replayed.stderr
+    assert done.stdout in replayed.stderr
 
 
 def comparable(pair: tuple[dict, dict]) -> tuple[dict, dict]:
