@@ -10,6 +10,8 @@ import json
 import threading
 from typing import Any
 
+from websockets.datastructures import Headers
+from websockets.http11 import Response
 from websockets.sync.server import serve
 
 
@@ -57,6 +59,26 @@ class FakeWebsocketServer:
                                                          "status": "completed", "output": []}}))
 
     def __enter__(self) -> "FakeWebsocketServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+
+
+class RedirectingWebsocketServer:
+    """`with RedirectingWebsocketServer(target) as server:` answers every handshake with a 302 to target."""
+
+    def __init__(self, target: str) -> None:
+        self._server = serve(lambda connection: None, "127.0.0.1", 0, process_request=self._redirect)
+        self.url = f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}"
+        self._target = target
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _redirect(self, connection: Any, request: Any) -> Response:
+        return Response(302, "Found", Headers({"Location": self._target, "Content-Length": "0"}), b"")
+
+    def __enter__(self) -> "RedirectingWebsocketServer":
         self._thread.start()
         return self
 

@@ -116,6 +116,7 @@ class Collector:
         self._merge = heapq.merge
         self._recorded_at = itemgetter(0)  # what _received lists: (when recorded, handler, its arguments)
         self._raw_exchanges: Any = None  # adapters.exchange.RawExchanges, on the first frame
+        self._raw_frames: Any = None  # adapters.websockets_adapter.RawFrames, on the first frame
         self._append = append
         self._append_raw = append_raw
         self._yield_cores = yield_cores
@@ -286,8 +287,9 @@ class Collector:
         sent as one; an entry wop cannot build an event from is counted and skipped."""
         if self._raw_exchanges is None:
             from openwop_cli.runtime.adapters.exchange import RawExchanges
+            from openwop_cli.runtime.adapters.websockets_adapter import RawFrames
 
-            self._raw_exchanges = RawExchanges()
+            self._raw_exchanges, self._raw_frames = RawExchanges(), RawFrames()
         events: list[tuple[str, int, bytes, bytes, None]] = []
         entries = frame_entries(payload)
         while True:
@@ -312,7 +314,8 @@ class Collector:
             if type(kind) is not str or type(ts) is not int or type(body) is not bytes or (
                     origin is not None and type(origin) is not bytes):
                 return None
-            event = self._raw_exchanges.event(kind, pieces, body, origin)
+            event = (self._raw_frames if kind in self._raw_frames.KINDS else self._raw_exchanges).event(
+                kind, pieces, body, origin)
             if event is None:
                 return None
             return event[0], ts, self._dumps(event[2]), self._dumps(event[1])

@@ -55,9 +55,10 @@ NOT_IN_TRACE = "not_in_trace"
 
 
 class Served:
-    """A boundary's answer: a recorded value or error, or `live` (run the real call, then `finish`)."""
+    """A boundary's answer: a recorded value or error, or `live` (run the real call, then `finish`). seq: the recorded
+    call's, when one was served (a tool's)."""
 
-    __slots__ = ("live", "result", "error", "finish", "notes")
+    __slots__ = ("live", "result", "error", "finish", "notes", "seq")
 
     def __init__(self, result: Any = None, error: BaseException | None = None,
                  finish: Callable[..., None] | None = None) -> None:
@@ -66,6 +67,7 @@ class Served:
         self.error = error
         self.finish = finish
         self.notes: dict[str, Any] | None = None
+        self.seq: int | None = None
 
     def value(self) -> Any:
         """The recorded result, or the recorded exception raised."""
@@ -153,6 +155,7 @@ class Replayer:
             served = self._served_result(recorded, "result", "resultType")
             self.session.record("tool_result", {**recorded, **(served.notes or {}), "callId": call_id},
                                 match.result_seq)
+        served.seq = match.request_seq
         return served
 
     def _runs_unexpected(self, match: Match) -> bool:

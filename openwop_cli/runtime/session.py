@@ -80,13 +80,16 @@ class Session:
         return origin
 
     def record_raw(self, kind: str, pieces: tuple, body: bytes, *, site: dict[str, Any] | None = None,
-                   answer: bool = False) -> None:
+                   answer: bool = False, size: int | None = None) -> None:
         """record_later for a recorder that sends raw pieces (sends_raw: the channel to `wop capture`, which builds
-        the event from them: adapters.exchange.RawExchanges): kind and pieces as RawExchanges reads them, body bytes.
+        the event from them: adapters.exchange.RawExchanges, and websockets_adapter.RawFrames for websocket frames):
+        kind and pieces as those read them, body bytes.
         The entry's origin is the calling thread's as JSON (raw_origin), or None for the answer of a request this
-        thread recorded raw (answer: by the call that sent it), which has that request's origin without its site."""
+        thread recorded raw (answer: by the call that sent it), which has that request's origin without its site.
+        size: about how many bytes the pieces hold, when not the body's."""
         origin = None if answer else self.raw_origin(site)
-        self.recorder.queue_raw((kind, _time_ns() // 1_000_000, origin, pieces, body), len(body))
+        self.recorder.queue_raw((kind, _time_ns() // 1_000_000, origin, pieces, body),
+                                len(body) if size is None else size)
 
     def raw_origin(self, site: dict[str, Any] | None) -> bytes:
         """origin() with site as JSON, remembered by what it holds (a program calls from a few threads, tasks and

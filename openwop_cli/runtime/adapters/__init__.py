@@ -24,6 +24,7 @@ ADAPTERS = {
     "websockets.client": "websockets_adapter:patch",
     "websockets.asyncio.client": "websockets_adapter:patch",
     "websockets.sync.client": "websockets_adapter:patch",
+    "websockets.legacy.client": "websockets_adapter:patch",
     "mcp.client.stdio": "mcp_adapter:patch",
     "mcp.client.streamable_http": "mcp_adapter:patch",
     "mcp.client.sse": "mcp_adapter:patch",
