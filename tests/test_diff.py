@@ -163,6 +163,14 @@ def test_ignore_paths_and_max_diffs():
     assert result["counts"]["changed"] == 3 and result["omittedEventDiffs"] == 1
 
 
+def test_max_diffs_bounds_a_content_aligned_list_too():
+    base = [{"step": index} for index in range(20)]
+    inserted = base[:3] + [{"step": "new"}] + base[3:9] + [{"step": "newer"}] + base[9:]
+    result = diff_runs(events(*base), events(*inserted), a="a", b="b", align="content", max_diffs=1)
+    assert [(d["op"], d["seq"]) for d in result["eventDiffs"]] == [("added", 3)]
+    assert result["counts"]["added"] == 2 and result["omittedEventDiffs"] == 1
+
+
 def test_content_alignment_reports_one_inserted_event_as_one_added():
     base = [{"step": index} for index in range(20)]
     inserted = base[:7] + [{"step": "new"}] + base[7:]
