@@ -239,7 +239,13 @@ class ChildLaunch:
         except BaseException:
             self.listener.remove()
             raise
-        self._passed_on = _SignalsPassedOn(self.child)
+        try:
+            self._passed_on = _SignalsPassedOn(self.child)
+        except BaseException:  # a Ctrl-C just before the child's signals are passed on: it ends (still gated or
+            self.child.kill()  # just started), and so does the listener's directory
+            self.child.wait()
+            self.listener.remove()
+            raise
 
     def wait(self) -> int:
         """Wait until the command ends; its return code (negative: signal)."""
