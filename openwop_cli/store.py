@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from openwop_cli.errors import AmbiguousReference, CaptureError, CaptureNotFound, NotACapture
-from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
+from openwop_cli.format.files import MAX_LINE_BYTES, open_regular, remove_if_empty
 from openwop_cli.format.manifest import EVENTS_NAME, MANIFEST_NAME, read_manifest
 from openwop_cli.format.writerlock import LOCK_NAME, being_written
 from openwop_cli.heldsignals import imported_held
@@ -204,7 +204,7 @@ def delete_capture(path: Path) -> Deletion:
             target.unlink()
         else:
             kept.append(entry + ("/" if _is_real_dir(target) else ""))
-    _remove_if_empty(path)
+    remove_if_empty(path)
     return Deletion(path, tuple(kept))
 
 
@@ -226,9 +226,9 @@ def _delete_blobs(blobs: Path) -> list[str]:
                     (folder / name).unlink()
                 else:
                     kept.append(f"sha256/{prefix}/{name}")
-            _remove_if_empty(folder)
-        _remove_if_empty(root)
-    _remove_if_empty(blobs)
+            remove_if_empty(folder)
+        remove_if_empty(root)
+    remove_if_empty(blobs)
     return kept
 
 
@@ -249,9 +249,3 @@ def _is_real_dir(path: Path) -> bool:
 def _is_regular(path: Path) -> bool:
     return stat.S_ISREG(path.lstat().st_mode) if os.path.lexists(path) else False
 
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        pass

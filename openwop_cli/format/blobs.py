@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from openwop_cli.errors import CorruptCapture, UnsafeBlobReference
-from openwop_cli.format.files import MAX_BLOB_BYTES, read_regular
+from openwop_cli.format.files import MAX_BLOB_BYTES, read_regular, remove_if_empty
 from openwop_cli.format.schema import MAX_DEPTH
 
 BLOB_KEY = "$blob"
@@ -72,10 +72,14 @@ class BlobStore:
     def _temp_path(self, digest: str) -> Path:
         """Where a blob whose name will be digest is written before it is renamed into place (its folders made).
         The name is one `wop rm` knows as a blob's temporary file."""
+        return self._folder(digest) / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+
+    def _folder(self, digest: str) -> Path:
+        """The folder of the blob named digest, made (with blobs/ and blobs/sha256/) when missing."""
         folder = self.root / digest[:2]
         for directory in (self.root.parent, self.root, folder):
             directory.mkdir(mode=0o700, exist_ok=True)
-        return folder / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+        return folder
 
     def get(self, ref: str) -> bytes:
         """The bytes of a blob, checked against their name."""
@@ -156,12 +160,10 @@ class BlobWriter:
         self._temp = store._temp_path(os.urandom(32).hex())  # a placeholder digest: unique, and rm's pattern
         self._file = os.fdopen(os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                                        0o600), "wb")
-        self.size = 0
 
     def write(self, data: bytes) -> None:
         self._file.write(data)
         self._hash.update(data)
-        self.size += len(data)
 
     def close(self) -> str:
         """The reference of what was written, stored under its name."""
@@ -172,26 +174,18 @@ class BlobWriter:
             if path.exists():
                 self._temp.unlink()
             else:
-                self._store._temp_path(digest)  # its folder
-                os.replace(self._temp, path)
+                os.replace(self._temp, self._store._folder(digest) / digest)
         except BaseException:
             self.discard()
             raise
-        _remove_if_empty(self._temp.parent)
+        remove_if_empty(self._temp.parent)
         return f"sha256:{digest}"
 
     def discard(self) -> None:
         """Drop what was written (the capture ends without it)."""
         self._file.close()
         self._temp.unlink(missing_ok=True)
-        _remove_if_empty(self._temp.parent)
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        pass
+        remove_if_empty(self._temp.parent)
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -50,7 +50,7 @@ def library_patterns() -> list[tuple[str, str, int]]:
     except (OSError, orjson.JSONDecodeError, TypeError):
         pass
     patterns = _read_library()
-    _store(path, orjson.dumps(patterns))
+    write_cache_file(path, orjson.dumps(patterns))
     return patterns
 
 
@@ -113,7 +113,7 @@ def _without_verbose_layout(pattern: str) -> str:
     return "".join(out)
 
 
-def _store(path: str, data: bytes) -> None:
+def write_cache_file(path: str, data: bytes) -> None:
     """Write the cache file whole or not at all (another process may be writing it too)."""
     import threading
 
@@ -148,7 +148,7 @@ def portable_forms(patterns: list[tuple[str, int]]) -> list[str | None]:
     except (OSError, orjson.JSONDecodeError):
         pass
     forms = [_portable_or_none(pattern, flags) for pattern, flags in patterns]
-    _store(path, orjson.dumps(forms))
+    write_cache_file(path, orjson.dumps(forms))
     return forms
 
 

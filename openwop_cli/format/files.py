@@ -85,6 +85,14 @@ def bounded_lines(handle: BinaryIO, chunk_bytes: int = 1 << 20) -> Iterator[byte
         yield tail
 
 
+def remove_if_empty(directory: Path) -> None:
+    """Remove directory when it is empty; leave it (and say nothing) otherwise or when it is gone."""
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"

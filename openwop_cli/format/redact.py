@@ -633,17 +633,10 @@ def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False
         return database
     except (OSError, hyperscan.error):
         pass
-    import threading
+    from openwop_cli.format.detectors import write_cache_file
 
     database = _compiled_database(hyperscan, parts, every_match)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(hyperscan.dumpb(database))
-        os.replace(temporary, path)
-    except OSError:
-        pass
+    write_cache_file(path, hyperscan.dumpb(database))
     return database
 
 
