@@ -642,3 +642,76 @@ def test_a_run_with_no_terminal_event_or_an_incomplete_capture_is_truncated():
     assert result["stateDiff"]["status"] == {"a": "error", "b": "ok", "changed": True}
     excluded = diff_runs(done, done, a="a", b="b", ignore_run_metadata=True)["excluded"]
     assert {"callId", "run_start.env", "ts"} <= set(excluded) and excluded == sorted(excluded)
+
+
+def test_content_aligned_differences_carry_each_runs_whole_events():
+    """What content alignment compares is an event's type and data less the excluded fields; what it lists is the
+    event itself, seq, time and ids included, for added, removed and changed alike."""
+    base = [{"step": index} for index in range(6)]
+    a = events(*base[:2], {"step": "a only"}, *base[2:4], {"step": "mine"}, *base[4:])
+    b = events(*base[:4], {"step": "theirs"}, base[4], {"step": "b only"}, base[5])
+    result = diff_runs(a, b, a="a", b="b", align="content")
+    listed = [(item["op"], item.get("aEvent"), item.get("bEvent")) for item in result["eventDiffs"]]
+    assert listed == [("removed", a[2], None), ("changed", a[5], b[4]), ("added", None, b[6])]
+    assert result["eventDiffs"][1]["paths"] == ["$.step"]
+
+
+def test_an_event_moved_one_place_is_listed_where_b_has_it_first():
+    """A tie (A's next event is as far ahead in B as B's next is in A) lists B's events first, as added: one rule, so
+    the same two runs always give the same list."""
+    a, b = events({"step": "p"}, {"step": "q"}, {"step": "r"}), events({"step": "q"}, {"step": "p"}, {"step": "r"})
+    result = diff_runs(a, b, a="a", b="b", align="content")
+    assert [(item["op"], item["seq"]) for item in result["eventDiffs"]] == [("added", 0), ("removed", 1)]
+    assert result["eventDiffs"][0]["bEvent"] == b[0] and result["eventDiffs"][1]["aEvent"] == a[1]
+
+
+@pytest.mark.parametrize("second", [1.0, 1])
+def test_a_state_write_of_one_value_written_two_ways_folds_in_both_runs(second):
+    """1 and 1.0 are one JCS value: no event differs, and each run's state holds its own write (were one left
+    unfolded, its run would lack the variable and the counter's first step)."""
+    def run(value):
+        writes = [{"kind": "variable", "key": "x", "value": value},
+                  {"kind": "channel", "channel": "cost", "value": value, "reducer": "counter"},
+                  {"kind": "variable", "key": "y", "value": 2}]
+        return [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"]}},
+                *({"seq": seq, "ts": 1 + seq, "type": "state_mutation", "data": data}
+                  for seq, data in enumerate(writes, 1))]
+
+    first = 1 if second == 1.0 else 1.0
+    result = diff_runs(run(first), run(second), a="a", b="b")
+    assert result["eventDiffs"] == [] and result["divergedAtSeq"] is None
+    for part in ("variables", "channels"):
+        assert result["stateDiff"][part] == {"added": {}, "removed": {}, "changed": {}}
+    lonely = diff_runs(run(first)[:2], run(second)[:1], a="a", b="b")
+    assert lonely["stateDiff"]["variables"]["removed"] == {"x": first}, "the test's runs do write state"
+
+
+@pytest.mark.parametrize("declared", ["b", "a"])
+def test_a_run_that_declares_a_channel_the_other_does_not_folds_with_its_own_declaration(declared):
+    """Only one run's pinned workflow declares the channel (a bound and a default): each run's end state is folded
+    with its own declarations, so the same writes leave different states."""
+    declaration = {"log": {"reducer": "append", "maxSize": 1, "default": []}, "idle": {"default": "none"}}
+    writes = [{"seq": 0, "ts": 1, "type": "run_start", "data": {"argv": ["a.py"]}}]
+    writes += [{"seq": seq, "ts": 1 + seq, "type": "state_mutation",
+                "data": {"kind": "channel", "channel": "log", "value": seq, "reducer": "append"}} for seq in (1, 2, 3)]
+    declarations = {"declarations_a": declaration} if declared == "a" else {"declarations_b": declaration}
+    result = diff_runs(writes, writes, a="a", b="b", **declarations)
+    assert result["eventDiffs"] == []
+    bounded, unbounded = ("b", "a") if declared == "b" else ("a", "b")
+    changed = result["stateDiff"]["channels"]["changed"]
+    assert list(changed) == ["log"] and changed["log"][bounded] == [3] and changed["log"][unbounded] == [1, 2, 3]
+    added_or_removed = "added" if declared == "b" else "removed"
+    assert result["stateDiff"]["channels"][added_or_removed] == {"idle": "none"}
+
+
+def test_a_capture_diffed_with_a_run_log_that_skips_seqs_is_aligned_by_seq(tmp_path):
+    """A capture's seqs run 0, 1, 2…; a run log's may skip. Paired by seq, the log's missing seq is one removed event;
+    paired by position (right for two captures only), every later event would be changed."""
+    from openwop_cli.format.reader import CaptureReader
+
+    capture = write_capture(tmp_path / "a", [("run_start", {"argv": ["a.py"]}),
+                                             *(("tool_result", {"callId": f"c{n}", "ok": True, "result": n})
+                                               for n in range(4))])
+    run_log = [event for event in CaptureReader(capture) if event["seq"] != 2]
+    result = diff_runs(CaptureReader(capture), run_log, a="a", b="b")
+    assert [(item["seq"], item["op"]) for item in result["eventDiffs"]] == [(2, "removed")]

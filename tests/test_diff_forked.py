@@ -460,3 +460,14 @@ def test_a_forked_diff_of_a_longer_b_lists_up_to_max_diffs_as_the_one_process_di
     assert forked == alone
     assert [(item["seq"], item["op"]) for item in forked["eventDiffs"]] == [(3, "changed"), (5, "added")]
     assert forked["omittedEventDiffs"] == 1 and forked["counts"] == {"added": 2, "removed": 0, "changed": 1}
+
+
+def test_a_run_log_with_a_capture_read_by_a_child_is_still_aligned_by_seq(tmp_path):
+    """Only two captures are read by position, B in a child: a run log whose seqs skip, diffed with a big capture
+    (where forking would pay), is aligned by seq here, whatever fork_b says."""
+    writes = [{"kind": "channel", "channel": "log", "value": index, "reducer": "append"} for index in range(5)]
+    b = write_run(tmp_path / "b", writes, pid=1)
+    run_log = [event for event in CaptureReader(b, resolve_blobs=True) if event["seq"] != 2]
+    for fork_b in (True, False):
+        result = diff_runs(run_log, CaptureReader(b, resolve_blobs=True), a="a", b="b", fork_b=fork_b)
+        assert [(item["seq"], item["op"]) for item in result["eventDiffs"]] == [(2, "added")], fork_b

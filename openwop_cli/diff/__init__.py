@@ -146,7 +146,7 @@ def state_diff(state_a: dict[str, Any], state_b: dict[str, Any], status_a: str |
     """status, variables and channels of the two folded end states: what was added, removed or changed."""
     result: dict[str, Any] = {"status": {"a": status_a, "b": status_b, "changed": status_a != status_b}}
     for part in ("variables", "channels"):
-        left, right = state_a.get(part, {}), state_b.get(part, {})
+        left, right = state_a[part], state_b[part]
         changed = {}
         for name in sorted(left.keys() & right.keys()):  # sorted: the same order whatever the hash seed
             if not same_json(left[name], right[name]):

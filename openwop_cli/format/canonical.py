@@ -12,7 +12,7 @@ _SORTED = orjson.OPT_SORT_KEYS
 
 def _binary(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
-        return {"$bytes": base64.b64encode(value).decode("ascii")}
+        return {"$bytes": base64.b64encode(value).decode()}
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -52,9 +52,10 @@ _SAFE_INTEGER = 2**53 - 1
 
 
 def _as_doubles(value: Any) -> Any:
-    """value with every integer beyond ±(2^53-1) made the nearest double (the value itself when it has none)."""
+    """value with every integer made the nearest double: JCS writes one within ±(2^53-1) as the integer itself, and
+    one beyond as the double JSON.parse gives a host."""
     kind = type(value)
-    if kind is int and not -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+    if kind is int:
         try:
             return float(value)
         except OverflowError:
@@ -64,6 +65,8 @@ def _as_doubles(value: Any) -> Any:
     if kind is list or kind is tuple:
         return [_as_doubles(child) for child in value]
     return value
+
+
 _FROM_U_E000 = re.compile(rb"[\xee-\xff]")  # the UTF-8 lead bytes of U+E000 and above
 
 
