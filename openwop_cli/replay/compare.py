@@ -26,14 +26,16 @@ SHAPE_PATHS = frozenset({"$.stream", "$.http.method", "$.http.path"})
 
 
 def request_difference(line: bytes, recorded: Callable[[], dict[str, Any]], today: dict[str, Any],
-                       redactor: Any = None) -> tuple[str, Any, Any] | None:
+                       redactor: Any = None, sent: bytes | None = None) -> tuple[str, Any, Any] | None:
     """(JSON path, recorded value, today's value) of the first difference between a recorded llm_request (its event
     line, and a function parsing its data) and today's request data; None when they are the same.
 
-    Paths are the body's own (`$.max_tokens`), or `$.http.method` / `$.http.path`."""
+    sent: the body's bytes as the program sent them (an HTTP adapter has them). An SDK that writes compact JSON
+    (httpx's `json=`) sends the very bytes the capture wrote, which then settle the common case without writing
+    today's body again. Paths are the body's own (`$.max_tokens`), or `$.http.method` / `$.http.path`."""
     body, http = today.get("request"), today.get("http")
     try:
-        if _same_in_place(line, body, http):
+        if _same_in_place(line, body, http, sent):
             return None
     except TypeError:  # not JSON as it stands (an SDK call's request with Python objects): compared below
         pass
@@ -47,21 +49,27 @@ def request_difference(line: bytes, recorded: Callable[[], dict[str, Any]], toda
     return _http_difference(data.get("http"), http)
 
 
-def _same_in_place(line: bytes, body: Any, http: Any) -> bool:
+def _same_in_place(line: bytes, body: Any, http: Any, sent: bytes | None = None) -> bool:
     """Whether the recorded event's line holds today's body (and `http`, when today has one) exactly, as wop writes
     an llm_request's data: `"request":BODY` then `,"http":HTTP`. Found by a short search and compared in place (a
     search for the whole 10 KB body cost ten times more). The key found is the data's own only when two objects are
     open before it (the event's and its data's; a key inside a string is escaped, `\\"request\\":`); anything else
-    (a nested `request` first, another order) is left to the caller's comparison of parsed values."""
+    (a nested `request` first, another order) is left to the caller's comparison of parsed values. The body is
+    looked for as sent first: the same bytes are the same value, and the check of what follows them (`,"http":`,
+    or the data's end) makes sure they are the whole recorded body, not the start of a longer one."""
     start = line.find(_REQUEST_KEY)
     if start < 0 or line.count(b"{", 0, start) != 2:
         return False
-    value = orjson.dumps(body)
-    end = start + len(_REQUEST_KEY) + len(value)
-    if not line.startswith(value, start + len(_REQUEST_KEY)):
+    start += len(_REQUEST_KEY)
+    value = sent if sent is not None and line.startswith(sent, start) else orjson.dumps(body)
+    if not line.startswith(value, start):
         return False
+    end = start + len(value)
     if http is not None:
-        value = b',"http":' + orjson.dumps(http)
+        if not line.startswith(_HTTP_KEY, end):
+            return False
+        value = orjson.dumps(http)
+        end += len(_HTTP_KEY)
         if not line.startswith(value, end):
             return False
         end += len(value)
@@ -69,6 +77,7 @@ def _same_in_place(line: bytes, body: Any, http: Any) -> bool:
 
 
 _REQUEST_KEY = b'"request":'
+_HTTP_KEY = b',"http":'
 
 
 def changes_shape(path: str | None) -> bool:

@@ -117,10 +117,12 @@ class ReplayEngine:
 
     # ---- the one entry point of every boundary ----------------------------------------------
 
-    def match(self, kind: int, data: dict[str, Any], live_if_unrecorded: bool = False) -> Match:
+    def match(self, kind: int, data: dict[str, Any], live_if_unrecorded: bool = False,
+              sent: bytes | None = None) -> Match:
         """Find the recorded unit for a call made today; raise ReplayDivergenceError when strict says stop.
 
-        live_if_unrecorded (an allowed tool): a call the capture has no counterpart for runs live, no divergence."""
+        live_if_unrecorded (an allowed tool): a call the capture has no counterpart for runs live, no divergence.
+        sent: an LLM request's body as the program sent it, when an HTTP adapter has it (replay.compare)."""
         if self.stopped is not None:
             raise ReplayDivergenceError(self.stopped, after_stop=True)
         override = self._override(kind, data)
@@ -129,11 +131,11 @@ class ReplayEngine:
         keys = self._keys(self._content_key(kind, data))
         own = self._own_unit(kind, keys[-1])
         if own is not None:
-            return self._serve(own, self._difference(kind, data, own), override)
+            return self._serve(own, self._difference(kind, data, own, sent), override)
         for key in keys:
             unit = self._available(key)
             if unit is not None:
-                return self._serve(unit, self._difference(kind, data, unit), override)
+                return self._serve(unit, self._difference(kind, data, unit, sent), override)
         for key in keys:
             waiting = self._first_unconsumed(self._by_key, self._key_start, key)
             if waiting is not None and self._servable(waiting):
@@ -329,21 +331,21 @@ class ReplayEngine:
                                  "(same input, different reducer or declaration)", "state_mutation",
                                  self.source.event(seq), observed_event("state_mutation", self._kept(data))))
 
-    def _difference(self, kind: int, data: dict[str, Any], unit: int) -> Divergence | None:
+    def _difference(self, kind: int, data: dict[str, Any], unit: int, sent: bytes | None = None) -> Divergence | None:
         """What differs between a call and the recorded one its content key found: an LLM request beyond the key's
         fields (replay.compare), a state write's reducer."""
         if kind == KIND_LLM:
-            return self._request_difference(data, unit)
+            return self._request_difference(data, unit, sent)
         if kind == KIND_STATE:
             return self._state_difference(data, unit)
         return None
 
-    def _request_difference(self, data: dict[str, Any], unit: int) -> Divergence | None:
+    def _request_difference(self, data: dict[str, Any], unit: int, sent: bytes | None) -> Divergence | None:
         if not self._checked(unit):
             return None
         seq = self.source.request_seqs[unit]
         found = request_difference(self.source.line(seq), lambda: self.source.event(seq)["data"], data,
-                                   self.source.redactor)
+                                   self.source.redactor, sent)
         if found is None:
             return None
         path, was, now = found

@@ -237,9 +237,9 @@ class Replayer:
     # ---- HTTP exchanges (the transport adapters) ----------------------------------------------
 
     @_debuggable
-    def exchange(self, is_llm: bool, data: dict[str, Any]) -> Served:
+    def exchange(self, is_llm: bool, data: dict[str, Any], sent: bytes | None = None) -> Served:
         """An HTTP request the adapters saw: the recorded response event's data (or, when the request never got
-        an answer, its error rebuilt), or live (fork, allowed tool).
+        an answer, its error rebuilt), or live (fork, allowed tool). sent: its JSON body's bytes as sent.
 
         Raises ReplayDivergenceError when there is nothing to serve.
         """
@@ -249,7 +249,7 @@ class Replayer:
         live_http = not is_llm and ("http" in self.allow_tools
                                     or (self._untraced_http and telemetry_of(data) is None))
         with self._lock:
-            match = self._match(kind, request_type, data, live_if_unrecorded=live_http)
+            match = self._match(kind, request_type, data, live_if_unrecorded=live_http, sent=sent)
             if match.live or live_http:
                 if not is_llm and match.unit is None and self._untraced_http:
                     args = data.get("args") or {}
@@ -515,10 +515,10 @@ class Replayer:
     # ---- plumbing ---------------------------------------------------------------------------
 
     def _match(self, kind: int, event_type: str, data: dict[str, Any], record: bool = True,
-               live_if_unrecorded: bool = False) -> Match:
+               live_if_unrecorded: bool = False, sent: bytes | None = None) -> Match:
         """engine.match, then the observed event and any divergence on record (also when strict raises)."""
         try:
-            match = self.engine.match(kind, data, live_if_unrecorded)
+            match = self.engine.match(kind, data, live_if_unrecorded, sent)
             self._local.match = match
         except ReplayDivergenceError:
             self.session.record(event_type, data)

@@ -4,8 +4,10 @@ Real SDKs (anthropic, openai) against the fake provider; the program reads what 
 the "changed" replay is today's code with one option changed.
 """
 
+import json
+
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.replay.compare import request_difference
@@ -131,16 +133,25 @@ def test_a_tools_divergence_names_the_real_change_and_never_shows_the_secret(tmp
        st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
                     max_leaves=8),
-       st.sampled_from(["POST", "GET"]), st.sampled_from(["POST", "GET"]), st.booleans())
+       st.sampled_from(["POST", "GET"]), st.sampled_from(["POST", "GET"]), st.booleans(),
+       st.sampled_from(["none", "compact", "spaced"]), st.booleans())
+@example(12, 1, "POST", "POST", False, "compact", False)  # the bytes sent are the start of the recorded body
+@example(-1.5, -1, "POST", "POST", False, "compact", False)
+@example({"n": 1}, {"n": 1}, "POST", "GET", False, "compact", True)  # the same body, another method
 @settings(max_examples=300, deadline=None)
-def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today, method, today_method, nested):
-    """The common case is decided on the recorded line's bytes (today's body and http found in place after
-    "request":): it must never call two different requests the same (1 and 12, "ab" and "abc", a request nested in
-    another field before the real one, another method)."""
+def test_the_fast_comparison_says_same_only_for_the_same_body(recorded, today, method, today_method, nested, sent,
+                                                               same):
+    """The common case is decided on the recorded line's bytes (today's body, as the program sent it or as orjson
+    writes it, and http found in place after "request":): it must never call two different requests the same (1 and
+    12, "ab" and "abc", a request nested in another field before the real one, another method, bytes sent that are
+    the start of the recorded body), nor two equal ones different because the bytes were sent another way."""
+    today = recorded if same else today
     http = {"method": method, "url": "http://h/v1/chat/completions"}
     today_http = {**http, "method": today_method}
     data = {"provider": "openai", "model": "m", **({"note": {"request": today, "http": today_http}} if nested else {}),
             "request": recorded, "http": http}
     line = orjson.dumps({"type": "llm_request", "data": data})
-    found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today, "http": today_http})
+    body = {"none": None, "compact": orjson.dumps(today), "spaced": json.dumps(today).encode()}[sent]
+    found = request_difference(line, lambda: orjson.loads(line)["data"], {"request": today, "http": today_http},
+                               sent=body)
     assert (found is None) == (orjson.dumps(recorded) == orjson.dumps(today) and method == today_method)

@@ -185,7 +185,8 @@ class Exchange:
             request.data.update(kept_request_keys(request.llm.provider, request.llm.model, request.data["request"],
                                                   session.replayer.source.redactor))
         try:
-            served = self.session.replayer.exchange(request.llm is not None, request.data)
+            sent = self._body if request.llm is not None and self._body_is_json and type(self._body) is bytes else None
+            served = self.session.replayer.exchange(request.llm is not None, request.data, sent)
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
