@@ -2,7 +2,7 @@
 that matches its recording (the common case), against the orjson parse of that recorded line alone (what any look
 at the recorded request costs), in the same run. Two ways in: with the body's bytes as the SDK sent them (an HTTP
 adapter has them; httpx writes `json=` compactly, as the openai and anthropic SDKs send it), and with only the
-parsed body (an SDK-level hook), which is written again to be compared.
+parsed body (a program calling wop.llm_call with a dict), which is written again to be compared.
 
 Target (issue 32): the full-request comparison adds <= 5 us to a served call with a 10 KB request.
 Run: python bench/bench_compare.py [REPEATS]
@@ -54,7 +54,7 @@ def main() -> None:
         runs["parse"].append(timeit.timeit(lambda: orjson.loads(line), number=number) / number * 1e6)
     print(f"request of {len(sent):,} bytes, line of {len(line):,} bytes, {repeats} interleaved runs")
     for kind, label in (("sent", "with the bytes the SDK sent (HTTP adapters)"),
-                        ("parsed", "with the parsed body only (SDK-level hooks)")):
+                        ("parsed", "with the parsed body only (wop.llm_call)")):
         times = runs[kind]
         print(f"full-request comparison {label}: {statistics.median(times):.2f} us per served call "
               f"({min(times):.2f}-{max(times):.2f}); target <= 5 us")
