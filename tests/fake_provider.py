@@ -36,6 +36,7 @@ class FakeProvider:
         self.prefix = prefix
         self.event_delay = event_delay
         self.requests: list[dict] = []
+        self.raw_requests: list[bytes] = []  # each request body as it came
         self.headers: list[dict] = []
         provider = self
 
@@ -50,6 +51,7 @@ class FakeProvider:
                 except ValueError:  # a plain HTTP API's binary or text upload
                     body = {"bytes": len(raw)}
                 provider.requests.append(body)
+                provider.raw_requests.append(raw)
                 provider.headers.append({k.lower(): v for k, v in self.headers.items()})
                 path = urlsplit(self.path).path
                 if path.endswith("/chat/completions"):

@@ -7,6 +7,7 @@ the "changed" replay is today's code with one option changed.
 import json
 
 import orjson
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,18 @@ def _captured(tmp_path, script):
         done, source = capture(tmp_path, script, {"BASE": provider.url})
         assert done.returncode == 0, done.stderr
         return source, provider.url
+
+
+@pytest.mark.parametrize("script", [ANTHROPIC, RESPONSES, STREAM_FLIP], ids=["anthropic", "responses", "chat"])
+def test_an_sdks_request_body_is_recorded_as_the_bytes_it_sent(tmp_path, script):
+    """The openai and anthropic SDKs send `json=` through httpx, compactly: the capture writes the very bytes they
+    sent, so a replay finds today's request in the recorded line as sent, without writing it again
+    (replay.compare; bench/bench_compare.py times both ways)."""
+    with FakeProvider() as provider:
+        done, source = capture(tmp_path, script, {"BASE": provider.url})
+        assert done.returncode == 0, done.stderr
+    line = next(line for line in (source / "events.jsonl").read_bytes().splitlines() if b'"llm_request"' in line)
+    assert provider.raw_requests and b'"request":' + provider.raw_requests[0] + b',"http":' in line
 
 
 def test_an_unchanged_request_replays_exactly(tmp_path):

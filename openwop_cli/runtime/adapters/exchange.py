@@ -185,8 +185,7 @@ class Exchange:
             request.data.update(kept_request_keys(request.llm.provider, request.llm.model, request.data["request"],
                                                   session.replayer.source.redactor))
         try:
-            sent = self._body if request.llm is not None and self._body_is_json and type(self._body) is bytes else None
-            served = self.session.replayer.exchange(request.llm is not None, request.data, sent)
+            served = self.session.replayer.exchange(request.llm is not None, request.data, self._sent(request))
         except ReplayDivergenceError as exc:
             return divergence_parts(exc)
         if not served.live:
@@ -213,6 +212,13 @@ class Exchange:
     # ---- the events, built here when they are not sent raw for `wop capture` to build -----------------
     # (recorded as Exchange's functions with the exchange first among their arguments: a bound method would be one
     # more object made on the program's thread and freed on the sender's for every event)
+
+    def _sent(self, request: "RecordedRequest") -> bytes | None:
+        """An LLM request's body as sent, when the recorded body is the JSON object or array read from these bytes
+        (replay.compare looks for them in the recorded line first)."""
+        body = request.data.get("request")
+        return self._body if request.llm is not None and type(self._body) is bytes and type(body) in (dict, list) \
+            else None
 
     def _built(self) -> "RecordedRequest":
         """The request as it is recorded (built once)."""
