@@ -24,7 +24,14 @@ from openwop_cli.format.events import LLM_REQUEST, new_id
 from openwop_cli.heldsignals import imported_held
 from openwop_cli.host.collector import Collector, Listener
 from openwop_cli.wire.channel import ENV_ADDRESS, ENV_GATE
-from openwop_cli.wire.environ import ENV_AMBIENT, ENV_CAPTURE_DIR, ENV_MODE, ENV_PARENT_PID
+from openwop_cli.wire.environ import (
+    ENV_AMBIENT,
+    ENV_CAPTURE_DIR,
+    ENV_MODE,
+    ENV_PARENT_PID,
+    runs_bootstrap,
+    script_interpreter,
+)
 
 if TYPE_CHECKING:
     from openwop_cli.format.redact import Redactor
@@ -518,8 +525,6 @@ def starts_own_python(argv: list[str]) -> bool:
     command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if command is None:
         return False
-    from openwop_cli.runtime.children import runs_bootstrap, script_interpreter
-
     if _is_own_python(command):
         return runs_bootstrap(argv[1:])
     words, through_env = script_interpreter(command)

@@ -17,7 +17,6 @@ Otherwise:
 """
 
 import atexit
-import itertools
 import os
 import sys
 import threading
@@ -26,7 +25,7 @@ from typing import Any
 from openwop_cli.runtime import outputmarks
 from openwop_cli.runtime.connections import report_counts, tell_parent
 from openwop_cli.runtime.session import UNRESOLVED, _inside_boundary, _state
-from openwop_cli.wire.environ import ENV_MODE
+from openwop_cli.wire.environ import ENV_MODE, runs_bootstrap, script_interpreter
 
 SOURCE = "process"
 UNRECORDED_PROCESS = "unrecordedProcess"  # the message to the parent
@@ -111,43 +110,6 @@ def is_python(command: str, env: Any = None) -> bool:
         return True
     words = script_interpreter(path)[0]
     return bool(words) and re.fullmatch(_PYTHON_NAME, os.path.basename(words[0])) is not None
-
-
-def runs_bootstrap(options: list[str]) -> bool:
-    """False when the interpreter's options skip the bootstrap on PYTHONPATH: -I (isolated), -E (PYTHON* variables
-    ignored), -S (no site)."""
-    takes_value = False
-    for word in options:
-        if takes_value:
-            takes_value = False
-            continue
-        if not word.startswith("-") or word in ("-", "--"):
-            return True
-        if word.startswith("--"):
-            continue
-        for index, letter in enumerate(word[1:]):
-            if letter in "ISE":
-                return False
-            if letter in "cm":  # what follows is the program
-                return True
-            if letter in "XW":
-                takes_value = index == len(word) - 2
-                break
-    return True
-
-
-def script_interpreter(path: str) -> tuple[list[str], bool]:
-    """The words of a script's `#!` line from its interpreter on (after `env` and env's options), and whether `env`
-    finds that interpreter on PATH; ([], False) for a file without one."""
-    try:
-        with open(path, "rb") as handle:
-            first_line = handle.readline(256)
-    except OSError:
-        return [], False
-    words = first_line[2:].decode("utf-8", "replace").split() if first_line.startswith(b"#!") else []
-    if words and os.path.basename(words[0]) == "env":
-        return [word for word in itertools.dropwhile(lambda word: word.startswith("-"), words[1:])], True
-    return words, False
 
 
 def has_bootstrap(env: dict[str, Any]) -> bool:

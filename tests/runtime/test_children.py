@@ -12,8 +12,9 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openwop_cli.runtime.children import is_python, runs_bootstrap, with_bootstrap
+from openwop_cli.runtime.children import is_python, with_bootstrap
 from openwop_cli.runtime.connections import describe
+from openwop_cli.wire.environ import runs_bootstrap
 from tests.programs import capture, events, replay, unrecorded_connections
 
 CHILDREN = """
