@@ -347,10 +347,8 @@ class _OpenCapture:
         program.update(processes.summary())
         program["modules"] = pin_files(processes.module_paths(), self.cwd, sink.blobs, sink.redactor.scrub_text)
         manifest = sink.finalize(end["status"], end.get("error"), program=program, **extra_fields)
-        from openwop_cli.runtime.children import summarize
-
         return CaptureOutcome(self.capture_id, self.path, manifest, exit_code,
-                              unrecorded=processes.unrecorded_connections() + summarize(processes.unrecorded_children))
+                              unrecorded=processes.unrecorded_connections() + processes.unrecorded_processes())
 
 
 def _output_records(output: Any, sink: "CaptureSink", warn: Callable[[str], None]) -> dict[str, Any] | None:
@@ -593,7 +591,7 @@ class _Processes:
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
         self.unrecorded: dict[tuple, dict[str, Any]] = {}
-        self.unrecorded_children: dict[tuple, dict[str, Any]] = {}  # runtime.children's reports, by child_key
+        self.unrecorded_children: dict[tuple, dict[str, Any]] = {}  # runtime.children's latest reports, by _child_key
 
     def write_run_start(self, python: Any) -> None:
         """run_start goes in at seq 0 once the first process says which Python it is (or at the end)."""
@@ -634,9 +632,7 @@ class _Processes:
             self.unrecorded[(_pid, connection.get("host"), connection.get("port"))] = connection
         child = message.get("unrecordedProcess")  # runtime.children.UNRECORDED_PROCESS
         if isinstance(child, dict):
-            from openwop_cli.runtime.children import child_key
-
-            self.unrecorded_children[child_key(_pid, child)] = child
+            self.unrecorded_children[_child_key(_pid, child)] = child
         modules = message.get("modules")
         if isinstance(modules, list):
             for entry in modules:
@@ -662,6 +658,17 @@ class _Processes:
             entry["count"] += count if isinstance(count, int) and count > 0 else 1
         return sorted(found.values(), key=lambda entry: -entry["count"])
 
+    def unrecorded_processes(self) -> list[dict[str, Any]]:
+        """The children no process could see, by executable and call site over all processes: executable, argv,
+        reason, site and count, the most frequent first."""
+        found: dict[tuple, dict[str, Any]] = {}
+        for key, entry in self.unrecorded_children.items():
+            count = entry.get("count") if isinstance(entry.get("count"), int) and entry["count"] > 0 else 1
+            total = found.setdefault(key[1:], {**{name: entry.get(name) for name in ("executable", "argv", "reason", "site")},
+                                                "count": 0})
+            total["count"] += count
+        return sorted(found.values(), key=lambda entry: -entry["count"])
+
     def module_paths(self) -> list[str]:
         return list(self.modules)
 
@@ -673,3 +680,10 @@ class _Processes:
         if root is not None:
             summary["python"] = root.get("python")
         return summary
+
+
+def _child_key(pid: Any, reported: dict[str, Any]) -> tuple:
+    """Which reports of a process are about the same children (the latest of them has their count)."""
+    site = reported.get("site")
+    file, line = (site.get("file"), site.get("line")) if isinstance(site, dict) else (None, None)
+    return pid, reported.get("executable"), file, line

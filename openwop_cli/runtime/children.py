@@ -169,21 +169,3 @@ def _starter(frame: Any) -> dict[str, Any] | None:
             return None
         frame = frame.f_back
     return None
-
-
-def child_key(pid: Any, reported: dict[str, Any]) -> tuple:
-    """Which reports of a process are about the same children (the latest of them has their count)."""
-    site = reported.get("site") if isinstance(reported.get("site"), dict) else {}
-    return pid, reported.get("executable"), site.get("file"), site.get("line")
-
-
-def summarize(reported: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The children no process could see, by executable and call site over all processes (reported: by child_key,
-    each process's latest report): executable, argv, reason, site and count, the most frequent first."""
-    found: dict[tuple, dict[str, Any]] = {}
-    for key, entry in reported.items():
-        count = entry.get("count") if isinstance(entry.get("count"), int) and entry["count"] > 0 else 1
-        total = found.setdefault(key[1:], {**{name: entry.get(name) for name in ("executable", "argv", "reason", "site")},
-                                            "count": 0})
-        total["count"] += count
-    return sorted(found.values(), key=lambda entry: -entry["count"])
