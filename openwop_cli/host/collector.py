@@ -32,9 +32,10 @@ def _yield_to_recorded_processes(thread: int, yielding: bool) -> None:
     MAX_QUEUED_BYTES). At nice 10 it still took the core a loopback server needed: an httpx call under capture
     took 378 us against 325 plain, 363 at SCHED_IDLE, 359 with the collector doing nothing. For `wop capture`
     only: a replay's collector also answers the replayed program, which a lagging collector would keep waiting
-    (a served call cost 16.5 us instead of 12.5 at 10,000 recorded calls, bench_replay). yielding False: back to
-    the usual priority once the program has ended (what is left is on the way to the capture's end; a process
-    without the privilege to raise its nice value back keeps nice 10)."""
+    (a served call cost 16.5 us instead of 12.5 at 10,000 recorded calls, bench_replay). The collector yields once
+    it has handled a first message: that one may be a gated process asking for its go (ENV_GATE), which the whole
+    program waits for. yielding False: back to the usual priority once the program has ended (what is left is on the
+    way to the capture's end; a process without the privilege to raise its nice value back keeps nice 10)."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -134,6 +135,8 @@ class Collector:
         self._pids: dict[socket.socket, int | None] = {}
         self._sent: dict[socket.socket, int] = {}  # when the batch being read was sent (its SENT_MARK line)
         self._stop_at: float | None = None
+        self._priority_lock = threading.Lock()  # stop's return to the usual priority never precedes the yield
+        self._yielding = False
         self.torn_messages = 0
         self.bad_messages = 0
         self.left_running: list[int | None] = []
@@ -147,9 +150,10 @@ class Collector:
         """Read until every connection has closed, or grace_seconds have passed; then stop. The program has ended:
         what it sent is all that is left to do, and now urgent, so a collector that yielded the cores stops
         yielding them (from this thread: at SCHED_IDLE on a busy machine, its own might not run for long)."""
-        if self._yield_cores and self._thread.native_id is not None:
-            _yield_to_recorded_processes(self._thread.native_id, False)
-        self._stop_at = time.monotonic() + grace_seconds
+        with self._priority_lock:
+            self._stop_at = time.monotonic() + grace_seconds
+            if self._yield_cores and self._thread.native_id is not None:
+                _yield_to_recorded_processes(self._thread.native_id, False)
         self._wake_write.send(b"x")
         self._thread.join()
         self._wake_read.close()
@@ -157,8 +161,6 @@ class Collector:
         self._listener.remove()
 
     def _serve(self) -> None:
-        if self._yield_cores:
-            _yield_to_recorded_processes(threading.get_native_id(), True)
         stopping = False
         while True:
             timeout = None
@@ -268,6 +270,16 @@ class Collector:
             reply = self._on_message(self._pids[conn], message)
             if reply is not None:
                 self._answer(conn, reply)
+            if self._yield_cores and not self._yielding:
+                self._yield()
+
+    def _yield(self) -> None:
+        """Run on idle cores from now on (_yield_to_recorded_processes), unless stop came first: after the first
+        control message, a gated process's question for its go (answered by now) or another's hello."""
+        self._yielding = True
+        with self._priority_lock:
+            if self._stop_at is None:
+                _yield_to_recorded_processes(threading.get_native_id(), True)
 
     def _event_line(self, line: bytes) -> tuple[str, int, bytes, bytes, int | None] | None:
         """(type, ts, origin JSON, data JSON, source seq) of an event line; None, counted, for one no wop sends."""

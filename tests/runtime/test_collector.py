@@ -2,9 +2,13 @@
 process may connect, send its events and end before the collector's thread has accepted its connection (on a busy
 machine, at SCHED_IDLE, that thread may not run for as long as the program does)."""
 
+import os
 import subprocess
 import sys
 import textwrap
+import threading
+
+import pytest
 
 from openwop_cli.host.collector import Collector
 
@@ -90,3 +94,39 @@ def test_a_childs_events_come_before_those_its_parent_recorded_after_it_in_the_s
     collector.start()
     collector.stop(grace_seconds=10)
     assert received == [("parent", 1_000), ("child", 2_000), ("parent", 2_000)]
+
+
+GATED_SENDER = textwrap.dedent("""
+    import sys
+    from openwop_cli.runtime.sender import ChannelSender, wait_for_go
+
+    wait_for_go(sys.argv[1])
+    sender = ChannelSender(sys.argv[1])
+    sender.request({"ask": 1})
+    sender.close()
+""")
+
+
+def _yielding() -> bool:
+    """Whether the calling thread runs only on idle cores (SCHED_IDLE, or nice 10 where that is refused)."""
+    return os.sched_getscheduler(0) == os.SCHED_IDLE or os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the collector yields its cores on Linux only")
+def test_a_capture_collector_gives_a_gated_process_its_go_at_the_usual_priority_and_yields_after():
+    # A program started before its capture was ready waits for its go: a collector already at SCHED_IDLE on a busy
+    # machine could leave it waiting for as long as the other processes keep the cores. Once that answer is given,
+    # the collector yields them to the program.
+    yielding: list[tuple[str, bool]] = []
+
+    def on_message(_pid, message):
+        yielding.append((next(iter(message)), _yielding()))
+        return {} if "ready" in message or "ask" in message else None
+
+    collector = Collector(append=lambda *_, **__: None, on_message=on_message, yield_cores=True)
+    collector.start()
+    sent = subprocess.run([sys.executable, "-c", GATED_SENDER, collector.address], capture_output=True, text=True,
+                          timeout=60)
+    collector.stop(grace_seconds=10)
+    assert sent.returncode == 0, sent.stderr
+    assert yielding == [("ready", False), ("hello", True), ("ask", True)]  # the go, then the program's first words
