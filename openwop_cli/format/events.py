@@ -4,7 +4,6 @@
 Events are plain dicts straight from orjson; this module names their parts (format/schema.py checks them).
 """
 
-import base64
 import os
 from typing import Any
 
@@ -68,6 +67,8 @@ def tagged_bytes(value: Any) -> Any:
     is JSON (the sink redacts a line it could not dump) keys its request as the program's JSON form keys it."""
     kind = type(value)
     if kind is bytes or kind is bytearray:
+        import base64  # here: this module loads in every recorded process, which never calls this
+
         return {BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
     if kind is dict:
         return {key: tagged_bytes(child) for key, child in value.items()}

@@ -20,7 +20,6 @@ installed packages, so a site is the same on every machine that runs the program
 import linecache
 import os
 import sys
-import sysconfig
 import zlib
 from typing import Any
 
@@ -52,10 +51,11 @@ _root: list[str] = []
 
 
 def _stdlib_prefixes() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    found = {os.path.abspath(paths[name]) + os.sep for name in ("stdlib", "platstdlib") if paths.get(name)}
-    found.update(os.path.realpath(prefix) for prefix in list(found))
-    return tuple(sorted({prefix.rstrip(os.sep) + os.sep for prefix in found}))
+    """Where the standard library's Python files are: the directory of one of them (linecache's, loaded from a file
+    wherever the stdlib is, a zip too), as given and resolved. Not sysconfig.get_paths(): it loads the build's
+    configuration, a millisecond of every recorded process's start-up."""
+    directory = os.path.dirname(os.path.abspath(linecache.__file__))
+    return tuple(sorted({prefix.rstrip(os.sep) + os.sep for prefix in (directory, os.path.realpath(directory))}))
 
 
 _STDLIB = _stdlib_prefixes()  # at start-up: worked out on a first call site, a signal handler could come mid-import
