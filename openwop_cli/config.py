@@ -95,14 +95,36 @@ def replay_profile(source_manifest: dict[str, Any]) -> str:
 
 
 def _wop_table(pyproject: Path) -> dict[str, Any]:
+    """[tool.wop] of pyproject, read once per process while the file stays the one read (its inode, size and
+    modification time): a replay reads the settings before it starts the program and again for its redaction
+    profile, the pytest plugin for every test."""
+    try:
+        status = pyproject.stat()
+        identity = (status.st_ino, status.st_size, status.st_mtime_ns)
+        known = _tables.get(pyproject)
+        if known is not None and known[0] == identity:
+            return known[1]
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read [tool.wop] from {pyproject}: {exc}") from None
+    table = _parsed_table(pyproject, text) if _WOP_KEY.search(text) else {}
+    _tables[pyproject] = (identity, table)
+    return table
+
+
+_tables: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # pyproject → (its identity, [tool.wop])
+
+
+def _parsed_table(pyproject: Path, text: str) -> dict[str, Any]:
+    """[tool.wop] of a pyproject.toml whose text names the key (tomllib is imported here only: see _WOP_KEY)."""
     import tomllib
 
     try:
-        text = pyproject.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if _WOP_KEY.search(text) else {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"cannot read [tool.wop] from {pyproject}: {exc}") from None
-    table = data.get("tool", {}).get("wop", {})
+    tool = data.get("tool", {})
+    table = tool.get("wop", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise UsageError(f"[tool.wop] in {pyproject} must be a table")
     return table

@@ -1,5 +1,8 @@
 """[tool.wop] in pyproject.toml: every way TOML can spell the table is read; a file without it is not parsed."""
 
+import subprocess
+import sys
+
 import pytest
 
 from openwop_cli.config import load_settings
@@ -30,6 +33,37 @@ def test_a_pyproject_without_a_wop_table_gives_the_defaults_and_a_broken_wop_tab
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.wop]\nredact = "\xff"\n')
     with pytest.raises(UsageError, match=r"cannot read \[tool.wop\]"):
         load_settings(tmp_path)
+
+
+NO_TOMLLIB_WITHOUT_THE_KEY = """
+import sys
+from pathlib import Path
+from openwop_cli.config import load_settings
+assert load_settings(Path(sys.argv[1])).redact == "default"
+print("tomllib" in sys.modules)
+"""
+
+
+def test_a_pyproject_that_does_not_name_wop_costs_no_tomllib_import(tmp_path):
+    # Most projects have a pyproject.toml and no [tool.wop]: `wop capture` reads it before it starts the program, and
+    # importing tomllib would be most of what that reading costs.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.ruff]\nline-length = 100\n')
+    done = subprocess.run([sys.executable, "-c", NO_TOMLLIB_WITHOUT_THE_KEY, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_settings_read_again_follow_the_file(tmp_path):
+    # Read once per process while the file stays the same, and anew once it changes (a `tool = 1` naming wop
+    # elsewhere is no [tool.wop], not a crash).
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.wop]\nredact = "strict"\n')
+    assert load_settings(tmp_path).redact == load_settings(tmp_path).redact == "strict"
+    pyproject.write_text('[tool.wop]\nredact = "none"\nambient = false\n')
+    assert (load_settings(tmp_path).redact, load_settings(tmp_path).ambient) == ("none", False)
+    pyproject.write_text('tool = 1\n[project]\nname = "wop"\n')
+    assert load_settings(tmp_path).redact == "default"
 
 
 @pytest.mark.parametrize("value", ["5", "[\"a\"]", "true", "{a = 1}", "\"\""])
