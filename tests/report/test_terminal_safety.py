@@ -4,6 +4,10 @@ output of wop as visible escapes, never as raw ESC or BEL, and rich markup in th
 import sys
 import textwrap
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from openwop_cli.report.escape import clean, clean_inline
 from tests.conftest import run_wop, write_capture
 
 CLEAR = "\x1b[2J"
@@ -76,3 +80,16 @@ def test_a_replay_report_prints_recorded_values_as_escapes(tmp_path):
     assert done.returncode == 1 and "event_payload_mismatch" in done.stdout + done.stderr
     assert_safe(done, "replay")
     assert "\\x1b[2J" in done.stdout + done.stderr
+
+
+UNSAFE = [*map(chr, [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0), *range(0x200b, 0x2010),
+                     *range(0x2028, 0x202f), *range(0x2066, 0x206a), 0xfeff])]
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from([*UNSAFE, "\n", "\t"]))))
+def test_clean_escapes_exactly_the_unsafe_characters(text):
+    # Every unsafe character becomes its visible escape, everything else stays as it was: printable text, which
+    # cannot hold one, passes untouched; clean_inline escapes newline and tab too.
+    expected = "".join(ascii(char)[1:-1] if char in UNSAFE else char for char in text)
+    assert clean(text) == expected
+    assert clean_inline(text) == "".join(ascii(char)[1:-1] if char in [*UNSAFE, "\n", "\t"] else char for char in text)
