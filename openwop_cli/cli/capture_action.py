@@ -13,27 +13,36 @@ def capture(*, argv: list[str] | None, name: str | None, out: Path | None, redac
             record_output: bool = True) -> int:
     """Run argv under capture (redact and ambient, "on" or "off", None: the [tool.wop] settings) and return wop's
     exit code."""
-    from openwop_cli.config import load_settings, redaction_off_warning
-    from openwop_cli.home import captures_root
-    from openwop_cli.host.launcher import run_captured
-    from openwop_cli.report.plain import print_warning
+    from openwop_cli.host.launcher import launched_early, run_captured
 
-    settings = load_settings()
-    warning = redaction_off_warning(settings) if redact is None else None
-    if warning is not None:
-        print_warning(warning)
-    outcome = run_captured(
-        list(argv or []),
-        out=out,
-        name=name,
-        redact=redact if redact is not None else settings.redact,
-        workflow=workflow,
-        warn=lambda message: print_warning(message.removeprefix("wop: ")),
-        store_root=captures_root(),
-        proxy=proxy,
-        ambient=ambient == "on" if ambient is not None else settings.ambient,
-        record_output=record_output,
-    )
+    command = list(argv or [])
+    launch = launched_early(command, out=out, workflow=workflow, proxy=proxy, record_output=record_output)
+    try:  # the program's interpreter starts meanwhile; it runs nothing of the program's before its go
+        from openwop_cli.config import load_settings, redaction_off_warning
+        from openwop_cli.home import captures_root
+        from openwop_cli.report.plain import print_warning
+
+        settings = load_settings()
+        warning = redaction_off_warning(settings) if redact is None else None
+        if warning is not None:
+            print_warning(warning)
+        outcome = run_captured(
+            command,
+            out=out,
+            name=name,
+            redact=redact if redact is not None else settings.redact,
+            workflow=workflow,
+            warn=lambda message: print_warning(message.removeprefix("wop: ")),
+            store_root=captures_root(),
+            proxy=proxy,
+            ambient=ambient == "on" if ambient is not None else settings.ambient,
+            launch=launch,
+            record_output=record_output,
+        )
+    except BaseException:
+        if launch is not None:
+            launch.cancel()  # where run_captured got that far it ended the launch already: no harm done
+        raise
     if not _kept(outcome):
         return _report_deleted(outcome, json_output)
     _print_summary(outcome, json_output)

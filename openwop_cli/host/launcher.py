@@ -156,25 +156,24 @@ def run_captured(
     load in it, and it could not hold the program back).
     ambient: record the clock, uuid and random reads of the program's code (runtime.ambient);
     quiet: the child's stdin and stdout are /dev/null and its stderr is only kept (its last lines),
-    for runs made side by side; launch: the command already started gated by the caller (a replay starts it before
-    it reads its source capture); one made for other options than these is cancelled and the command started anew;
-    record_output: keep the program's stdout and stderr for the manifest (host.output)."""
+    for runs made side by side; launch: the command already started gated by the caller (launched_early, or a
+    replay's before it reads its source capture); one made for other options than these is cancelled and the command
+    started anew; record_output: keep the program's stdout and stderr for the manifest (host.output)."""
     hooks = hooks or RunHooks()
-    options = {"out": out, "store_root": store_root, "mode": hooks.mode, "ambient": ambient,
-               "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
-               "output_to_stderr": output_to_stderr, "quiet": quiet, "record_output": record_output}
+    options = _launch_options(hooks, out, output_to_stderr, quiet, record_output)
     early = workflow is None and not proxy and starts_own_python(argv)
     if launch is not None and not (early and launch.made_for(argv, options)):
         launch.cancel()  # started for another run than this one turned out to be (a capture recorded via --proxy)
         launch = None
     if launch is None:
         launch = ChildLaunch(argv, **options)
-        if early:
-            launch.start(gated=True)
+    path = launch.settle(store_root, ambient)
+    if early and launch.child is None:
+        launch.start(gated=True)
     imported_held("orjson")  # before the capture loads it, with Ctrl-C held: one in its initialization crashes wop
     try:
-        capture = _OpenCapture(argv, launch.capture_id, launch.path, name, redact, workflow, warn, hooks, ambient,
-                               proxy, launch.listener)
+        capture = _OpenCapture(argv, launch.capture_id, path, name, redact, workflow, warn, hooks, ambient, proxy,
+                               launch.listener, launch.settled)
     except BaseException:
         launch.cancel()
         raise
@@ -198,28 +197,47 @@ def run_captured(
     return outcome
 
 
+def launched_early(argv: list[str], *, out: Path | None, workflow: Path | None, proxy: bool,
+                   record_output: bool) -> "ChildLaunch | None":
+    """`wop capture`'s command started gated as soon as its command line is read, before the capture's settings are
+    ([tool.wop], the store's place: ChildLaunch.settle); None for a command that starts once the capture is ready
+    (see run_captured)."""
+    if workflow is not None or proxy or not starts_own_python(argv):
+        return None
+    launch = ChildLaunch(argv, **_launch_options(RunHooks(), out, False, False, record_output))
+    launch.start(gated=True)
+    return launch
+
+
+def _launch_options(hooks: RunHooks, out: Path | None, output_to_stderr: bool, quiet: bool,
+                    record_output: bool) -> dict[str, Any]:
+    """What ChildLaunch is made with for a run with these hooks and options."""
+    return {"out": out, "mode": hooks.mode, "extra_env": hooks.environment(), "keep_stderr_tail": hooks.keep_stderr_tail,
+            "output_to_stderr": output_to_stderr, "quiet": quiet, "record_output": record_output}
+
+
 class ChildLaunch:
     """The command's process and what it is given: the channel's listener, the capture directory, its environment.
 
     Started gated (a command wop's own Python runs: its bootstrap waits for the parent's go before anything of the
     program's runs), it can start before the capture is set up, and a launch whose capture cannot be made is
-    cancelled before the program ran. From its start to its end, the signals meant for it are passed on
-    (_SignalsPassedOn)."""
+    cancelled before the program ran. What the capture settles meanwhile (settle: where it goes, whether ambient
+    values are recorded) reaches a gated process with its go. From its start to its end, the signals meant for it
+    are passed on (_SignalsPassedOn)."""
 
-    def __init__(self, argv: list[str], *, out: Path | None, store_root: Path, mode: str, ambient: bool,
-                 extra_env: dict[str, str], keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool,
-                 record_output: bool = True) -> None:
+    def __init__(self, argv: list[str], *, out: Path | None, mode: str, extra_env: dict[str, str],
+                 keep_stderr_tail: bool, output_to_stderr: bool, quiet: bool, record_output: bool = True) -> None:
         from openwop_cli.host.output import ProgramOutput, default_targets
 
         _check_runnable(argv)
         self.argv = argv
-        self._options = {"out": out, "store_root": store_root, "mode": mode, "ambient": ambient, "extra_env": extra_env,
-                         "keep_stderr_tail": keep_stderr_tail, "output_to_stderr": output_to_stderr, "quiet": quiet,
-                         "record_output": record_output}
+        self._options = {"out": out, "mode": mode, "extra_env": extra_env, "keep_stderr_tail": keep_stderr_tail,
+                         "output_to_stderr": output_to_stderr, "quiet": quiet, "record_output": record_output}
         self.capture_id = new_id()
-        self.path = out if out is not None else store_root / self.capture_id
+        self._out = out
+        self.settled: dict[str, str] = {}
         self.listener = Listener()
-        self.env = {**child_environment(self.listener.address, self.path, mode, ambient), **extra_env}
+        self.env = {**child_environment(self.listener.address, mode), **extra_env}
         self.keep_stderr_tail = keep_stderr_tail
         passed_through = not (record_output or keep_stderr_tail or quiet or output_to_stderr)
         self.output = None if passed_through else ProgramOutput(*default_targets(quiet, output_to_stderr),
@@ -233,11 +251,19 @@ class ChildLaunch:
         """True when this launch is the one ChildLaunch(argv, **options) would make."""
         return self.argv == argv and self._options == options
 
+    def settle(self, store_root: Path, ambient: bool) -> Path:
+        """Where the capture goes (out, else a new directory of store_root: returned) and whether the program's
+        ambient values are recorded: in the environment of a command not yet started, else in its go
+        (_Processes.on_message)."""
+        path = self._out if self._out is not None else store_root / self.capture_id
+        self.settled = {ENV_CAPTURE_DIR: str(path), ENV_AMBIENT: "1" if ambient else "0"}
+        return path
+
     def start(self, *, gated: bool, more_env: dict[str, str] | None = None) -> None:
         """Start the command (an OSError is kept in failed_start: the capture then says it could not run). Interrupted
         while starting it (a Ctrl-C before the signals are passed on), the listener's directory goes: a child already
         forked ends with this process (_ends_with_this_process)."""
-        env = {**self.env, **(more_env or {}), **({ENV_GATE: "1"} if gated else {})}
+        env = {**self.env, **self.settled, **(more_env or {}), **({ENV_GATE: "1"} if gated else {})}
         try:
             self.child = _start_child(self.argv, env, self.output, self._stdin)
         except OSError as exc:
@@ -277,7 +303,7 @@ class _OpenCapture:
 
     def __init__(self, argv: list[str], capture_id: str, path: Path, name: str | None, redact: str,
                  workflow: Path | None, warn: Callable[[str], None], hooks: RunHooks, ambient: bool, proxy: bool,
-                 listener: Listener) -> None:
+                 listener: Listener, settled: dict[str, str]) -> None:
         from openwop_cli.config import read_json_file
         from openwop_cli.format.redact import Redactor
         from openwop_cli.format.sink import CaptureSink
@@ -299,7 +325,7 @@ class _OpenCapture:
                 self.program["workflow"] = _pin_workflow(workflow, *workflow_file, sink, redactor)
             except OSError as exc:
                 warn(f"wop: could not store --workflow {workflow} in the capture: {exc.strerror or exc}")
-        self.processes = processes = _Processes(sink, run_start_data(argv, cwd, None), hooks)
+        self.processes = processes = _Processes(sink, run_start_data(argv, cwd, None), hooks, settled)
         if workflow_file is not None:
             processes.workflow_text = workflow_file[0].decode("utf-8")
         append = _adding_request_keys(hooks.wrap_append(sink.append))
@@ -485,15 +511,13 @@ def _exit_status(returncode: int) -> tuple[int, str | None]:
     return 128 + signum, reason
 
 
-def child_environment(address: str, capture_dir: Path, mode: str = "capture", ambient: bool = True) -> dict[str, str]:
-    """The environment a recorded child runs with: mode, channel address, ambient values on or off, and the
-    bootstrap on PYTHONPATH."""
+def child_environment(address: str, mode: str = "capture") -> dict[str, str]:
+    """The environment a recorded child starts with: mode, channel address and the bootstrap on PYTHONPATH (the
+    capture directory and ambient values on or off: ChildLaunch.settle)."""
     env = dict(os.environ)
     env.update({
         ENV_MODE: mode,
-        ENV_AMBIENT: "1" if ambient else "0",
         ENV_ADDRESS: address,
-        ENV_CAPTURE_DIR: str(capture_dir),
         ENV_PARENT_PID: str(os.getpid()),
         "WOP_PACKAGE_ROOT": str(PACKAGE_ROOT),
     })
@@ -579,9 +603,11 @@ def _warn_about_collector(collector: Collector, warn: Callable[[str], None]) -> 
 class _Processes:
     """What the recorded processes told the parent: who they are and which local modules they imported."""
 
-    def __init__(self, sink: "CaptureSink", run_start: dict[str, Any], hooks: RunHooks) -> None:
+    def __init__(self, sink: "CaptureSink", run_start: dict[str, Any], hooks: RunHooks,
+                 settled: dict[str, str]) -> None:
         self.sink = sink
         self.hooks = hooks
+        self.settled = settled  # what a process started before the capture was ready is told with its go
         self.run_start: dict[str, Any] | None = run_start
         self._run_start_lock = threading.Lock()
         self.started_ms = int(time.time() * 1000)
@@ -616,7 +642,7 @@ class _Processes:
         if message.get("workflow") is True:
             return {"workflow": self.workflow_text}
         if message.get("ready") is True:  # a child started early asks for its go: the capture is ready by now
-            return {}
+            return {"environ": self.settled}
         hello = message.get("hello")
         if isinstance(hello, dict):
             self.write_run_start(hello.get("python"))

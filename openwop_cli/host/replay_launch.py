@@ -52,10 +52,11 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
                          or recorded_command_trust(source_dir, manifest).trusted):
         return None  # the replay refuses it once it has read the capture (trust.require_trusted)
     try:
-        launch = ChildLaunch(command, out=out, store_root=store_root, mode="replay", ambient=watches_ambient(manifest),
+        launch = ChildLaunch(command, out=out, mode="replay",
                              extra_env=replay_environment(source_dir, policy, 0, False, {}, allow_tools, controls),
                              keep_stderr_tail=True, output_to_stderr=output_to_stderr, quiet=controls.quiet)
     except UsageError:
         return None
+    launch.settle(store_root, watches_ambient(manifest))
     launch.start(gated=True)
     return launch

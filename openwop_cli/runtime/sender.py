@@ -48,18 +48,25 @@ def _connect(address: str) -> socket.socket:
     raise ValueError(f"{ENV_ADDRESS} must be unix:PATH or tcp:HOST:PORT, got {address!r}")
 
 
-def wait_for_go(address: str) -> None:
+def wait_for_go(address: str) -> dict[str, str]:
     """Ask `wop` whether the capture is ready and wait for its answer, on a connection of this call's own: what a
-    process started before then (ENV_GATE) does in its bootstrap before anything of its program runs. OSError when
-    `wop` cannot be reached or closes the connection unanswered (it failed, or was killed)."""
+    process started before then (ENV_GATE) does in its bootstrap before anything of its program runs. Returns the
+    environment variables the capture settled after this process started (its directory, ambient values on or off:
+    host.launcher.ChildLaunch.settle). OSError when `wop` cannot be reached or closes the connection unanswered (it
+    failed, or was killed)."""
+    import json
+
     with _connect(address) as sock:
         sock.sendall(b'{"ready": true}\n')
         reply = b""
         while not reply.endswith(b"\n"):
-            chunk = sock.recv(64)
+            chunk = sock.recv(4096)
             if not chunk:
                 raise ConnectionError(f"`wop` at {address} closed the connection")
             reply += chunk
+    answer = json.loads(reply)
+    environ = answer.get("environ") if isinstance(answer, dict) else None
+    return {str(name): str(value) for name, value in environ.items()} if isinstance(environ, dict) else {}
 
 
 class ChannelSender:

@@ -607,6 +607,23 @@ def test_only_the_first_process_waits_for_the_capture_and_its_program_sees_no_tr
     assert len(processes) == 2 and processes[0]["python"]
 
 
+def test_a_program_started_before_its_settings_were_read_is_told_them_with_its_go(tmp_path, wop_home):
+    # wop starts its own Python before it reads [tool.wop] and places the capture in the store: where the capture goes
+    # and whether ambient values are recorded reach the program, and the Pythons it starts, with its go.
+    (tmp_path / "pyproject.toml").write_text("[tool.wop]\nambient = false\n")
+    program = tmp_path / "program.py"
+    program.write_text(textwrap.dedent("""
+        import os, subprocess, sys
+        print(os.environ["WOP_CAPTURE_DIR"], os.environ["WOP_AMBIENT"], flush=True)
+        subprocess.run([sys.executable, "-c", "import os; print(os.environ['WOP_AMBIENT'])"])
+    """))
+    done = run_wop("capture", "--json", "--", sys.executable, str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = orjson.loads(done.stderr.splitlines()[-1])
+    assert done.stdout.split() == [summary["path"], "0", "0"]
+    assert Path(summary["path"]).parent == wop_home / "captures"
+
+
 def test_only_wops_own_python_is_started_before_its_capture_is_ready(tmp_path, monkeypatch):
     """The interpreter wop runs in, in its environment, named or in a `#!` line: the runtime is known to load there.
     The same binary elsewhere (another virtual environment, or none) may lack what the runtime needs."""

@@ -81,11 +81,12 @@ def _runtime(mode):
 
 
 def _wait_for_go():
-    """Wait for `wop`'s go; without one (it failed or was killed) the program must not run: this process ends."""
+    """Wait for `wop`'s go, and take the environment it settled meanwhile; without one (it failed or was killed) the
+    program must not run: this process ends."""
     from openwop_cli.runtime.sender import wait_for_go
 
     try:
-        wait_for_go(os.environ.get("WOP_SINK", ""))
+        os.environ.update(wait_for_go(os.environ.get("WOP_SINK", "")))
     except (OSError, ValueError) as exc:
         _say("wop: `wop` went away before the program started (%s); stopping" % exc)
         os._exit(EXIT_CANNOT_RUN)
