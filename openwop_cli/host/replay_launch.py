@@ -11,8 +11,8 @@ from openwop_cli.format.imported import watches_ambient
 from openwop_cli.format.manifest import manifest_hint
 from openwop_cli.host.launcher import ChildLaunch, starts_own_python
 from openwop_cli.replay.controls import ReplayControls
-from openwop_cli.runtime.replay_child import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 from openwop_cli.trust import recorded_command_trust, trust_from_environment
+from openwop_cli.wire.environ import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 
 
 def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],

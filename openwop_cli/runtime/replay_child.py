@@ -13,21 +13,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-ENV_SOURCE = "WOP_REPLAY_FROM"
-ENV_POLICY = "WOP_POLICY"
-ENV_FROM_SEQ = "WOP_FROM_SEQ"
-ENV_ALLOW_TOOLS = "WOP_ALLOW_TOOLS"
-ENV_OVERRIDES = "WOP_OVERRIDES"
+# What install() sets up, loaded with this module: the bootstrap imports it while the process waits for its go, and
+# calls install() after it (the capture and the engine wait for the first recorded boundary: _replayer).
+from openwop_cli.replay.controls import ReplayControls
+from openwop_cli.runtime import adapters, ambient, children, outputmarks, patching
+from openwop_cli.runtime import session as runtime_session
+from openwop_cli.runtime.connections import proxy_address
+from openwop_cli.runtime.netguard import block_network
+from openwop_cli.runtime.sender import ChannelSender
+from openwop_cli.wire.channel import ENV_ADDRESS, process_info, tcp_address
+from openwop_cli.wire.environ import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 
 
 def install() -> None:
     """Set up this process's replay session from the environment `wop replay`/`wop fork` gave it."""
-    from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.runtime import adapters, ambient, children, outputmarks, patching
-    from openwop_cli.runtime import session as runtime_session
-    from openwop_cli.runtime.sender import ChannelSender
-    from openwop_cli.wire.channel import ENV_ADDRESS, process_info, tcp_address
-
     mode = os.environ["WOP_MODE"]
     controls = ReplayControls.from_environment()
     address = os.environ[ENV_ADDRESS]
@@ -50,9 +49,6 @@ def install() -> None:
     outputmarks.watch_listening()
     patching.install(values=ambient.enabled(default=False))
     if mode == "replay" or controls.offline:
-        from openwop_cli.runtime.connections import proxy_address
-        from openwop_cli.runtime.netguard import block_network
-
         channel = tcp_address(address)
         block_network({*proxy_address(), *((channel,) if channel else ())},
                       lambda *args, **kwargs: session.replayer.network_blocked(*args, **kwargs),
@@ -124,7 +120,6 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
     from openwop_cli.runtime.boundaries import Replayer
     from openwop_cli.runtime.debugger import ReplayDebugger
     from openwop_cli.runtime.processname import identity
-    from openwop_cli.wire.channel import process_info
 
     try:
         recorded_pid = sender.request({"replayPair": {**process_info(), "mpIdentity": identity()}}).get("recordedPid")

@@ -14,6 +14,12 @@ ENV_CAPTURE_DIR = "WOP_CAPTURE_DIR"
 ENV_PARENT_PID = "WOP_PARENT_PID"
 ENV_PROXY = "WOP_PROXY"  # host:port of `wop --proxy`, which records or serves the program's LLM traffic
 ENV_AMBIENT = "WOP_AMBIENT"  # "0": the program's clock, uuid and random reads are not recorded
+# What a replayed or forked process is told (runtime.replay_child reads them):
+ENV_SOURCE = "WOP_REPLAY_FROM"  # the source capture's directory
+ENV_POLICY = "WOP_POLICY"  # strict | lenient
+ENV_FROM_SEQ = "WOP_FROM_SEQ"  # a fork's branch point
+ENV_ALLOW_TOOLS = "WOP_ALLOW_TOOLS"  # JSON list of the tools run live
+ENV_OVERRIDES = "WOP_OVERRIDES"  # JSON object of a fork's --set values
 
 
 def runs_bootstrap(options: list[str]) -> bool:
