@@ -89,11 +89,15 @@ class RunHooks:
 
 def _adding_request_keys(append: Callable[..., int]) -> Callable[..., int]:
     """append, with an llm_request's cacheKey and toolSchemaHash computed here when the recorded program left
-    them to wop (runtime.providers.with_request_keys): the hash is not paid on the program's calling thread."""
-    from openwop_cli.runtime.providers import with_request_keys
+    them to wop (runtime.providers.with_request_keys): the hash is not paid on the program's calling thread.
+    runtime.providers loads with the first llm_request, not before the program's go."""
 
     def append_keyed(event_type: str, data: dict[str, Any], **envelope: Any) -> int:
-        return append(event_type, with_request_keys(data) if event_type == LLM_REQUEST else data, **envelope)
+        if event_type == LLM_REQUEST:
+            from openwop_cli.runtime.providers import with_request_keys
+
+            data = with_request_keys(data)
+        return append(event_type, data, **envelope)
 
     return append_keyed
 
@@ -101,13 +105,14 @@ def _adding_request_keys(append: Callable[..., int]) -> Callable[..., int]:
 def _parsing_llm_requests(append_raw: Callable[..., int], append: Callable[..., int]) -> Callable[..., int]:
     """append_raw, with an llm_request's keys (when the recorded process left them to wop) added to its data bytes;
     an llm_request whose bytes cannot take them so goes through append."""
-    import orjson
-
-    from openwop_cli.runtime.providers import missing_request_keys
 
     def append_raw_keyed(event_type: str, data_json: bytes, *, ts: int, origin_json: bytes | None = None,
                          source_seq: int | None = None) -> int:
         if event_type == LLM_REQUEST:
+            import orjson
+
+            from openwop_cli.runtime.providers import missing_request_keys
+
             data = orjson.loads(data_json)
             keys = missing_request_keys(data, parsed=True) if type(data) is dict else {}
             if keys and data and data_json.endswith(b"}"):  # orjson's bytes for {**data, **keys}, without writing data
