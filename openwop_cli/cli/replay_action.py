@@ -17,28 +17,48 @@ def run(capture: str, argv: list[str] | None, *, policy: str, from_seq: int | No
                    proxy=proxy, controls=controls)
 
 
-def _replay(source: Path, argv: list[str] | None, quiet: bool = False, **options: Any) -> Any:
-    """Run one replay or fork (quiet: its program's output is not shown, one of several running at once)."""
+def _replay(source: Path, argv: list[str] | None, quiet: bool = False, settings: bool = False, **options: Any) -> Any:
+    """Run one replay or fork (quiet: its program's output is not shown, one of several running at once; settings:
+    apply [tool.wop], read once the program's interpreter is starting: its policy where none is given)."""
     from openwop_cli.home import captures_root
     from openwop_cli.host.replay_launch import launched_early
     from openwop_cli.replay.controls import ReplayControls
-    from openwop_cli.report.plain import print_warning
 
     json_output = options.pop("json_output")
     controls = (options.pop("controls", None) or ReplayControls())._replace(quiet=quiet)
     if controls.debugging:
         check_terminal()
-    early = {key: options[key] for key in ("policy", "from_seq", "branch", "overrides", "allow_tools", "out", "proxy")}
+    early = {key: options[key] for key in ("from_seq", "branch", "overrides", "allow_tools", "out", "proxy")}
     launch = launched_early(source, list(argv or []), store_root=captures_root(), output_to_stderr=json_output,
                             controls=controls, **early)
-    from openwop_cli.heldsignals import imported_held
+    try:
+        if settings:
+            options["policy"] = apply_settings(options["policy"])
+        from openwop_cli.heldsignals import imported_held
 
-    imported_held("orjson")  # first, and with Ctrl-C held: one landing in its initialization would crash wop
-    from openwop_cli.host.run_replay import run_replay  # after the launch: the program starts while the replay loads
-
+        imported_held("orjson")  # first, and with Ctrl-C held: one landing in its initialization would crash wop
+        from openwop_cli.host.run_replay import run_replay  # after the launch: the program starts while it loads
+        from openwop_cli.report.plain import print_warning
+    except BaseException:
+        if launch is not None:
+            launch.cancel()
+        raise
     return run_replay(source, list(argv or []), warn=lambda message: print_warning(message.removeprefix("wop: ")),
                       store_root=captures_root(), output_to_stderr=json_output, controls=controls, launch=launch,
                       **options)
+
+
+def apply_settings(policy: str | None) -> str:
+    """The replay's policy (policy, else [tool.wop]'s); [tool.wop]'s telemetry hosts go in this process's environment
+    (for its source index and the programs it starts: host.replay_launch.settled_environment)."""
+    from openwop_cli.config import load_settings
+
+    settings = load_settings()
+    if settings.telemetry:
+        from openwop_cli.replay.telemetry import ENV_EXTRA_HOSTS
+
+        os.environ[ENV_EXTRA_HOSTS] = ",".join(settings.telemetry)
+    return policy or settings.policy
 
 
 def check_terminal() -> None:
@@ -56,11 +76,12 @@ def finish(outcome: Any, json_output: bool) -> None:
     raise SystemExit(1 if outcome.failed else 0)
 
 
-def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: int | None, allow_tools: list[str],
-             out: Path | None, name: str | None, json_output: bool, proxy: bool, junit: Path | None,
-             controls: Any = None, jobs: int | None = None, shard: str | None = None) -> None:
+def run_many(references: list[str], argv: list[str], *, policy: str | None, from_seq: int | None,
+             allow_tools: list[str], out: Path | None, name: str | None, json_output: bool, proxy: bool,
+             junit: Path | None, controls: Any = None, jobs: int | None = None, shard: str | None = None) -> None:
     """`wop replay` over one or more captures (directories expand to the captures inside them; see host.replay_batch,
-    imported only for a batch: one replay's program starts the sooner)."""
+    imported only for a batch: one replay's program starts the sooner), with [tool.wop] applied (policy None: its
+    policy)."""
     from openwop_cli.errors import UsageError
     from openwop_cli.report.plain import print_warning
     from openwop_cli.store import find_captures, is_directory_of_captures
@@ -79,7 +100,8 @@ def run_many(references: list[str], argv: list[str], *, policy: str, from_seq: i
     if many and controls is not None and controls.debugging:
         raise UsageError(f"--pdb and --break-at stop one program at a time: give one capture, not {len(sources)}")
     if not many and junit is None and shard is None:
-        finish(_replay(sources[0], argv, **options), json_output)
+        finish(_replay(sources[0], argv, settings=True, **options), json_output)
+    options["policy"] = apply_settings(policy)  # once, before the batch's threads copy this environment
     from openwop_cli.host import replay_batch as batch
 
     jobs = batch.default_jobs() if jobs is None else jobs
@@ -111,23 +133,19 @@ def replay_captures(captures: list[str], *, strict: bool | None, from_seq: int |
                     jobs: int | None, shard: str | None, json_output: bool, verbose: bool, pdb: bool,
                     break_at: int | None, compare_output: bool = True, exact_output: bool = False,
                     trust: bool = False) -> None:
-    """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits."""
-    from openwop_cli.config import load_settings
+    """`wop replay` once its options are parsed (free of Typer: cli.entry's fast path calls it too); exits. The
+    settings are read once a single replay's program is starting (_replay)."""
     from openwop_cli.errors import UsageError
     from openwop_cli.replay.controls import ReplayControls
 
     references, argv = split_command(captures)
     if not references:
         raise UsageError("give the capture to replay before --, e.g. `wop replay last -- python agent.py`")
-    settings = load_settings()
-    if settings.telemetry:
-        from openwop_cli.replay.telemetry import ENV_EXTRA_HOSTS
-
-        os.environ[ENV_EXTRA_HOSTS] = ",".join(settings.telemetry)  # this process's source index and its programs'
     if repeat is not None:
+        apply_settings(None)
         _repeat(references, argv, repeat, "strict" if strict else "lenient", allow_tool, out, name, json_output, proxy,
                 trust)
-    policy = ("strict" if strict else "lenient") if strict is not None else settings.policy
+    policy = ("strict" if strict else "lenient") if strict is not None else None
     run_many(references, argv, policy=policy, from_seq=from_seq, allow_tools=list(allow_tool or []), out=out,
              name=name, json_output=json_output, proxy=proxy, junit=junit, jobs=jobs, shard=shard,
              controls=ReplayControls(verbose=verbose, pdb=pdb, break_at=break_at, compare_output=compare_output,

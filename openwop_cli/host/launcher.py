@@ -56,6 +56,11 @@ class RunHooks:
         """Extra environment for the child."""
         return {}
 
+    def settled_environment(self) -> dict[str, str]:
+        """Extra environment for the child that the run's settings decide: a child started before they were read gets
+        it with its go (ChildLaunch.settle)."""
+        return {}
+
     def started(self, sink: "CaptureSink") -> None:
         """The new capture exists (its ids are in sink.manifest)."""
 
@@ -172,7 +177,7 @@ def run_captured(
         launch = None
     if launch is None:
         launch = ChildLaunch(argv, **options)
-    path = launch.settle(store_root, ambient)
+    path = launch.settle(store_root, ambient, hooks.settled_environment())
     if early and launch.child is None:
         launch.start(gated=True)
     imported_held("orjson")  # before the capture loads it, with Ctrl-C held: one in its initialization crashes wop
@@ -256,12 +261,12 @@ class ChildLaunch:
         """True when this launch is the one ChildLaunch(argv, **options) would make."""
         return self.argv == argv and self._options == options
 
-    def settle(self, store_root: Path, ambient: bool) -> Path:
-        """Where the capture goes (out, else a new directory of store_root: returned) and whether the program's
-        ambient values are recorded: in the environment of a command not yet started, else in its go
-        (_Processes.on_message)."""
+    def settle(self, store_root: Path, ambient: bool, environment: dict[str, str] | None = None) -> Path:
+        """Where the capture goes (out, else a new directory of store_root: returned), whether the program's ambient
+        values are recorded, and what else the settings decide (RunHooks.settled_environment): in the environment of
+        a command not yet started, else in its go (_Processes.on_message)."""
         path = self._out if self._out is not None else store_root / self.capture_id
-        self.settled = {ENV_CAPTURE_DIR: str(path), ENV_AMBIENT: "1" if ambient else "0"}
+        self.settled = {ENV_CAPTURE_DIR: str(path), ENV_AMBIENT: "1" if ambient else "0", **(environment or {})}
         return path
 
     def start(self, *, gated: bool, more_env: dict[str, str] | None = None) -> None:

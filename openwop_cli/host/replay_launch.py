@@ -3,6 +3,7 @@ needs for that, so the program's interpreter starts meanwhile (host.launcher.Chi
 its go before anything of its own runs)."""
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,15 @@ from openwop_cli.trust import recorded_command_trust, trust_from_environment
 from openwop_cli.wire.environ import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
 
 
-def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: bool, overrides: dict[str, Any],
+def replay_environment(source_dir: Path, from_seq: int, branch: bool, overrides: dict[str, Any],
                        allow_tools: list[str], controls: ReplayControls) -> dict[str, str]:
-    """What a replayed process is told through its environment (runtime.replay_child reads it)."""
+    """What a replayed process is told through its environment (runtime.replay_child reads it) but the policy
+    ([tool.wop] may decide it: settled_environment)."""
     from openwop_cli.replay.credentials import placeholder_credentials
 
     return {
         **({} if branch else placeholder_credentials()),
         ENV_SOURCE: str(source_dir.resolve()),
-        ENV_POLICY: policy,
         ENV_FROM_SEQ: str(from_seq),
         ENV_ALLOW_TOOLS: json.dumps(allow_tools),
         ENV_OVERRIDES: json.dumps(overrides),
@@ -31,13 +32,23 @@ def replay_environment(source_dir: Path, policy: str, from_seq: int, branch: boo
     }
 
 
-def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: int | None, branch: bool,
+def settled_environment(policy: str) -> dict[str, str]:
+    """What a replayed process is told that the replay's settings decide: the policy, and [tool.wop]'s telemetry hosts
+    (put in this process's environment by the settings: cli.replay_action)."""
+    from openwop_cli.replay.telemetry import ENV_EXTRA_HOSTS
+
+    hosts = os.environ.get(ENV_EXTRA_HOSTS)
+    return {ENV_POLICY: policy, **({ENV_EXTRA_HOSTS: hosts} if hosts is not None else {})}
+
+
+def launched_early(source_dir: Path, argv: list[str], *, from_seq: int | None, branch: bool,
                    overrides: dict[str, Any], allow_tools: list[str], out: Path | None, store_root: Path,
                    output_to_stderr: bool, proxy: bool, controls: ReplayControls) -> ChildLaunch | None:
     """A plain replay (no --from-seq, --set, edits, pdb or --proxy) of a command wop's own Python runs starts it,
-    gated, before the replay reads and checks its source capture: the interpreter starts meanwhile, and runs nothing
-    of the program's until its go. None for any other run, where the manifest cannot say the command, or where the
-    capture is not trusted to run it (the replay then reports why)."""
+    gated, before the replay reads its settings and reads and checks its source capture: the interpreter starts
+    meanwhile, and runs nothing of the program's until its go, which tells it what the settings decided (the policy:
+    settled_environment). None for any other run, where the manifest cannot say the command, or where the capture is
+    not trusted to run it (the replay then reports why)."""
     if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
         return None
     manifest = manifest_hint(source_dir)
@@ -53,7 +64,7 @@ def launched_early(source_dir: Path, argv: list[str], *, policy: str, from_seq: 
         return None  # the replay refuses it once it has read the capture (trust.require_trusted)
     try:
         launch = ChildLaunch(command, out=out, mode="replay",
-                             extra_env=replay_environment(source_dir, policy, 0, False, {}, allow_tools, controls),
+                             extra_env=replay_environment(source_dir, 0, False, {}, allow_tools, controls),
                              keep_stderr_tail=True, output_to_stderr=output_to_stderr, quiet=controls.quiet)
     except UsageError:
         return None

@@ -32,7 +32,7 @@ from openwop_cli.format.events import (
 from openwop_cli.format.imported import watches_ambient
 from openwop_cli.host.launcher import CaptureOutcome, ChildLaunch, RunHooks, run_captured
 from openwop_cli.host.overrides import resolve_overrides
-from openwop_cli.host.replay_launch import replay_environment
+from openwop_cli.host.replay_launch import replay_environment, settled_environment
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.replay.divergence import EVENT_MISSING, EVENT_PAYLOAD_MISMATCH, EXTRA_CODES, Divergence, observed_event
 from openwop_cli.replay.engine import is_checked
@@ -486,8 +486,11 @@ class ReplayHooks(ReplayAccount, RunHooks):
         return list(self._today)
 
     def environment(self) -> dict[str, str]:
-        return replay_environment(self.source_dir, self.policy, self.from_seq, self.branch, self.overrides,
-                                  self.allow_tools, self.controls)
+        return replay_environment(self.source_dir, self.from_seq, self.branch, self.overrides, self.allow_tools,
+                                  self.controls)
+
+    def settled_environment(self) -> dict[str, str]:
+        return settled_environment(self.policy)
 
     def prepare_proxy(self, session: Any) -> None:
         """Proxied calls are served in this process, from the units the capture's proxy recorded."""

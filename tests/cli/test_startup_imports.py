@@ -55,9 +55,11 @@ def test_wop_capture_starts_the_program_before_it_reads_the_settings_or_loads_th
 
 
 def test_wop_replay_starts_the_program_before_it_reads_the_capture_or_loads_the_replay_side(tmp_path):
+    # The settings (the replay's policy, here [tool.wop]'s) reach the program with its go.
     program = tmp_path / "agent.py"
     program.write_text("print(1)\n")
     done = run_wop("capture", "--out", str(tmp_path / "source"), "--", sys.executable, str(program), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\npolicy = "lenient"\n')
     loaded = loaded_at_the_start(tmp_path, "replay", "--out", str(tmp_path / "again"), str(tmp_path / "source"))
     assert sorted(name for name in LOADED_LATER if name in loaded) == []

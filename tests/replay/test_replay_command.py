@@ -317,6 +317,22 @@ def test_replay_policy_comes_from_tool_wop_when_no_flag_is_given(tmp_path):
     assert bad.returncode == 2 and "[tool.wop] policy" in bad.stderr
 
 
+def test_a_program_started_before_the_settings_were_read_is_told_them_with_its_go(tmp_path):
+    # `wop replay` starts the program's interpreter before it reads [tool.wop]: the policy and the telemetry hosts it
+    # sets reach the program, and the Pythons it starts, with its go.
+    source = capture(tmp_path, "print('ran')\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.wop]\npolicy = "lenient"\ntelemetry = ["metrics.example.com"]\n')
+    told = "import os; print(os.environ['WOP_POLICY'], os.environ['WOP_TELEMETRY_HOSTS'])"
+    program = write_program(tmp_path, f"""
+        import subprocess, sys
+        {told}
+        subprocess.run([sys.executable, "-c", {told!r}])
+    """)
+    done = run_wop("replay", str(source), "--out", str(tmp_path / "again"), "--", sys.executable, str(program),
+                   cwd=tmp_path)
+    assert done.stdout.split()[:4] == ["lenient", "metrics.example.com"] * 2, done.stdout + done.stderr
+
+
 def test_a_ctrl_c_while_the_replay_starts_its_program_leaves_no_channel_behind(tmp_path):
     """wop replay starts its program before it reads the capture: a Ctrl-C (SIGINT to wop's process group) just as
     that program is being started must leave no channel directory in TMPDIR and no process, whenever it lands."""
