@@ -50,6 +50,19 @@ def test_a_received_shell_capture_is_refused_with_its_command_and_how_to_run_it(
     assert forked.returncode == 2 and not marker.exists() and "wop fork" in forked.stderr
 
 
+def test_a_received_python_capture_is_refused_before_its_program_runs_though_its_interpreter_started(tmp_path):
+    # wop's own Python given no option may start before the replay has checked the capture (waiting for a go that
+    # only a trusted capture gets): refused, the interpreter ends without running a line of the recorded code.
+    marker = tmp_path / "PWNED"
+    code = f"import pathlib; pathlib.Path({str(marker)!r}).touch(); print('recorded')"
+    capture = received(tmp_path, sys.executable, "-c", code)
+    marker.unlink()
+    done = run_wop("replay", str(capture), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert not marker.exists() and "recorded" not in done.stdout and "unsigned" in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
 def test_trust_flag_environment_and_a_command_of_your_own_run_it(tmp_path):
     marker = tmp_path / "ran"
     capture = received(tmp_path, "sh", "-c", f"touch {marker}")

@@ -564,6 +564,14 @@ def starts_own_python(argv: list[str]) -> bool:
     return interpreter is not None and _is_own_python(interpreter) and runs_bootstrap(words[1:])
 
 
+def starts_plainly(argv: list[str]) -> bool:
+    """True when argv names the Python wop runs in, itself, with no option before its program (`-c CODE`, `-m MODULE`
+    or a script): an interpreter started gated from argv runs only wop's bootstrap until its go."""
+    command = argv[0] if argv and os.sep in argv[0] else shutil.which(argv[0]) if argv else None
+    return (command is not None and _is_own_python(command) and len(argv) > 1
+            and (argv[1] in ("-c", "-m") or not argv[1].startswith("-")))
+
+
 def _is_own_python(path: str) -> bool:
     """True when path runs this process's interpreter in this process's environment: the same binary, found in the
     same directory (where Python looks for the pyvenv.cfg that makes a virtual environment)."""

@@ -10,7 +10,7 @@ from typing import Any
 from openwop_cli.errors import UsageError
 from openwop_cli.format.imported import watches_ambient
 from openwop_cli.format.manifest import manifest_hint
-from openwop_cli.host.launcher import ChildLaunch, starts_own_python
+from openwop_cli.host.launcher import ChildLaunch, starts_own_python, starts_plainly
 from openwop_cli.replay.controls import ReplayControls
 from openwop_cli.trust import recorded_command_trust, trust_from_environment
 from openwop_cli.wire.environ import ENV_ALLOW_TOOLS, ENV_FROM_SEQ, ENV_OVERRIDES, ENV_POLICY, ENV_SOURCE
@@ -48,7 +48,10 @@ def launched_early(source_dir: Path, argv: list[str], *, from_seq: int | None, b
     gated, before the replay reads its settings and reads and checks its source capture: the interpreter starts
     meanwhile, and runs nothing of the program's until its go, which tells it what the settings decided (the policy:
     settled_environment). None for any other run, where the manifest cannot say the command, or where the capture is
-    not trusted to run it (the replay then reports why)."""
+    not trusted to run it (the replay then reports why). A recorded command the capture is not yet known to be trusted
+    for starts so too when it is wop's own Python given no option (starts_plainly): until the go, which the replay
+    gives only once trust.require_trusted has passed, it is wop's interpreter running wop's bootstrap, and nothing of
+    the capture's (an option such as -X pycache_prefix would act before that)."""
     if branch or from_seq is not None or overrides or proxy or controls.edits or controls.debugging:
         return None
     manifest = manifest_hint(source_dir)
@@ -59,7 +62,7 @@ def launched_early(source_dir: Path, argv: list[str], *, from_seq: int | None, b
     command = argv or (recorded if isinstance(recorded, list) and all(type(word) is str for word in recorded) else [])
     if not command or (program.get("pytest") and not argv) or not starts_own_python(command):
         return None
-    if not argv and not (controls.trust or trust_from_environment()
+    if not argv and not (controls.trust or trust_from_environment() or starts_plainly(command)
                          or recorded_command_trust(source_dir, manifest).trusted):
         return None  # the replay refuses it once it has read the capture (trust.require_trusted)
     try:
