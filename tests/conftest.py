@@ -1,5 +1,6 @@
 """Shared test helpers: real captures written by the real sink, and the real `wop` entry point."""
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -38,6 +39,21 @@ NESTED_PYTEST_ADDOPTS = f"{os.environ['PYTEST_ADDOPTS']} -p no:hypothesispytest"
 def nested_pytest_env(**more: str) -> dict[str, str]:
     """The environment of a pytest run a test starts (see NESTED_PYTEST_ADDOPTS), with more variables."""
     return {**os.environ, "PYTEST_ADDOPTS": NESTED_PYTEST_ADDOPTS, **more}
+
+
+def requires(*modules: str) -> None:
+    """Skip the test (or, called at a module's top, the module) unless every module is installed, without importing
+    them: the programs the tests run import the SDKs, and pytest.importorskip's import in the worker costs each worker
+    1-6 s of CPU per SDK (litellm, anthropic, openai agents) at collection or in the test. For a module the test
+    itself uses, pytest.importorskip."""
+    __tracebackhide__ = True  # the skip names the test's line, not this one
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            pytest.skip(f"{module} is not installed (pip install -e '.[test]')", allow_module_level=True)
 
 
 def write_capture(path: Path, events: list[tuple[str, dict]], *, redactor: Redactor | None = None,
