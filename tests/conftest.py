@@ -4,11 +4,13 @@ import importlib.util
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -92,14 +94,30 @@ def _real_store() -> Path:
 
 
 def _listing(store: Path) -> list[tuple[str, int]]:
-    if not store.exists():
-        return []
-    return sorted((str(path.relative_to(store)), path.stat().st_mtime_ns) for path in store.rglob("*")
-                  if not path.is_symlink())
+    """Every file and directory in store with its modification time. What the user's own `wop` removes while it is
+    listed (`wop rm`, `wop gc`, a capture's temporary file) is left out, not an error: os.walk passes over a
+    directory that is gone, and so does this over a file."""
+    listed = []
+    for directory, subdirectories, files in os.walk(store):
+        for name in (*subdirectories, *files):
+            path = os.path.join(directory, name)
+            try:
+                status = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISLNK(status.st_mode):
+                listed.append((os.path.relpath(path, store), status.st_mtime_ns))
+    return sorted(listed)
 
 
 REAL_STORE = _real_store()
 REAL_STORE_AT_START = _listing(REAL_STORE)
+# A variable only this run's processes have (xdist's workers inherit it, and every program the tests start): a
+# capture's run_start lists the names of its environment, so one this run recorded carries it, while one recorded by
+# the user's own `wop` meanwhile does not, not even from a pytest run of theirs (PYTEST_CURRENT_TEST).
+SUITE_MARK = next((name for name in os.environ if name.startswith("WOP_TEST_SUITE_")), None) \
+    or f"WOP_TEST_SUITE_{uuid.uuid4().hex[:12].upper()}"
+os.environ[SUITE_MARK] = "1"
 # Each test's TMPDIR is made in here: short, as the unix sockets wop makes there (TMPDIR/wop-XXXXXXXX/sink) must fit
 # in 107 bytes, and in one place, so the run can check that none was left behind. Made when pytest starts (this
 # module is imported twice: as pytest's conftest and as tests.conftest).
@@ -123,23 +141,26 @@ def _write_bytecode() -> None:
     compileall.compile_dir(ROOT / "openwop_cli", quiet=2)
 
 
-def written_by_tests(store: Path, before: list[tuple[str, int]], after: list[tuple[str, int]]) -> list[str]:
-    """The captures in store that changed between the two listings and that a test wrote: pytest sets
-    PYTEST_CURRENT_TEST in each test's process, so a capture a test (or a program it ran) recorded names it among the
-    environment variables of its run_start; one the user made meanwhile with `wop` in another shell does not."""
+def written_by_tests(store: Path, before: list[tuple[str, int]], after: list[tuple[str, int]],
+                     mark: str | None = None) -> list[str]:
+    """The captures in store that changed between the two listings and that this run's tests wrote: a capture a test
+    (or a program it ran) recorded names the run's SUITE_MARK (or mark) among the environment variables of its
+    run_start; one the user made meanwhile with `wop` in another shell does not."""
     changed = sorted(set(after) - set(before))
     captures = sorted({Path(*Path(path).parts[:2]) for path, _ in changed if Path(path).parts[:1] == ("captures",)
                        and len(Path(path).parts) >= 2})
-    return [str(capture) for capture in captures if _recorded_under_pytest(store / capture)]
+    return [str(capture) for capture in captures if _recorded_with(store / capture, mark or SUITE_MARK)]
 
 
-def _recorded_under_pytest(capture: Path) -> bool:
+def _recorded_with(capture: Path, variable: str) -> bool:
+    """Whether the capture's run_start names variable among its environment's (False for one still unreadable)."""
     try:
         with open(capture / "events.jsonl", "rb") as events:
             first = orjson.loads(events.readline() or b"{}")
     except (OSError, orjson.JSONDecodeError):
         return False
-    return "PYTEST_CURRENT_TEST" in ((first.get("data") or {}).get("env") or ())
+    data = first.get("data") if isinstance(first, dict) else None
+    return isinstance(data, dict) and isinstance(data.get("env"), list) and variable in data["env"]
 
 
 def pytest_sessionfinish(session, exitstatus):
