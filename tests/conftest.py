@@ -178,21 +178,50 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nFAILED: temporary files outlived their test (a process still running after it?): {left[:10]}")
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch) -> Iterator[Path]:
-    """Every test gets its own empty store (WOP_HOME), HOME and XDG directories, and TMPDIR, passed on to
-    subprocesses; its TMPDIR is removed after it (a `wop capture` a test kills leaves its channel's directory)."""
+@contextmanager
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty store (WOP_HOME), HOME and XDG directories, and TMPDIR of their own while the block runs, passed on to
+    subprocesses; the TMPDIR is removed after it (a `wop capture` a test kills leaves its channel's directory)."""
     base = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
-    for name in ISOLATED_VARIABLES:
-        directory = base / name.lower()
-        directory.mkdir()
-        monkeypatch.setenv(name, str(directory))
-    temporary = tempfile.mkdtemp(dir=SUITE_TEMP[0])
-    monkeypatch.setenv("TMPDIR", temporary)
-    monkeypatch.setattr(tempfile, "tempdir", temporary)
-    yield base / "wop-home"
-    shutil.rmtree(temporary, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
+        for name in ISOLATED_VARIABLES:
+            directory = base / name.lower()
+            directory.mkdir()
+            monkeypatch.setenv(name, str(directory))
+        temporary = tempfile.mkdtemp(dir=SUITE_TEMP[0])
+        monkeypatch.setenv("TMPDIR", temporary)
+        monkeypatch.setattr(tempfile, "tempdir", temporary)
+        try:
+            yield base / "wop-home"
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory) -> Iterator[Path]:
+    """Every test runs isolated: its own empty store, HOME, XDG directories and TMPDIR."""
+    with isolated(tmp_path_factory) as home:
+        yield home
+
+
+@pytest.fixture(scope="session")
+def isolation(tmp_path_factory):
+    """For a fixture a module's tests share (scope="module"), which is set up before isolated_home: `with
+    isolation():` runs its block isolated as a test is (a fixture, as pytest loads this file apart from the
+    tests.conftest the tests import, whose SUITE_TEMP stays empty)."""
+    return lambda: isolated(tmp_path_factory)
+
+
+def adopt_signing_key(key: Path) -> None:
+    """Make key the signing key of this test's user (whose isolated home has none yet). A capture a module's tests
+    share was recorded once, in a home of its own: with its recorder's key, it reads as this user's own, as the one
+    each test used to record itself did (wop replays only the captures its user trusts)."""
+    from openwop_cli.format.signature import key_path
+
+    target = key_path()
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    shutil.copy2(key, target)
 
 
 @pytest.fixture
