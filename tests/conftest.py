@@ -213,6 +213,14 @@ def isolation(tmp_path_factory):
     return lambda: isolated(tmp_path_factory)
 
 
+def keep_signing_key(to: Path) -> Path:
+    """A copy, at to, of the current user's signing key: in a fixture's `with isolation():` block, that of the
+    captures the block recorded, for the tests that share them (adopt_signing_key)."""
+    from openwop_cli.format.signature import key_path
+
+    return Path(shutil.copy2(key_path(), to))
+
+
 def adopt_signing_key(key: Path) -> None:
     """Make key the signing key of this test's user (whose isolated home has none yet). A capture a module's tests
     share was recorded once, in a home of its own: with its recorder's key, it reads as this user's own, as the one

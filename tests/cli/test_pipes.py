@@ -2,7 +2,6 @@
 never 1 ("differences"); output that cannot be written otherwise is exit 2; a closed stderr changes nothing else."""
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -10,9 +9,8 @@ import orjson
 import pytest
 
 from openwop_cli.format.redact import Redactor
-from openwop_cli.format.signature import key_path
 from openwop_cli.format.sink import CaptureSink
-from tests.conftest import ROOT, adopt_signing_key, run_wop, sample_events, write_capture
+from tests.conftest import ROOT, adopt_signing_key, keep_signing_key, run_wop, sample_events, write_capture
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +49,7 @@ def recorded_runs(tmp_path_factory, isolation):
     with isolation():
         done = run_wop("capture", "--out", str(runs / "a"), "--", sys.executable, "-c", program)
         assert done.returncode == 0, done.stderr
-        key = shutil.copy2(key_path(), runs / "key")
+        key = keep_signing_key(runs / "key")
     write_capture(runs / "b", sample_events(3))
     return runs / "a", runs / "b", key
 
