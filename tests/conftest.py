@@ -1,13 +1,16 @@
 """Shared test helpers: real captures written by the real sink, and the real `wop` entry point."""
 
+import importlib.util
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +41,21 @@ NESTED_PYTEST_ADDOPTS = f"{os.environ['PYTEST_ADDOPTS']} -p no:hypothesispytest"
 def nested_pytest_env(**more: str) -> dict[str, str]:
     """The environment of a pytest run a test starts (see NESTED_PYTEST_ADDOPTS), with more variables."""
     return {**os.environ, "PYTEST_ADDOPTS": NESTED_PYTEST_ADDOPTS, **more}
+
+
+def requires(*modules: str) -> None:
+    """Skip the test (or, called at a module's top, the module) unless every module is installed, without importing
+    them: the programs the tests run import the SDKs, and pytest.importorskip's import in the worker costs each worker
+    1-6 s of CPU per SDK (litellm, anthropic, openai agents) at collection or in the test. For a module the test
+    itself uses, pytest.importorskip."""
+    __tracebackhide__ = True  # the skip names the test's line, not this one
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            pytest.skip(f"{module} is not installed (pip install -e '.[test]')", allow_module_level=True)
 
 
 def write_capture(path: Path, events: list[tuple[str, dict]], *, redactor: Redactor | None = None,
@@ -76,14 +94,30 @@ def _real_store() -> Path:
 
 
 def _listing(store: Path) -> list[tuple[str, int]]:
-    if not store.exists():
-        return []
-    return sorted((str(path.relative_to(store)), path.stat().st_mtime_ns) for path in store.rglob("*")
-                  if not path.is_symlink())
+    """Every file and directory in store with its modification time. What the user's own `wop` removes while it is
+    listed (`wop rm`, `wop gc`, a capture's temporary file) is left out, not an error: os.walk passes over a
+    directory that is gone, and so does this over a file."""
+    listed = []
+    for directory, subdirectories, files in os.walk(store):
+        for name in (*subdirectories, *files):
+            path = os.path.join(directory, name)
+            try:
+                status = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISLNK(status.st_mode):
+                listed.append((os.path.relpath(path, store), status.st_mtime_ns))
+    return sorted(listed)
 
 
 REAL_STORE = _real_store()
 REAL_STORE_AT_START = _listing(REAL_STORE)
+# A variable only this run's processes have (xdist's workers inherit it, and every program the tests start): a
+# capture's run_start lists the names of its environment, so one this run recorded carries it, while one recorded by
+# the user's own `wop` meanwhile does not, not even from a pytest run of theirs (PYTEST_CURRENT_TEST).
+SUITE_MARK = next((name for name in os.environ if name.startswith("WOP_TEST_SUITE_")), None) \
+    or f"WOP_TEST_SUITE_{uuid.uuid4().hex[:12].upper()}"
+os.environ[SUITE_MARK] = "1"
 # Each test's TMPDIR is made in here: short, as the unix sockets wop makes there (TMPDIR/wop-XXXXXXXX/sink) must fit
 # in 107 bytes, and in one place, so the run can check that none was left behind. Made when pytest starts (this
 # module is imported twice: as pytest's conftest and as tests.conftest).
@@ -107,23 +141,26 @@ def _write_bytecode() -> None:
     compileall.compile_dir(ROOT / "openwop_cli", quiet=2)
 
 
-def written_by_tests(store: Path, before: list[tuple[str, int]], after: list[tuple[str, int]]) -> list[str]:
-    """The captures in store that changed between the two listings and that a test wrote: pytest sets
-    PYTEST_CURRENT_TEST in each test's process, so a capture a test (or a program it ran) recorded names it among the
-    environment variables of its run_start; one the user made meanwhile with `wop` in another shell does not."""
+def written_by_tests(store: Path, before: list[tuple[str, int]], after: list[tuple[str, int]],
+                     mark: str | None = None) -> list[str]:
+    """The captures in store that changed between the two listings and that this run's tests wrote: a capture a test
+    (or a program it ran) recorded names the run's SUITE_MARK (or mark) among the environment variables of its
+    run_start; one the user made meanwhile with `wop` in another shell does not."""
     changed = sorted(set(after) - set(before))
     captures = sorted({Path(*Path(path).parts[:2]) for path, _ in changed if Path(path).parts[:1] == ("captures",)
                        and len(Path(path).parts) >= 2})
-    return [str(capture) for capture in captures if _recorded_under_pytest(store / capture)]
+    return [str(capture) for capture in captures if _recorded_with(store / capture, mark or SUITE_MARK)]
 
 
-def _recorded_under_pytest(capture: Path) -> bool:
+def _recorded_with(capture: Path, variable: str) -> bool:
+    """Whether the capture's run_start names variable among its environment's (False for one still unreadable)."""
     try:
         with open(capture / "events.jsonl", "rb") as events:
             first = orjson.loads(events.readline() or b"{}")
     except (OSError, orjson.JSONDecodeError):
         return False
-    return "PYTEST_CURRENT_TEST" in ((first.get("data") or {}).get("env") or ())
+    data = first.get("data") if isinstance(first, dict) else None
+    return isinstance(data, dict) and isinstance(data.get("env"), list) and variable in data["env"]
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -141,21 +178,58 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nFAILED: temporary files outlived their test (a process still running after it?): {left[:10]}")
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch) -> Iterator[Path]:
-    """Every test gets its own empty store (WOP_HOME), HOME and XDG directories, and TMPDIR, passed on to
-    subprocesses; its TMPDIR is removed after it (a `wop capture` a test kills leaves its channel's directory)."""
+@contextmanager
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty store (WOP_HOME), HOME and XDG directories, and TMPDIR of their own while the block runs, passed on to
+    subprocesses; the TMPDIR is removed after it (a `wop capture` a test kills leaves its channel's directory)."""
     base = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
-    for name in ISOLATED_VARIABLES:
-        directory = base / name.lower()
-        directory.mkdir()
-        monkeypatch.setenv(name, str(directory))
-    temporary = tempfile.mkdtemp(dir=SUITE_TEMP[0])
-    monkeypatch.setenv("TMPDIR", temporary)
-    monkeypatch.setattr(tempfile, "tempdir", temporary)
-    yield base / "wop-home"
-    shutil.rmtree(temporary, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("WOP_HOME", str(base / "wop-home"))
+        for name in ISOLATED_VARIABLES:
+            directory = base / name.lower()
+            directory.mkdir()
+            monkeypatch.setenv(name, str(directory))
+        temporary = tempfile.mkdtemp(dir=SUITE_TEMP[0])
+        monkeypatch.setenv("TMPDIR", temporary)
+        monkeypatch.setattr(tempfile, "tempdir", temporary)
+        try:
+            yield base / "wop-home"
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory) -> Iterator[Path]:
+    """Every test runs isolated: its own empty store, HOME, XDG directories and TMPDIR."""
+    with isolated(tmp_path_factory) as home:
+        yield home
+
+
+@pytest.fixture(scope="session")
+def isolation(tmp_path_factory):
+    """For a fixture a module's tests share (scope="module"), which is set up before isolated_home: `with
+    isolation():` runs its block isolated as a test is (a fixture, as pytest loads this file apart from the
+    tests.conftest the tests import, whose SUITE_TEMP stays empty)."""
+    return lambda: isolated(tmp_path_factory)
+
+
+def keep_signing_key(to: Path) -> Path:
+    """A copy, at to, of the current user's signing key: in a fixture's `with isolation():` block, that of the
+    captures the block recorded, for the tests that share them (adopt_signing_key)."""
+    from openwop_cli.format.signature import key_path
+
+    return Path(shutil.copy2(key_path(), to))
+
+
+def adopt_signing_key(key: Path) -> None:
+    """Make key the signing key of this test's user (whose isolated home has none yet). A capture a module's tests
+    share was recorded once, in a home of its own: with its recorder's key, it reads as this user's own, as the one
+    each test used to record itself did (wop replays only the captures its user trusts)."""
+    from openwop_cli.format.signature import key_path
+
+    target = key_path()
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    shutil.copy2(key, target)
 
 
 @pytest.fixture

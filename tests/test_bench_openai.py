@@ -6,10 +6,9 @@ import subprocess
 import sys
 
 import orjson
-import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import ROOT, run_wop
+from tests.conftest import ROOT, requires, run_wop
 from tests.fake_provider import FakeProvider
 
 PROGRAM = ROOT / "bench" / "openai_calls.py"
@@ -44,7 +43,7 @@ def test_the_program_runs_plain_captured_and_replayed_strictly(tmp_path):
 
 
 def test_the_program_records_and_plays_vcr_cassettes(tmp_path):
-    pytest.importorskip("vcr")
+    requires("vcr")
     figures = tmp_path / "figures.json"
     for matching in ("default", "strict"):
         cassette = tmp_path / f"{matching}.yaml"

@@ -3,11 +3,11 @@
 
 import pytest
 
-from tests.conftest import NESTED_PYTEST_ADDOPTS
+from tests.conftest import NESTED_PYTEST_ADDOPTS, requires
 from tests.fake_provider import FakeProvider
 
 pytest_plugins = ["pytester"]
-pytest.importorskip("openai")
+requires("openai")
 
 TEST_FILE = """
 import os

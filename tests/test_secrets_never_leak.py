@@ -9,10 +9,9 @@ import sys
 import textwrap
 
 import orjson
-import pytest
 
 from openwop_cli.format.redact import REDACTED
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import OFFLINE_SDKS
 
@@ -76,7 +75,7 @@ def leaks(where: str, data: bytes) -> list[tuple[str, str]]:
 
 def exporting():
     """tests/export's fake OTLP collector (skipped without the otel extra)."""
-    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    requires("opentelemetry.exporter.otlp.proto.http.trace_exporter")
     from tests.export.test_otel_export import FakeCollector
 
     return FakeCollector()

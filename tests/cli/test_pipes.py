@@ -10,18 +10,20 @@ import pytest
 
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
-from tests.conftest import ROOT, run_wop, sample_events, write_capture
+from tests.conftest import ROOT, adopt_signing_key, keep_signing_key, run_wop, sample_events, write_capture
 
 
-@pytest.fixture
-def big_capture(tmp_path):
-    sink = CaptureSink(tmp_path / "big", redactor=Redactor("none"))
+@pytest.fixture(scope="module")
+def big_capture(tmp_path_factory):
+    """10,000 events, made once for the module's tests, which only read it."""
+    path = tmp_path_factory.mktemp("big") / "big"
+    sink = CaptureSink(path, redactor=Redactor("none"))
     sink.start({})
     for index in range(5_000):
         sink.append("tool_call", {"name": "lookup", "args": {"order": f"A-{index}"}, "callId": f"t{index}"})
         sink.append("tool_result", {"callId": f"t{index}", "ok": True, "result": {"status": "shipped"}})
     sink.finalize("ok")
-    return tmp_path / "big"
+    return path
 
 
 @pytest.mark.parametrize("args", [["show"], ["show", "--json"], ["show", "--jsonl"]])
@@ -36,15 +38,28 @@ def test_a_closed_pipe_ends_the_command_quietly_with_exit_0(big_capture, args):
     assert stderr == b""
 
 
-@pytest.fixture
-def two_runs(tmp_path):
-    """A real capture of a small program (replayable; its stderr fills a pipe) and another capture that differs."""
+@pytest.fixture(scope="module")
+def recorded_runs(tmp_path_factory, isolation):
+    """A real capture of a small program (replayable; its stderr fills a pipe), another capture that differs, and the
+    signing key of their recorder: made once for the module's 28 tests, as no command they run writes into a capture
+    (a replay writes a new one in the test's own store)."""
     program = ("import sys, time; time.time(); "
                "print('program output'); print(('e' * 99 + '\\n') * 2000, file=sys.stderr)")
-    done = run_wop("capture", "--out", str(tmp_path / "a"), "--", sys.executable, "-c", program)
-    assert done.returncode == 0, done.stderr
-    write_capture(tmp_path / "b", sample_events(3))
-    return tmp_path / "a", tmp_path / "b"
+    runs = tmp_path_factory.mktemp("runs")
+    with isolation():
+        done = run_wop("capture", "--out", str(runs / "a"), "--", sys.executable, "-c", program)
+        assert done.returncode == 0, done.stderr
+        key = keep_signing_key(runs / "key")
+    write_capture(runs / "b", sample_events(3))
+    return runs / "a", runs / "b", key
+
+
+@pytest.fixture
+def two_runs(recorded_runs):
+    """The module's two captures, the first recorded by this test's user."""
+    a, b, key = recorded_runs
+    adopt_signing_key(key)
+    return a, b
 
 
 COMMANDS = [  # the entry point's fast path (diff, replay) and the Typer app's

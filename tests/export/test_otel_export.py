@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import http_server, run_wop, write_capture
+from tests.conftest import http_server, requires, run_wop, write_capture
 from tests.fake_provider import FakeProvider
 
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-pytest.importorskip("openai")
+requires("opentelemetry.exporter.otlp.proto.http")
+requires("openai")
 
 AGENT = """
 import os

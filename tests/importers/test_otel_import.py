@@ -14,13 +14,13 @@ import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.importers.agents import LANGGRAPH_TRACED
 from tests.otlp_receiver import OtlpFileReceiver
 
-pytest.importorskip("openai")
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+requires("openai")
+requires("opentelemetry.exporter.otlp.proto.http")
 
 AGENT = """
 import json
@@ -79,8 +79,8 @@ INSTRUMENTS = {"openinference": {}, "genai": GENAI_CONTENT}
 
 
 def instrumented(instrument: str) -> None:
-    pytest.importorskip("openinference.instrumentation.openai" if instrument == "openinference"
-                        else "opentelemetry.instrumentation.openai_v2")
+    requires("openinference.instrumentation.openai" if instrument == "openinference"
+             else "opentelemetry.instrumentation.openai_v2")
 
 
 def run_agent(tmp_path: Path, instrument: str, base: str, **env: str) -> tuple[Path, dict[str, str]]:
@@ -287,9 +287,9 @@ def test_http_the_trace_does_not_hold_runs_live_and_is_listed(tmp_path):
 
 
 def test_a_langgraph_trace_from_the_langchain_instrumentation_replays_with_its_tool_listed(tmp_path):
-    pytest.importorskip("langgraph")
-    pytest.importorskip("langchain_openai")
-    pytest.importorskip("openinference.instrumentation.langchain")
+    requires("langgraph")
+    requires("langchain_openai")
+    requires("openinference.instrumentation.langchain")
     program = tmp_path / "agent.py"
     program.write_text(textwrap.dedent(LANGGRAPH_TRACED))
     with FakeProvider() as provider, OtlpFileReceiver(tmp_path / "collector") as collector:

@@ -10,16 +10,15 @@ import uuid
 from pathlib import Path
 
 import orjson
-import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.importers.agents import LANGGRAPH_AGENT
 
-pytest.importorskip("langgraph")
-pytest.importorskip("langchain_openai")
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+requires("langgraph")
+requires("langchain_openai")
+requires("opentelemetry.exporter.otlp.proto.http")
 
 EXPECTED = 'human: Where is order A-1? | ai:  | tool: {"id": "A-1", "status": "shipped"} | ai: answer to Where is order A-1?'
 

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from openwop_cli.errors import BadCassette
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.importers.vcr import read_cassette
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 
-pytest.importorskip("vcr")
-pytest.importorskip("openai")
+requires("vcr")
+requires("openai")
 
 AGENT = """
 import os

@@ -14,11 +14,11 @@ import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import http_server, run_wop
+from tests.conftest import http_server, requires, run_wop
 
-pytest.importorskip("vcr")
-pytest.importorskip("requests")
-pytest.importorskip("aiohttp")
+requires("vcr")
+requires("requests")
+requires("aiohttp")
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import ROOT, run_wop
+from tests.conftest import ROOT, adopt_signing_key, keep_signing_key, run_wop
 
 AGENT = """
 import os, threading
@@ -173,12 +173,24 @@ def test_pdb_refuses_without_a_terminal(tmp_path):
 REFUSAL = '$.response.choices[0].message.content="I cannot help with that."'
 
 
+@pytest.fixture(scope="module")
+def recorded_example(tmp_path_factory, isolation) -> tuple[Path, Path]:
+    """The bundled example captured once for the module's tests (a fork writes a capture of its own, never into its
+    source), and its recorder's signing key."""
+    directory = tmp_path_factory.mktemp("example")
+    source = directory / "support"
+    with isolation():
+        done = run_wop("capture", "--out", str(source), "--", sys.executable,
+                       str(ROOT / "examples" / "support_agent.py"), cwd=directory)
+        assert done.returncode == 0, done.stderr
+        return source, keep_signing_key(directory / "key")
+
+
 @pytest.fixture
-def example(tmp_path) -> Path:
-    source = tmp_path / "support"
-    done = run_wop("capture", "--out", str(source), "--", sys.executable, str(ROOT / "examples" / "support_agent.py"),
-                   cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+def example(recorded_example) -> Path:
+    """The capture of the bundled example, recorded by this test's user."""
+    source, key = recorded_example
+    adopt_signing_key(key)
     return source
 
 

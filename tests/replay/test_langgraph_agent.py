@@ -4,13 +4,13 @@ LangGraph mints checkpoint ids and timestamps in many asyncio tasks of its own; 
 capture (no real I/O), so tasks must be told apart by who made them, not by asyncio's process-wide Task-N.
 """
 
-import pytest
 
+from tests.conftest import requires
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, replay
 
-pytest.importorskip("langgraph")
-pytest.importorskip("langchain_openai")
+requires("langgraph")
+requires("langchain_openai")
 
 AGENT = """
 import asyncio, os

@@ -8,10 +8,11 @@ import textwrap
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
+from tests.conftest import requires
 from tests.fake_provider import FakeProvider
 from tests.runtime.test_ambient import capture, program_output, replay
 
-pytest.importorskip("openai")
+requires("openai")
 
 
 def assert_replays_exactly(tmp_path, source, captured: list[str], env: dict | None = None, times: int = 3) -> None:

@@ -7,12 +7,11 @@ import textwrap
 from pathlib import Path
 
 import orjson
-import pytest
 
-from tests.conftest import ROOT, run_wop
+from tests.conftest import ROOT, requires, run_wop
 from tests.fake_provider import FakeProvider
 
-pytest.importorskip("openai")
+requires("openai")
 
 SDK_AGENT = """
 import os

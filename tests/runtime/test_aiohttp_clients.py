@@ -1,11 +1,11 @@
 """aiohttp and the SDKs built on it (litellm's default async transport, google-genai's `client.aio`):
 recorded with no code changes, replayed offline, a changed prompt located in the request."""
 
-import pytest
 
+from tests.conftest import requires
 from tests.programs import round_trip
 
-pytest.importorskip("aiohttp")
+requires("aiohttp")
 
 AIOHTTP_AGENT = """
 import asyncio, json, os
@@ -84,7 +84,7 @@ asyncio.run(main())
 
 
 def test_litellm_acompletion_on_its_default_aiohttp_transport(tmp_path):
-    pytest.importorskip("litellm")
+    requires("litellm")
     requests = round_trip(tmp_path, LITELLM_AGENT, calls=2, changed={"QUESTION": "hello again"},
                           json_path="$.messages[0].content")
     assert {r["provider"] for r in requests} == {"openai"}
@@ -109,7 +109,7 @@ asyncio.run(main())
 
 
 def test_google_genai_client_aio(tmp_path):
-    pytest.importorskip("google.genai")
+    requires("google.genai")
     requests = round_trip(tmp_path, GENAI_AGENT, calls=2, changed={"QUESTION": "hello again"},
                           json_path="$.contents[0].parts[0].text")
     assert [(r["provider"], r["model"]) for r in requests] == [("google", "gemini-2.0-flash")] * 2

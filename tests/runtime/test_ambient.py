@@ -15,7 +15,7 @@ import pytest
 
 import openwop_cli as wop
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 
 PROMPT_AGENT = """
@@ -62,7 +62,7 @@ def program_output(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("wop")]
 
 
-pytest.importorskip("openai")
+requires("openai")
 
 
 def test_an_agent_with_the_date_a_uuid_and_a_random_tone_in_its_prompt_replays_unchanged(tmp_path):
@@ -141,7 +141,7 @@ print(start.isoformat(), later.isoformat(), local.isoformat(), naive.isoformat()
 
 
 def test_datetime_stays_a_real_datetime_for_pydantic_orjson_pickle_arithmetic_and_time_zones(tmp_path):
-    pytest.importorskip("pydantic")
+    requires("pydantic")
     source = capture(tmp_path, DATETIME_PROGRAM, env={"PYTHONWARNINGS": "ignore"})
     plain = __import__("subprocess").run([sys.executable, str(tmp_path / "agent.py")], capture_output=True, text=True,
                                          env={**os.environ, "PYTHONWARNINGS": "ignore"}, cwd=tmp_path)

@@ -10,13 +10,13 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from tests.conftest import http_server, run_wop
+from tests.conftest import http_server, requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import OFFLINE_SDKS, events
 
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
-pytest.importorskip("aiohttp")
+requires("openai")
+requires("anthropic")
+requires("aiohttp")
 
 EXCHANGES = """
 import asyncio, json, os, urllib.request

@@ -8,11 +8,11 @@ import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
+requires("openai")
+requires("anthropic")
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"
@@ -122,7 +122,7 @@ print("async httpx:", asyncio.run(main()))
 
 
 def test_plain_httpx_and_requests_calls_are_http_tool_calls_that_replay(tmp_path):
-    pytest.importorskip("httpx")
+    requires("httpx")
     with FakeProvider() as provider:
         env = {"BASE": provider.url}
         captured, source = capture(tmp_path, PLAIN_HTTP, env)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.mcp_agents import (
     LANGCHAIN,
@@ -30,7 +30,7 @@ from tests.mcp_agents import (
 )
 from tests.programs import events, replay
 
-pytest.importorskip("mcp")
+requires("mcp")
 
 
 def captured(tmp_path: Path, python: str, env: dict[str, str]) -> Path:
@@ -137,7 +137,7 @@ def test_the_node_filesystem_server_is_not_started_in_a_replay(tmp_path, python)
 
 @pytest.mark.parametrize("python", pythons())
 def test_openai_agents_mcp_server_stdio_replays(tmp_path, python):
-    pytest.importorskip("agents")
+    requires("agents")
     write_agent(tmp_path, OPENAI_AGENTS)
     source = captured(tmp_path, python, {})
     methods = [call["args"]["method"] for call in mcp_calls(source)]

@@ -1,12 +1,12 @@
 """A call recorded at an outer boundary (wop.llm_call, @wop.tool) is one unit: the HTTP adapters below it
 record nothing of their own, and in a replay the outer one is served and the inner call never runs."""
 
-import pytest
 
+from tests.conftest import requires
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
-pytest.importorskip("openai")
+requires("openai")
 
 README_SNIPPET = """
 import asyncio, os

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from tests.conftest import requires
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay, round_trip, unrecorded_connections
 from tests.runtime.test_unrecorded_connections import RAW_SOCKET_AGENT
@@ -88,7 +89,7 @@ def test_a_raw_socket_http_client_is_recorded_with_no_code_and_replays_offline(t
 
 
 def test_dspy_default_client_is_recorded_with_no_code_and_replays_offline(tmp_path):
-    pytest.importorskip("dspy")
+    requires("dspy")
     (request,) = round_trip(tmp_path, DSPY_AGENT, calls=1, changed={"PROMPT": "where is order B-2?"},
                             json_path="$.messages[0].content")
     assert request["model"] == "gpt-4o-mini" and request["request"]["messages"][0]["content"] == "where is order A-1?"

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
-pytest.importorskip("aiohttp")
+requires("aiohttp")
 
 TEXT = b"order A-1 shipped " * 8
 ROUTES: dict[str, tuple[list[tuple[str, str]], bytes]] = {

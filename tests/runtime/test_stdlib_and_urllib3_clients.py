@@ -1,8 +1,8 @@
 """urllib.request (http.client underneath) and boto3's bedrock-runtime (urllib3 underneath, AWS event
 streams): recorded with no code changes, replayed offline, a changed prompt located in the request."""
 
-import pytest
 
+from tests.conftest import requires
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay, round_trip, unrecorded_connections
 
@@ -62,7 +62,7 @@ print("invoke stream:", "".join(d["delta"]["text"] for d in deltas if d["type"] 
 
 
 def test_boto3_bedrock_runtime_json_and_event_streams(tmp_path):
-    pytest.importorskip("boto3")
+    requires("boto3")
     requests = round_trip(tmp_path, BEDROCK_AGENT, calls=4, changed={"QUESTION": "where is order B-2?"},
                           json_path="$.messages[0].content[0].text")
     assert {(r["provider"], r["model"]) for r in requests} == {("bedrock", "anthropic.claude-3-haiku-20240307-v1:0")}

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 
 MISTRAL_AGENT = """
@@ -21,7 +21,7 @@ print(reply.choices[0].message.content)
 
 
 def test_a_mistral_call_is_provider_mistral_and_replays_with_no_key(tmp_path):
-    pytest.importorskip("mistralai")
+    requires("mistralai")
     program = tmp_path / "agent.py"
     program.write_text(textwrap.dedent(MISTRAL_AGENT))
     with FakeProvider() as provider:
@@ -71,7 +71,7 @@ print()
 ], ids=["groq", "cohere"])
 def test_groq_behind_a_custom_base_url_and_cohere_v2_chat_keep_their_name_and_token_counts(tmp_path, sdk, agent,
                                                                                               provider, tokens):
-    pytest.importorskip(sdk)
+    requires(sdk)
     program = tmp_path / "agent.py"
     program.write_text(textwrap.dedent(agent))
     with FakeProvider() as fake:

@@ -8,7 +8,7 @@ import sys
 import orjson
 import pytest
 
-from tests.conftest import run_wop
+from tests.conftest import requires, run_wop
 from tests.programs import OFFLINE_SDKS, capture, events, replay, unrecorded_connections
 
 pytest.importorskip("websockets")
@@ -182,7 +182,7 @@ def test_a_sync_client_records_a_fragmented_message_as_one_and_its_own_close(tmp
 
 
 def test_the_openai_realtime_client_diverges_at_the_changed_events_json_path(tmp_path):
-    pytest.importorskip("openai")
+    requires("openai")
     calls = round_trip(tmp_path, REALTIME, "$.args.json.item.content[0].text", 2)
     assert "/v1/realtime?model=gpt-realtime" in calls[0][0]["args"]["url"]
     assert [call["args"]["json"]["type"] for call, _ in calls[1:4]] == [
