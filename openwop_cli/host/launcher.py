@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -552,9 +552,7 @@ def starts_own_python(argv: list[str]) -> bool:
     where the runtime is known to load — and runs the child bootstrap before anything else: named directly, or by a
     script's `#!` line (`#!/usr/bin/env python3` as found on PATH), without an option that skips the bootstrap.
     Another Python (another version or virtual environment, one without wop's dependencies) is like any command."""
-    if not argv:
-        return False
-    command = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    command = _command_path(argv)
     if command is None:
         return False
     if _is_own_python(command):
@@ -567,9 +565,16 @@ def starts_own_python(argv: list[str]) -> bool:
 def starts_plainly(argv: list[str]) -> bool:
     """True when argv names the Python wop runs in, itself, with no option before its program (`-c CODE`, `-m MODULE`
     or a script): an interpreter started gated from argv runs only wop's bootstrap until its go."""
-    command = argv[0] if argv and os.sep in argv[0] else shutil.which(argv[0]) if argv else None
+    command = _command_path(argv)
     return (command is not None and _is_own_python(command) and len(argv) > 1
             and (argv[1] in ("-c", "-m") or not argv[1].startswith("-")))
+
+
+def _command_path(argv: list[str]) -> str | None:
+    """The file argv's first word runs: a path as given, else found on PATH (None: no command, or none found)."""
+    if not argv:
+        return None
+    return argv[0] if os.sep in argv[0] else shutil.which(argv[0])
 
 
 def _is_own_python(path: str) -> bool:
@@ -695,23 +700,14 @@ class _Processes:
 
     def unrecorded_connections(self) -> list[dict[str, Any]]:
         """Connections no adapter recorded, by destination over all processes: host, port, count, first site."""
-        found: dict[tuple, dict[str, Any]] = {}
-        for (_pid, host, port), reported in self.unrecorded.items():
-            entry = found.setdefault((host, port), {"host": host, "port": port, "count": 0, "site": reported.get("site")})
-            count = reported.get("count")
-            entry["count"] += count if isinstance(count, int) and count > 0 else 1
-        return sorted(found.values(), key=lambda entry: -entry["count"])
+        return _summed(((host, port), {"host": host, "port": port, "count": 0, "site": reported.get("site")},
+                        reported.get("count")) for (_pid, host, port), reported in self.unrecorded.items())
 
     def unrecorded_processes(self) -> list[dict[str, Any]]:
         """The children no process could see, by executable and call site over all processes: executable, argv,
         reason, site and count, the most frequent first."""
-        found: dict[tuple, dict[str, Any]] = {}
-        for key, entry in self.unrecorded_children.items():
-            count = entry.get("count") if isinstance(entry.get("count"), int) and entry["count"] > 0 else 1
-            total = found.setdefault(key[1:], {**{name: entry.get(name) for name in ("executable", "argv", "reason", "site")},
-                                                "count": 0})
-            total["count"] += count
-        return sorted(found.values(), key=lambda entry: -entry["count"])
+        return _summed((key[1:], {**{name: entry.get(name) for name in ("executable", "argv", "reason", "site")},
+                                  "count": 0}, entry.get("count")) for key, entry in self.unrecorded_children.items())
 
     def module_paths(self) -> list[str]:
         return list(self.modules)
@@ -724,6 +720,16 @@ class _Processes:
         if root is not None:
             summary["python"] = root.get("python")
         return summary
+
+
+def _summed(reports: Iterable[tuple[tuple, dict[str, Any], Any]]) -> list[dict[str, Any]]:
+    """Reports of what no adapter recorded, summed over all processes: each (what it is about, the entry a first
+    report of that starts with count 0, its count: a positive integer, else one), the most frequent first."""
+    found: dict[tuple, dict[str, Any]] = {}
+    for key, first, count in reports:
+        entry = found.setdefault(key, first)
+        entry["count"] += count if isinstance(count, int) and count > 0 else 1
+    return sorted(found.values(), key=lambda entry: -entry["count"])
 
 
 def _child_key(pid: Any, reported: dict[str, Any]) -> tuple:
