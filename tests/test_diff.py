@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.diff import diff_runs
+from openwop_cli.format.reader import CaptureReader
 from tests.conftest import FIXTURES, run_wop, write_capture
 
 PROGRAM = """
@@ -707,8 +708,6 @@ def test_a_run_that_declares_a_channel_the_other_does_not_folds_with_its_own_dec
 def test_a_capture_diffed_with_a_run_log_that_skips_seqs_is_aligned_by_seq(tmp_path):
     """A capture's seqs run 0, 1, 2…; a run log's may skip. Paired by seq, the log's missing seq is one removed event;
     paired by position (right for two captures only), every later event would be changed."""
-    from openwop_cli.format.reader import CaptureReader
-
     capture = write_capture(tmp_path / "a", [("run_start", {"argv": ["a.py"]}),
                                              *(("tool_result", {"callId": f"c{n}", "ok": True, "result": n})
                                                for n in range(4))])
