@@ -22,6 +22,7 @@ from openwop_cli.replay.divergence import OUTPUT_MISMATCH, Divergence
 WOP_LINE = "wop: "
 COLLECTED_GENERATOR_REPORTS = ("an error occurred during closing of asynchronous generator",
                                "exception ignored in: <async_generator")
+_TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
@@ -106,16 +107,18 @@ def _report_end(lines: list[str], index: int) -> int:
     `asyncgen: <…>` line, then its traceback, chained ones included, to the last exception's line."""
     if index < len(lines) and lines[index].startswith("asyncgen: "):
         index += 1
-    while index < len(lines) and lines[index] == "Traceback (most recent call last):":
-        index += 1
-        while index < len(lines) and lines[index].startswith(" "):
+    if lines[index:index + 1] != [_TRACEBACK]:
+        return index
+    while True:
+        if lines[index:index + 1] == [_TRACEBACK]:
             index += 1
-        index += 1  # the exception's line
+            while index < len(lines) and lines[index].startswith(" "):
+                index += 1
+        index += 1  # the exception's line; one raised by C code (aclose() of a running generator) has no traceback
         if lines[index:index + 1] == [""] and lines[index + 1:index + 2] in ([_CHAINED[0]], [_CHAINED[1]]):
-            index += 3  # the blank line, the chaining sentence, the blank line before the next traceback
+            index += 3  # the blank line, the chaining sentence, the blank line before the next exception
             continue
-        break
-    return index
+        return index
 
 
 def _first_difference(was: list[str], now: list[str], normalize: bool,

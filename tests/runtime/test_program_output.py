@@ -111,6 +111,18 @@ Traceback (most recent call last):
     await self.thing.aclose()
 RuntimeError: aclose(): asynchronous generator is already running
 """
+# the chained exception was raised by aclose() itself, in C: its line has no traceback above it
+UNTRACED_CHAIN = """an error occurred during closing of asynchronous generator <async_generator object A.__aiter__ at 0x7f>
+asyncgen: <async_generator object A.__aiter__ at 0x7f>
+Traceback (most recent call last):
+  File "agent.py", line 12, in main
+    raise RuntimeError("the agent's handler failed on a chunk")
+RuntimeError: the agent's handler failed on a chunk
+
+During handling of the above exception, another exception occurred:
+
+RuntimeError: aclose(): asynchronous generator is already running
+"""
 PROGRAM_DIED = """Traceback (most recent call last):
   File "agent.py", line 12, in <module>
     asyncio.run(main())
@@ -129,6 +141,8 @@ def test_a_collected_generators_report_is_not_the_programs_output():
     unraisable = "Exception ignored in: <async_generator object gen at 0x7f>\nTraceback (most recent call last):\n" \
                  "  File \"a.py\", line 3, in gen\nRuntimeError: boom\n"
     assert output_divergence({"stderr": "start\n" + unraisable + "end\n"}, {"stderr": "start\nend\n"}) is None
+    assert output_divergence({"stderr": UNTRACED_CHAIN + PROGRAM_DIED}, {"stderr": PROGRAM_DIED}) is None
+    assert output_divergence({"stderr": UNTRACED_CHAIN + "left\n"}, {"stderr": "right\n"}).expected_value == "left"
 
 
 def test_a_program_still_sees_a_terminal_and_its_output_is_kept(tmp_path):
