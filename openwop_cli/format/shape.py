@@ -252,6 +252,7 @@ class Process(Shape):
     executable: str | None = None
     argv: list[str] | None = None
     mpIdentity: list[Annotated[int, Meta(ge=-MAX_INT, le=MAX_INT, description="an integer")]] | None = None
+    stopped: bool | None = None  # it never said it ended (killed): the capture holds what it did until then
 
 
 class Program(Shape):

@@ -636,6 +636,7 @@ class _Processes:
         self.started_ms = int(time.time() * 1000)
         self.hellos: list[dict[str, Any]] = []
         self.identities: dict[Any, list[int]] = {}  # pid → the multiprocessing.Process it ran (runtime.processname)
+        self.ended: set[Any] = set()  # the pids that said they ended on their own (exit, os._exit: not killed)
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
@@ -673,6 +674,8 @@ class _Processes:
         identity = message.get("mpIdentity")
         if isinstance(identity, list) and all(type(number) is int for number in identity):
             self.identities[_pid] = identity
+        if message.get("ended") is True:
+            self.ended.add(_pid)
         uncaught = message.get("uncaught")
         if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
             self.uncaught = uncaught
@@ -690,9 +693,15 @@ class _Processes:
         return None
 
     def _process(self, hello: dict[str, Any]) -> dict[str, Any]:
+        """A process's manifest entry. `stopped`: it never said it ended (killed by a signal, as a pool's workers
+        are when the pool is terminated, or still running when wop stopped): what it would have done after its
+        last event is not in the capture."""
+        pid = hello.get("pid")
         process = {key: hello.get(key) for key in ("pid", "ppid", "python", "executable", "argv")}
-        if hello.get("pid") in self.identities:
-            process["mpIdentity"] = self.identities[hello.get("pid")]
+        if pid in self.identities:
+            process["mpIdentity"] = self.identities[pid]
+        if pid not in self.ended:
+            process["stopped"] = True
         return process
 
     def root_pid(self) -> Any:

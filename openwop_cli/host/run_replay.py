@@ -509,8 +509,15 @@ class ReplayHooks(ReplayAccount, RunHooks):
             return {}
         pair = message.get("replayPair")
         if isinstance(pair, dict):
-            return {"recordedPid": self._recorded_pid(pair)}
+            recorded = self._recorded_pid(pair)
+            return {"recordedPid": recorded, "recordedStopped": recorded in self._stopped_pids()}
         return None
+
+    def _stopped_pids(self) -> set[Any]:
+        """The recorded processes that never said they ended (launcher's `stopped`: killed, as a terminated pool's
+        workers are)."""
+        processes = (self.source.manifest.get("program") or {}).get("processes") or []
+        return {process.get("pid") for process in processes if isinstance(process, dict) and process.get("stopped")}
 
     def _recorded_pid(self, today: dict[str, Any], take: bool = True) -> Any:
         """The recorded process a process of today's run stands for: a Process (or forked child) the one with its

@@ -52,6 +52,7 @@ TOOL_RAN_LIVE = "tool_ran_live"
 TELEMETRY_NOT_COMPARED = "telemetry_not_compared"
 TELEMETRY_ACCEPTED = {"status": 202, "headers": {"content-type": "application/json"}, "body": {"status": "ok"}}
 NOT_IN_TRACE = "not_in_trace"
+READ_PAST_STOP = "read_past_recorded_stop"
 
 
 class Served:
@@ -107,7 +108,9 @@ class Replayer:
     debugger (`wop replay --pdb/--break-at`): a ReplayDebugger that may stop the calling thread in pdb."""
 
     def __init__(self, session: Session, engine: ReplayEngine, allow_tools: frozenset[str] = frozenset(),
-                 debugger: Any = None) -> None:
+                 debugger: Any = None, recorded_stopped: bool = False) -> None:
+        """recorded_stopped: the recorded process this one stands for was killed (manifest `stopped`): what it read
+        past its last event is not in the capture."""
         self.session = session
         self.engine = engine
         self.source = engine.source
@@ -122,6 +125,8 @@ class Replayer:
                                       self.source.stable_origins)
         self._live_diverges = (not engine.branch and self.source.stable_origins
                                and not self.source.manifest.get("imported"))
+        self._recorded_stopped = recorded_stopped
+        self._past_stop_noted: set[tuple] = set()
         self._workflow_channels: dict[str, Any] | None = None
         self._workflow_reported = False
         self._telemetry_noted: set[tuple[str, str]] = set()
@@ -366,6 +371,9 @@ class Replayer:
         origin = self.session.origin()
         if self._live_diverges and not redacted and not self._ambient.recorded_here(data, {**origin, "site": site}):
             where = f"{site.get('file')}:{site.get('line')} in {site.get('function')}()"
+            if self._recorded_stopped:
+                self._note_past_stop(source, key, where)
+                return
             with self._lock:
                 self.engine.report(Divergence(
                     NONDETERMINISTIC_UNDERFLOW, None, "$.value", None, value,
@@ -375,6 +383,18 @@ class Replayer:
                     observed=observed_event("nondeterministic", data), point=self.engine.next_unserved_seq(),
                     site=site))
                 self._emit_divergences()
+
+    def _note_past_stop(self, source: str, key: str, where: str) -> None:
+        """A live read in a process whose recorded one was killed before reading it: noted once per site, no
+        divergence (a terminated pool's worker killed while still importing, say: the capture cannot say what it
+        would have read)."""
+        with self._lock:
+            if (source, key, where) in self._past_stop_noted:
+                return
+            self._past_stop_noted.add((source, key, where))
+        self.note(READ_PAST_STOP, f"{source} read {key} at {where} was read live: the recorded process this one "
+                  "stands for was killed before it read it (its pool terminated, a signal), so the capture holds "
+                  "no value for it", None)
 
     @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:

@@ -29,6 +29,7 @@ _mine: list[Any] = [None]  # (pid, identity) of this process, once known
 _forks: list[Any] = [0, None, None]
 _place_name: list[Callable[[str], str | None]] = [lambda kind: None]  # names a child's place instead (name_places_by)
 _starting = threading.local()  # identity, place: the identity of the Process this thread is starting, its place's name
+_identified: list[Callable[[], None]] = []  # called once a Process's identity is known (when_identified)
 # in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
 _PREPARATION_KEY, _PLACE_KEY = "wopIdentity", "wopPlace"
 
@@ -38,6 +39,22 @@ def identity() -> list[int] | None:
     one, one started by subprocess)."""
     mine = _mine[0]
     return mine[1] if mine is not None and mine[0] == os.getpid() else None
+
+
+def when_identified(callback: Callable[[], None]) -> None:
+    """Call callback in a multiprocessing.Process as soon as its identity is known: before a spawned one imports the
+    main module, as a forked one begins running (the session says so to `wop` then: a process killed while still
+    silent, a terminated pool's worker, is then known to have been there and to have been killed)."""
+    _identified.append(callback)
+
+
+def _note_mine(told: list[int]) -> None:
+    _mine[0] = (os.getpid(), told)
+    for callback in _identified:
+        try:
+            callback()
+        except Exception:  # the program runs on, whatever wop could not say
+            pass
 
 
 def note_forks() -> None:
@@ -105,9 +122,9 @@ def note_started_processes(module: Any) -> None:
     def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
         told = getattr(_starting, "identity", None)
         if told is not None:
-            _mine[0] = (os.getpid(), told)
+            _note_mine(told)
         elif identity() is None:  # started by a parent wop does not run in
-            _mine[0] = (os.getpid(), [number for number in self._identity if type(number) is int])
+            _note_mine([number for number in self._identity if type(number) is int])
         return bootstrap(self, *args, **kwargs)
 
     module.BaseProcess.start, module.BaseProcess._bootstrap = noting_start, noting_bootstrap
@@ -132,7 +149,7 @@ def carry_identity(module: Any) -> None:
     def noting_prepare(data: Any, *args: Any, **kwargs: Any) -> Any:
         told, place = (data.get(_PREPARATION_KEY), data.get(_PLACE_KEY)) if isinstance(data, dict) else (None, None)
         if isinstance(told, list) and all(type(number) is int for number in told):
-            _mine[0] = (os.getpid(), told)
+            _note_mine(told)
             _run_named_place(place if isinstance(place, str) else None)
         return prepare(data, *args, **kwargs)
 

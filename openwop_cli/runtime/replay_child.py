@@ -122,7 +122,8 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
     from openwop_cli.runtime.processname import identity
 
     try:
-        recorded_pid = sender.request({"replayPair": {**process_info(), "mpIdentity": identity()}}).get("recordedPid")
+        pair = sender.request({"replayPair": {**process_info(), "mpIdentity": identity()}})
+        recorded_pid = pair.get("recordedPid")
         source = ReplaySource.for_serving(Path(os.environ[ENV_SOURCE]), only_pid=recorded_pid)
         source.set_edits(list(controls.edits))
         engine = ReplayEngine(
@@ -138,7 +139,8 @@ def _replayer(session: Any, mode: str, controls: Any, sender: Any) -> Any:
               file=sys.stderr)
         os._exit(3)
     debugger = ReplayDebugger(controls.pdb, controls.break_at) if controls.debugging else None
-    return Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))), debugger)
+    return Replayer(session, engine, frozenset(json.loads(os.environ.get(ENV_ALLOW_TOOLS, "[]"))), debugger,
+                    recorded_stopped=pair.get("recordedStopped") is True)
 
 
 def _shorten_tracebacks_after_a_stop(session: Any) -> None:

@@ -301,10 +301,11 @@ def attach_channel(sender: Any) -> None:
     """Wire a channel sender into this process: close at exit, note which multiprocessing.Process it runs, flush
     before new processes, before messages to other processes and before an os._exit, report a crash."""
     from openwop_cli.runtime.imports import when_imported
-    from openwop_cli.runtime.processname import carry_identity, note_forks, note_started_processes
+    from openwop_cli.runtime.processname import carry_identity, note_forks, note_started_processes, when_identified
 
     atexit.register(_close_channel, sender)
     note_forks()
+    when_identified(lambda: sender.send_message({"running": True}))
     when_imported("multiprocessing.process", note_started_processes)
     when_imported("multiprocessing.spawn", carry_identity)
     _flush_before_new_processes(sender)
@@ -364,7 +365,7 @@ def _close_channel(sender: Any) -> None:
     if not modules and sender.silent and not started_by_wop():
         return  # a helper process (multiprocessing's resource tracker) with nothing to say
     try:
-        sender.send_message({"modules": modules})
+        sender.send_message({"modules": modules, "ended": True})
         sender.close()
     except OSError:
         pass
@@ -413,12 +414,16 @@ def _flush_before(owner: Any, name: str, sender: Any) -> None:
 
 
 def _flush_before_hard_exit(sender: Any) -> None:
-    """os._exit skips atexit, and multiprocessing's forked workers end with it: send what is queued first."""
+    """os._exit skips atexit, and multiprocessing's forked workers end with it: send what is queued first, and that
+    the process ended on its own (not killed: see launcher's `stopped`)."""
     hard_exit = os._exit
 
     def exit_after_flush(status: int) -> None:
         try:
-            sender.flush()
+            if sender.silent:
+                sender.flush()
+            else:
+                sender.send_message({"ended": True})
         except Exception:  # the program asked to end now: it ends, recorded or not
             pass
         hard_exit(status)
