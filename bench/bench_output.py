@@ -2,9 +2,11 @@
 `wop capture --no-output` of the same program (its output passed straight through), and the plain program.
 
 Target (issue 32): recording stdout and stderr adds <= 2% to such a program. Runs are interleaved; each figure is the
-median of RUNS with its spread. The program's output goes to /dev/null in every case, through wop's pipe and copier
-thread when it records it. Measured twice: with Python's default buffering (writes of 8 KiB), and unbuffered
-(PYTHONUNBUFFERED=1, as many Docker images set it: a write per print, 200k writes).
+median of RUNS with its spread. The output goes to the same place in every case, through wop's pipe and copier thread
+when wop records it: /dev/null (the worst case for recording: a write there costs next to nothing, a write into
+wop's pipe does not), and a pipe another process drains (as a CI runner or `| tee` reads a program's output).
+Measured with Python's default buffering (writes of 8 KiB), and unbuffered (PYTHONUNBUFFERED=1, as many Docker
+images set it: a write per print, 200k writes).
 Run: python bench/bench_output.py [RUNS] [LINES]
 """
 
@@ -27,21 +29,29 @@ for number in range({lines}):
 """
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str], to_pipe: bool = False) -> float:
+    """Milliseconds of one run, its output to /dev/null, or to a pipe `cat` drains in a process of its own."""
+    drain = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) if to_pipe else None
+    target = drain.stdin if drain is not None else subprocess.DEVNULL
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
-    return (time.perf_counter() - start) * 1000
+    subprocess.run(argv, stdout=target, stderr=target, check=True, env=env)
+    elapsed = (time.perf_counter() - start) * 1000
+    if drain is not None:
+        drain.stdin.close()
+        drain.wait()
+    return elapsed
 
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 11
     lines = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
     for buffering, unbuffered in (("default buffering", False), ("PYTHONUNBUFFERED=1", True)):
-        print(f"-- {buffering}")
-        measure(runs, lines, unbuffered)
+        for place, to_pipe in (("/dev/null", False), ("a pipe", True)):
+            print(f"-- {buffering}, output to {place}")
+            measure(runs, lines, unbuffered, to_pipe)
 
 
-def measure(runs: int, lines: int, unbuffered: bool) -> None:
+def measure(runs: int, lines: int, unbuffered: bool, to_pipe: bool) -> None:
     with tempfile.TemporaryDirectory() as temp:
         program = Path(temp) / "printer.py"
         program.write_text(PROGRAM.format(lines=lines))
@@ -53,11 +63,11 @@ def measure(runs: int, lines: int, unbuffered: bool) -> None:
             "wop capture --no-output": [*wop, "--no-output", "--", sys.executable, str(program)],
             "wop capture": [*wop, "--", sys.executable, str(program)],
         }
-        timed(cases["wop capture"], env)  # bytecode caches written
+        timed(cases["wop capture"], env, to_pipe)  # bytecode caches written
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(runs):
             for name, argv in cases.items():
-                times[name].append(timed(argv, env))
+                times[name].append(timed(argv, env, to_pipe))
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         print(f"{name:<26} {medians[name]:7.0f} ms  ({min(values):.0f}-{max(values):.0f} over {runs} runs)")
