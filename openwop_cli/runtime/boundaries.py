@@ -385,16 +385,15 @@ class Replayer:
                 self._emit_divergences()
 
     def _note_past_stop(self, source: str, key: str, where: str) -> None:
-        """A live read in a process whose recorded one was killed before reading it: noted once per site, no
-        divergence (a terminated pool's worker killed while still importing, say: the capture cannot say what it
-        would have read)."""
+        """A live read in a process whose recorded one was killed before the capture had its value: noted once per
+        site, no divergence (a terminated pool's worker killed while still importing, or before it sent what it had
+        read: the capture cannot say what it read)."""
         with self._lock:
             if (source, key, where) in self._past_stop_noted:
                 return
             self._past_stop_noted.add((source, key, where))
         self.note(READ_PAST_STOP, f"{source} read {key} at {where} was read live: the recorded process this one "
-                  "stands for was killed before it read it (its pool terminated, a signal), so the capture holds "
-                  "no value for it", None)
+                  "stands for was killed (its pool terminated, a signal) before its value reached the capture", None)
 
     @_debuggable
     def version(self, change_id: str, min_version: int, max_version: int) -> int:

@@ -174,6 +174,45 @@ def test_a_value_read_where_the_recorded_process_was_killed_is_noted_not_a_diver
     assert "uuid.uuid4 at agent.py" in note["detail"] and "killed" in note["detail"]
 
 
+TERMINATED_POOL = """
+import multiprocessing, random, time, uuid
+
+def start():
+    global TAG
+    TAG = uuid.uuid4().hex  # each worker reads a value as it starts; terminate() kills some before it is sent
+
+def square(number):
+    time.sleep(0.05 * (number % 3))
+    return number * number
+
+if __name__ == "__main__":
+    pool = multiprocessing.get_context("spawn").Pool(4, initializer=start)
+    results = []
+    for value in pool.imap_unordered(square, range(8)):
+        results.append(value)
+        if len(results) == 3:
+            break
+    pool.terminate()
+    pool.join()
+    print("got", len(results), random.randint(0, 100))
+"""
+
+
+def test_a_terminated_pool_replays_exactly_whatever_its_killed_workers_had_read(tmp_path):
+    """A spawned pool with an initializer that reads a uuid, terminated after three results: each killed worker is
+    `stopped` in the manifest, and two strict replays exit 0, printing what the capture printed; the values a killed
+    worker read that never reached the capture are read live and listed."""
+    source = capture(tmp_path, TERMINATED_POOL)
+    processes = CaptureReader(source).manifest["program"]["processes"]
+    assert sorted(process.get("stopped") is True for process in processes) == [False, True, True, True, True]
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    for number in range(2):
+        done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
+        assert done.returncode == 0, done.stderr
+        assert report["diverged"] is False and program_output(done.stderr) == captured
+        assert {live["site"]["function"] for live in report["liveValues"]} <= {"start"}
+        assert {note["code"] for note in report["notes"]} <= {"read_past_recorded_stop"}
+
 def test_tasks_submitted_from_racing_threads_are_still_served_their_calls(tmp_path):
     """Two threads submit to one executor at once: today's submit order, which numbers the tasks, is not the
     recorded one, and each call still finds its recorded result by content."""
