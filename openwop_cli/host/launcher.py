@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 import openwop_cli
 from openwop_cli.errors import UsageError
@@ -637,6 +637,7 @@ class _Processes:
         self.hellos: list[dict[str, Any]] = []
         self.identities: dict[Any, list[int]] = {}  # pid → the multiprocessing.Process it ran (runtime.processname)
         self.ended: set[Any] = set()  # the pids that said they ended on their own (exit, os._exit: not killed)
+        self.started: dict[int, tuple[Any, list[int]]] = {}  # a Process's pid → (its parent's pid, its identity)
         self.modules: dict[str, None] = {}
         self.uncaught: dict[str, Any] | None = None
         self.workflow_text: str | None = None  # the pinned workflow's bytes, served to `wop.workflow()`
@@ -672,10 +673,13 @@ class _Processes:
             self.write_run_start(hello.get("python"))
             self.hellos.append(hello)
         identity = message.get("mpIdentity")
-        if isinstance(identity, list) and all(type(number) is int for number in identity):
+        if _is_identity(identity):
             self.identities[_pid] = identity
         if message.get("ended") is True:
             self.ended.add(_pid)
+        started = message.get("startedProcess")
+        if isinstance(started, dict) and type(started.get("pid")) is int and _is_identity(started.get("mpIdentity")):
+            self.started[started["pid"]] = (_pid, started["mpIdentity"])
         uncaught = message.get("uncaught")
         if isinstance(uncaught, dict) and (self.uncaught is None or _pid == self.root_pid()):
             self.uncaught = uncaught
@@ -704,6 +708,13 @@ class _Processes:
             process["stopped"] = True
         return process
 
+    def _silent_processes(self) -> list[dict[str, Any]]:
+        """The Processes a parent said it started that never spoke to wop: killed as they started (a pool terminated
+        at once), each `stopped`, so a replay pairs today's with them."""
+        spoke = {hello.get("pid") for hello in self.hellos}
+        return [{"pid": pid, "ppid": parent, "mpIdentity": told, "stopped": True}
+                for pid, (parent, told) in self.started.items() if pid not in spoke]
+
     def root_pid(self) -> Any:
         return next((hello.get("pid") for hello in self.hellos if hello.get("ppid") == os.getpid()), None)
 
@@ -725,10 +736,16 @@ class _Processes:
         root_pid = self.root_pid()
         root = next((hello for hello in self.hellos if hello.get("pid") == root_pid), None)
         root = root or (self.hellos[0] if self.hellos else None)
-        summary: dict[str, Any] = {"processes": [self._process(hello) for hello in self.hellos]}
+        summary: dict[str, Any] = {"processes": [self._process(hello) for hello in self.hellos]
+                                   + self._silent_processes()}
         if root is not None:
             summary["python"] = root.get("python")
         return summary
+
+
+def _is_identity(value: Any) -> TypeGuard[list[int]]:
+    """A multiprocessing identity as runtime.processname sends it."""
+    return isinstance(value, list) and all(type(number) is int for number in value)
 
 
 def _summed(reports: Iterable[tuple[tuple, dict[str, Any], Any]]) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ _forks: list[Any] = [0, None, None]
 _place_name: list[Callable[[str], str | None]] = [lambda kind: None]  # names a child's place instead (name_places_by)
 _starting = threading.local()  # identity, place: the identity of the Process this thread is starting, its place's name
 _identified: list[Callable[[], None]] = []  # called once a Process's identity is known (when_identified)
+_started: list[Callable[[list[int], Any], None]] = []  # called as a Process is started (when_started)
 # in a spawned child's preparation data (spawn.prepare ignores keys it does not use)
 _PREPARATION_KEY, _PLACE_KEY = "wopIdentity", "wopPlace"
 
@@ -46,6 +47,12 @@ def when_identified(callback: Callable[[], None]) -> None:
     main module, as a forked one begins running (the session says so to `wop` then: a process killed while still
     silent, a terminated pool's worker, is then known to have been there and to have been killed)."""
     _identified.append(callback)
+
+
+def when_started(callback: Callable[[list[int], Any], None]) -> None:
+    """Call callback(identity, pid) in a process that has just started a multiprocessing.Process: a child killed
+    before it could say anything itself is known from its parent."""
+    _started.append(callback)
 
 
 def _note_mine(told: list[int]) -> None:
@@ -112,11 +119,16 @@ def note_started_processes(module: Any) -> None:
     @functools.wraps(start)
     def noting_start(self: Any) -> None:
         _starting.place = place = _place_name[0]("process")
-        _starting.identity = [*(identity() or []), self._identity[-1]] if place is None else named_place(place)
+        _starting.identity = told = [*(identity() or []), self._identity[-1]] if place is None else named_place(place)
         try:
             start(self)
         finally:
             _starting.identity = _starting.place = None
+        for callback in _started:
+            try:
+                callback(told, self.pid)
+            except Exception:  # the program runs on, whatever wop could not say
+                pass
 
     @functools.wraps(bootstrap)
     def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:

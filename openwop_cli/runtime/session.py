@@ -301,11 +301,18 @@ def attach_channel(sender: Any) -> None:
     """Wire a channel sender into this process: close at exit, note which multiprocessing.Process it runs, flush
     before new processes, before messages to other processes and before an os._exit, report a crash."""
     from openwop_cli.runtime.imports import when_imported
-    from openwop_cli.runtime.processname import carry_identity, note_forks, note_started_processes, when_identified
+    from openwop_cli.runtime.processname import (
+        carry_identity,
+        note_forks,
+        note_started_processes,
+        when_identified,
+        when_started,
+    )
 
     atexit.register(_close_channel, sender)
     note_forks()
     when_identified(lambda: sender.send_message({"running": True}))
+    when_started(lambda told, pid: sender.send_message({"startedProcess": {"mpIdentity": told, "pid": pid}}))
     when_imported("multiprocessing.process", note_started_processes)
     when_imported("multiprocessing.spawn", carry_identity)
     _flush_before_new_processes(sender)

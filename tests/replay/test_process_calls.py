@@ -198,13 +198,42 @@ if __name__ == "__main__":
 """
 
 
+KILLED_AS_IT_STARTS = """
+import multiprocessing, os, time, uuid
+
+TAG = uuid.uuid4()  # read by every process, the spawned child too, as it imports this module
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    child.start()
+    time.sleep(3 if os.path.exists("go") else 0)  # there only in the replay
+    child.kill()
+    child.join()
+    print("done", child.exitcode)
+"""
+
+
+def test_a_process_killed_before_it_said_anything_is_known_from_its_parent(tmp_path):
+    """Killed right after it was started, the spawned child never reached wop: its parent's word puts it in the
+    manifest, stopped, and today's child, which lives long enough to read a value, is paired with it."""
+    source = capture(tmp_path, KILLED_AS_IT_STARTS)
+    processes = CaptureReader(source).manifest["program"]["processes"]
+    assert [(process.get("mpIdentity"), process.get("stopped")) for process in processes] == [(None, None), ([1], True)]
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    (tmp_path / "go").touch()
+    done, report = replay(tmp_path, source, "--strict")
+    assert done.returncode == 0, done.stderr
+    assert report["diverged"] is False and program_output(done.stderr) == captured
+    assert [note["code"] for note in report["notes"]] == ["read_past_recorded_stop"]
+
 def test_a_terminated_pool_replays_exactly_whatever_its_killed_workers_had_read(tmp_path):
-    """A spawned pool with an initializer that reads a uuid, terminated after three results: each killed worker is
-    `stopped` in the manifest, and two strict replays exit 0, printing what the capture printed; the values a killed
+    """A spawned pool with an initializer that reads a uuid, terminated after three results: each worker is in the
+    manifest (one killed before it could say so itself, from its parent), the killed ones `stopped`, and two strict replays exit 0, printing what the capture printed; the values a killed
     worker read that never reached the capture are read live and listed."""
     source = capture(tmp_path, TERMINATED_POOL)
     processes = CaptureReader(source).manifest["program"]["processes"]
-    assert sorted(process.get("stopped") is True for process in processes) == [False, True, True, True, True]
+    stopped = {tuple(process.get("mpIdentity") or ()): process.get("stopped") for process in processes}
+    assert stopped.pop(()) is None and set(stopped) == {(1,), (2,), (3,), (4,)} and True in stopped.values(), processes
     captured = (tmp_path / "source.stdout").read_text().splitlines()
     for number in range(2):
         done, report = replay(tmp_path, source, "--strict", name=f"replay-{number}")
