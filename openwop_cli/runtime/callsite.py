@@ -178,6 +178,12 @@ def caller_site(depth: int = 1) -> dict[str, Any] | None:
 def opening_site(depth: int = 1) -> dict[str, Any] | None:
     """The first frame outside the standard library and the plumbing packages, from the caller `depth` frames
     up: who opened a connection through socket/http.client/asyncio/aiohttp. None when that frame is wop's."""
+    opened = opening_place(depth + 1)
+    return None if opened is None else opened[1]
+
+
+def opening_place(depth: int = 1) -> tuple[int, dict[str, Any]] | None:
+    """opening_site, with the place (PROGRAM or PACKAGE) of its frame's code."""
     frame: Any = sys._getframe(depth + 1)
     places = _places
     while frame is not None:
@@ -186,6 +192,6 @@ def opening_site(depth: int = 1) -> dict[str, Any] | None:
         if found[0] not in (STDLIB, PLUMBING):
             if found[0] == WOP:
                 return None
-            return site_of(frame, found[1])
+            return found[0], site_of(frame, found[1])
         frame = frame.f_back
     return None

@@ -15,8 +15,9 @@ it (`process 2/pool 0.1`: a Pool of the second multiprocessing.Process the progr
 that is the program's main process. A thread pool's task runs in the process that submitted it: its
 name is that process's (`threads …` and `threadpool …` are local to a process), or, submitted from
 within a pool task, that task's (`pool 0.1/threads 1.0`: thread pools numbered per task), so it moves
-with the task. Thread pool tasks are counted per submitting line, so a library's own submissions,
-as many as a race decides, leave the program's numbered as they were; and a call submitted while a
+with the task. Thread pool tasks are counted per submitting function, so a library's own submissions,
+as many as a race decides, leave the program's numbered as they were, and per submitting asyncio task or
+thread (`… by LINEAGE`), so tasks racing to submit number theirs alike in every run; and a call submitted while a
 recorded call is open (inside a tool's body) is part of that call, not a task: a replay, serving
 the call, does not make it, and numbering it would shift the program's tasks.
 
@@ -44,8 +45,15 @@ from typing import Any
 
 from openwop_cli.format.events import moves_between_processes
 from openwop_cli.runtime import ambient
-from openwop_cli.runtime.callsite import PROGRAM, opening_site, place
-from openwop_cli.runtime.lineage import current_pool_task, name_new_task, name_new_thread, set_pool_task
+from openwop_cli.runtime.callsite import PROGRAM, opening_place, place
+from openwop_cli.runtime.lineage import (
+    current_pool_task,
+    name_new_task,
+    name_new_thread,
+    set_pool_task,
+    task_name,
+    thread_name,
+)
 from openwop_cli.runtime.processname import identity, name_places_by
 from openwop_cli.runtime.session import inside_boundary
 
@@ -55,6 +63,7 @@ _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
+_origin_calls: Any = weakref.WeakKeyDictionary()  # an asyncio task or thread submitting → its counts (_numbered)
 _asyncio_tasks: dict[str, dict[str, int]] = {}  # a pool task → its top-level asyncio tasks, counted by coroutine
 # a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
@@ -252,17 +261,45 @@ def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
     pool's number among those that task submitted to; under that task's name, so it moves with the task. Calls are
     counted per submitter, the first frame outside the stdlib (`kind N.K from FUNCTION`, nothing when there is none):
     a library's own calls (openai's platform lookup, made by as many requests as race to make it first) leave the
-    program's numbered as they were. depth: as opening_site's, from the caller's frame."""
+    program's numbered as they were. Outside a pool task, an asyncio task or a thread other than the main one counts
+    the program's own (`… by LINEAGE`): tasks that race to submit (gathered tasks each calling run_in_executor)
+    then number their calls alike in every run (a library's are still counted together: which task makes them first
+    is the race). depth: as opening_site's, from the caller's frame."""
     within = current_pool_task()
-    site = opening_site(depth)
-    submitter = None if site is None else site["function"]  # its function: the same when its file is renamed
+    opened = opening_place(depth)
+    submitter = None if opened is None else opened[1]["function"]  # its function: the same when its file is renamed
+    by_program = opened is not None and opened[0] == PROGRAM
+    submitting = None if within is not None or not by_program else _submitting_origin()
+    key: tuple[Any, str | None]
     with _numbering:
-        calls = pool.__dict__.setdefault("_wop_calls", {}).get((within, submitter))
+        if submitting is None:
+            counts, key = pool.__dict__.setdefault("_wop_calls", {}), (within, submitter)
+            pools = _thread_executors.setdefault(within, {})
+        else:
+            counts = _origin_calls.get(submitting[0])
+            if counts is None:
+                counts = _origin_calls[submitting[0]] = {}
+            key, pools = (weakref.ref(pool), submitter), counts
+        calls = counts.get(key)
         if calls is None:
-            pools = _thread_executors.setdefault(within, {}).setdefault(submitter, itertools.count(1))
-            calls = pool._wop_calls[within, submitter] = (next(pools), itertools.count())
+            calls = counts[key] = (next(pools.setdefault(submitter, itertools.count(1))), itertools.count())
         name = f"{kind} {calls[0]}.{next(calls[1])}" + ("" if submitter is None else f" from {submitter}")
+    if submitting is not None:
+        return f"{name} by {submitting[1]}"
     return name if within is None else f"{within}/{name}"
+
+
+def _submitting_origin() -> tuple[Any, str] | None:
+    """The asyncio task, else the thread, submitting, and its stable name (runtime.lineage); None for the main
+    thread outside a task, and for a task or thread named in an order a race decides (`~`): their submissions are
+    counted together, per submitting function."""
+    thread = threading.current_thread()
+    asyncio = sys.modules.get("asyncio")
+    task = asyncio.current_task() if asyncio is not None and asyncio._get_running_loop() is not None else None
+    if task is None and thread is threading.main_thread():
+        return None
+    name = thread_name(thread) if task is None else f"{thread_name(thread)} {task_name(task)}"
+    return None if "~" in name else (thread if task is None else task, name)
 
 
 def _as_task(fn: Callable[..., Any], name: str) -> Callable[..., Any]:

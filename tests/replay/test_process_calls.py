@@ -276,6 +276,35 @@ def test_tasks_submitted_from_racing_threads_are_still_served_their_calls(tmp_pa
         assert program_output(done.stderr) == captured
 
 
+def test_gathered_tasks_each_running_work_in_the_default_executor_get_their_own_values(tmp_path):
+    """Six gathered tasks each hand work to asyncio's default executor twice (to_thread, then run_in_executor),
+    after a random pause: which task submits first changes from run to run. Before, the executor's calls were
+    numbered in submission order over all tasks, so a task's second piece of work was served another's values and
+    every strict replay failed at the output; now each task numbers its own."""
+    source = capture(tmp_path, """
+        import asyncio, random, time, uuid
+        import openwop_cli as wop
+
+        def blocking(name):
+            time.sleep(random.random() / 50)
+            return f"{name}:{wop.randint(0, 10**9, key='k')}:{uuid.uuid4().hex[:6]}"
+
+        async def worker(name):
+            await asyncio.sleep(random.random() / 50)
+            first = await asyncio.to_thread(blocking, name)
+            second = await asyncio.get_running_loop().run_in_executor(None, blocking, name + "'")
+            return first, second
+
+        async def main():
+            for row in await asyncio.gather(*(worker(f"w{number}") for number in range(6))):
+                print(*row)
+
+        asyncio.run(main())
+    """)
+    captured = (tmp_path / "source.stdout").read_text().splitlines()
+    assert len(captured) == 6
+    assert_replays_exactly(tmp_path, source, captured)
+
 THREADS_IN_PROCESSES = """
 import concurrent.futures, multiprocessing, multiprocessing.pool, random, time, uuid
 import openwop_cli as wop
