@@ -3,7 +3,9 @@
 It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each
 chunk as it goes, and stops at the first line that is torn (no newline: cut mid-write), longer than
 wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every field
-wop reads has its type — or out of seq order. What it found is kept in `problems`; the events before the first
+wop reads has its type — or out of seq order. The usual event is checked inline with the validator's shapes (a call
+per event costs more than the checks); any other goes through the validator's whole check, which names the problem
+(tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is kept in `problems`; the events before the first
 problem are the intact prefix. A changed line is found through the manifest's whole-file sha256 and
 named through the per-line crc32 checksums the sink wrote. A matching hash proves nothing about a
 line (anyone can recompute it), so every line is checked whatever the hash says.
@@ -13,7 +15,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
@@ -24,6 +26,9 @@ from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.format.schema import MAX_INT, too_deep
 from openwop_cli.format.sink import checksums_from_bytes
+
+if TYPE_CHECKING:
+    from openwop_cli.format.shape import EventValidator
 
 CHUNK_BYTES = 1 << 20
 MAX_LISTED_CHANGES = 20
@@ -83,7 +88,9 @@ class CaptureReader:
             raise error(f"capture {self.manifest['captureId']} is damaged: {first}; run `wop verify` for details")
 
     def _events(self, stop_at_first_problem: bool) -> Iterator[dict[str, Any]]:
-        from openwop_cli.format.shape import shallow_lines  # msgspec: loaded when a read starts, not at import
+        from msgspec import ValidationError, convert  # loaded when a read starts, not at import
+
+        from openwop_cli.format.shape import SERVED, nests_too_deep, shallow_lines
 
         self.problems = []
         self.events_read = 0
@@ -91,7 +98,9 @@ class CaptureReader:
         expected_seq = 0
         lineno = 0
         loads = orjson.loads
-        check = self._check()
+        validator = self._validator()
+        check, shapes, capture_id, run_id = validator.problem, validator.shapes, validator.capture_id, validator.run_id
+        unusual = (orjson.JSONDecodeError, ValidationError, KeyError, TypeError)
         handle = self._open_events()
         if handle is None:
             return
@@ -112,36 +121,26 @@ class CaptureReader:
                                       lineno + len(lines) + 1, expected_seq + len(lines))
                         return
                     for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
+                        # The usual event is checked here, inline, as the validator checks it: its type's shape
+                        # (in C), this capture's ids, the values a replay serves, its nesting, and its seq.
                         try:
                             event = loads(line)
-                        except orjson.JSONDecodeError:
-                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)",
-                                          lineno, expected_seq)
-                            if stop_at_first_problem:
-                                return
+                            event_type = event["type"]
+                            convert(event, shapes[event_type])
+                            usual = (event["seq"] == expected_seq and event["captureId"] == capture_id
+                                     and event["runId"] == run_id
+                                     and (event_type not in SERVED or SERVED[event_type](event["data"]) is None)
+                                     and (shallow or not nests_too_deep(event["data"], line)))
+                        except unusual:
+                            usual = False
+                        if usual:
                             expected_seq += 1
-                            continue
-                        problem = check(event, line, shallow)
-                        if problem is not None:
-                            self._problem("bad_event", problem, lineno, expected_seq)
-                            if stop_at_first_problem:
+                        else:  # anything else: the whole check, which names what is wrong
+                            event, expected_seq, found = self._unusual_line(line, lineno, expected_seq, check)
+                            if found and stop_at_first_problem:
                                 return
-                            expected_seq += 1
-                            continue
-                        if event["seq"] != expected_seq:
-                            if not 0 <= event["seq"] <= MAX_INT:
-                                self._problem("bad_event", "field seq must be a non-negative integer", lineno,
-                                              expected_seq)
-                                if stop_at_first_problem:
-                                    return
-                                expected_seq += 1
+                            if event is None:
                                 continue
-                            self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
-                                          f"(expected {expected_seq})", lineno, event["seq"])
-                            if stop_at_first_problem:
-                                return
-                            expected_seq = event["seq"]
-                        expected_seq += 1
                         if may_hold_blobs and BLOB_MARKER in line:
                             event = self._with_blobs(event, lineno)
                         events_read += 1
@@ -161,12 +160,34 @@ class CaptureReader:
             self._check_manifest_blobs()
         self.complete = not self.problems
 
+    def _unusual_line(self, line: bytes, lineno: int, expected_seq: int,
+                      check: Callable[..., str | None]) -> tuple[dict[str, Any] | None, int, bool]:
+        """A line the usual case did not accept, read and checked whole: the event to yield (None: none), the seq
+        expected next, and whether a problem was found (a seq gap's event is still yielded)."""
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno, expected_seq)
+            return None, expected_seq + 1, True
+        problem = check(event, line)
+        if problem is not None:
+            self._problem("bad_event", problem, lineno, expected_seq)
+            return None, expected_seq + 1, True
+        seq = event["seq"]
+        if seq == expected_seq:
+            return event, expected_seq + 1, False
+        if not 0 <= seq <= MAX_INT:
+            self._problem("bad_event", "field seq must be a non-negative integer", lineno, expected_seq)
+            return None, expected_seq + 1, True
+        self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {seq} (expected {expected_seq})", lineno, seq)
+        return event, seq + 1, True
+
     def line_event(self, line: bytes, lineno: int) -> dict[str, Any]:
         """The event one line of events.jsonl holds (1-based lineno), read and checked as a pass over the file reads
         it: for a caller that holds a line such a pass accepted, in another process (diff.forked). CorruptCapture
         when the line is not one it would accept (the file changed since)."""
         if self._line_check is None:
-            self._line_check = self._check()
+            self._line_check = self._validator().problem
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -179,11 +200,11 @@ class CaptureReader:
                                  f"line {lineno}: {problem}")
         return self._with_blobs(event, lineno) if BLOB_MARKER in line else event
 
-    def _check(self) -> Callable[..., str | None]:
+    def _validator(self) -> "EventValidator":
         """The one validator (format/shape.py) for this capture's events; msgspec is loaded here, when a read starts."""
         from openwop_cli.format.shape import EventValidator
 
-        return EventValidator(self.manifest["captureId"], self.manifest["runId"]).problem
+        return EventValidator(self.manifest["captureId"], self.manifest["runId"])
 
     def _open_events(self) -> BinaryIO | None:
         try:
