@@ -1,19 +1,20 @@
 """Streaming reader of a capture: events in seq order without loading the file, with integrity checks.
 
-It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each
-chunk as it goes, and stops at the first line that is torn (no newline: cut mid-write), longer than
-wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every field
-wop reads has its type — or out of seq order. The usual event is checked inline with the validator's shapes (a call
-per event costs more than the checks); any other goes through the validator's whole check, which names the problem
-(tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is kept in `problems`; the events before the first
-problem are the intact prefix. A changed line is found through the manifest's whole-file sha256 and
-named through the per-line crc32 checksums the sink wrote. A matching hash proves nothing about a
-line (anyone can recompute it), so every line is checked whatever the hash says.
+It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each chunk as it goes
+and taking its lines with memchr (io.BytesIO), and stops at the first line that is torn (no newline: cut mid-write),
+longer than wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every
+field wop reads has its type — or out of seq order. The usual event is checked inline with the validator's shapes (a
+call per event would cost more than the checks); any other goes through the validator's whole check, which names the
+problem (tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is
+kept in `problems`; the events before the first problem are the intact prefix. A changed line is found through the
+manifest's whole-file sha256 and named through the per-line crc32 checksums the sink wrote. A matching hash proves
+nothing about a line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -114,12 +115,14 @@ class CaptureReader:
                     data = tail + chunk if tail else chunk
                     may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
                     shallow = shallow_lines(data)  # no line here can nest too deep
-                    lines = data.split(b"\n")
-                    tail = lines.pop()
+                    whole = data.rfind(b"\n") + 1  # the lines end there; what follows goes with the next chunk
+                    tail = data[whole:]
                     if len(tail) > MAX_LINE_BYTES:
+                        count = data.count(b"\n")
                         self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
-                                      lineno + len(lines) + 1, expected_seq + len(lines))
+                                      lineno + count + 1, expected_seq + count)
                         return
+                    lines = BytesIO(data[:whole] if tail else data)  # its lines (each with its newline), found by memchr
                     for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
                         # The usual event is checked here, inline, as the validator checks it: its type's shape
                         # (in C), this capture's ids, the values a replay serves, its nesting, and its seq.
