@@ -26,7 +26,6 @@ from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.format.schema import MAX_INT, too_deep
-from openwop_cli.format.sink import checksums_from_bytes
 
 if TYPE_CHECKING:
     from openwop_cli.format.shape import EventValidator
@@ -262,6 +261,8 @@ class CaptureReader:
 
     def _locate_changed_lines(self, lines: int) -> None:
         """Second pass, only after a hash mismatch: name the lines whose crc32 changed."""
+        from openwop_cli.format.sink import checksums_from_bytes  # the sink and its imports: only when a hash differs
+
         try:
             checksums = checksums_from_bytes(read_regular(self.capture_dir / LINE_CHECKSUMS_NAME, 4 * lines + 4))
         except (OSError, CorruptCapture):
