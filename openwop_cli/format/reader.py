@@ -3,9 +3,10 @@
 It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each chunk as it goes
 and taking its lines with memchr (io.BytesIO), and stops at the first line that is torn (no newline: cut mid-write),
 longer than wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every
-field wop reads has its type — or out of seq order. The usual event is checked inline with the validator's shapes (a
-call per event would cost more than the checks); any other goes through the validator's whole check, which names the
-problem (tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is
+field wop reads has its type — or out of seq order. Lines are checked in groups of about 32 KiB with
+the validator's shapes (one msgspec call for the group: a call per event would cost more than its checks); a group
+where one line is not the usual event goes line by line through the validator's whole check, which names the problem
+(tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is
 kept in `problems`; the events before the first problem are the intact prefix. A changed line is found through the
 manifest's whole-file sha256 and named through the per-line crc32 checksums the sink wrote. A matching hash proves
 nothing about a line (anyone can recompute it), so every line is checked whatever the hash says.
@@ -15,6 +16,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from io import BytesIO
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from openwop_cli.format.shape import EventValidator
 
 CHUNK_BYTES = 1 << 20
+GROUP_BYTES = 32 << 10  # lines checked at once: their events are held meanwhile
 MAX_LISTED_CHANGES = 20
 
 
@@ -90,7 +93,7 @@ class CaptureReader:
     def _events(self, stop_at_first_problem: bool) -> Iterator[dict[str, Any]]:
         from msgspec import ValidationError, convert  # loaded when a read starts, not at import
 
-        from openwop_cli.format.shape import SERVED, nests_too_deep, shallow_lines
+        from openwop_cli.format.shape import SERVED, Group, nests_too_deep, shallow_lines
 
         self.problems = []
         self.events_read = 0
@@ -99,7 +102,9 @@ class CaptureReader:
         lineno = 0
         loads = orjson.loads
         validator = self._validator()
-        check, shapes, capture_id, run_id = validator.problem, validator.shapes, validator.capture_id, validator.run_id
+        check, ids = validator.problem, (validator.capture_id, validator.run_id)
+        seq_of, type_of, data_of, ids_of = itemgetter("seq"), itemgetter("type"), itemgetter("data"), itemgetter(
+            "captureId", "runId")
         unusual = (orjson.JSONDecodeError, ValidationError, KeyError, TypeError)
         handle = self._open_events()
         if handle is None:
@@ -122,31 +127,44 @@ class CaptureReader:
                                       lineno + count + 1, expected_seq + count)
                         return
                     lines = BytesIO(data[:whole] if tail else data)  # its lines (each with its newline), found by memchr
-                    for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
-                        # The usual event is checked here, inline, as the validator checks it: its type's shape
-                        # (in C), this capture's ids, the values a replay serves, its nesting, and its seq.
+                    while group := lines.readlines(GROUP_BYTES):
+                        # The usual events, checked here at once as the validator checks each: their types' shapes
+                        # (one msgspec call), this capture's ids, the values a replay serves, nesting, seqs in order.
+                        events: list[Any] = []  # (left empty when a line is no JSON)
                         try:
-                            event = loads(line)
-                            event_type = event["type"]
-                            convert(event, shapes[event_type])
-                            usual = (event["seq"] == expected_seq and event["captureId"] == capture_id
-                                     and event["runId"] == run_id
-                                     and (event_type not in SERVED or SERVED[event_type](event["data"]) is None)
-                                     and (shallow or not nests_too_deep(event["data"], line)))
+                            events = list(map(loads, group))
+                            convert({"events": events}, Group)
+                            count = len(events)
+                            usual = (list(map(seq_of, events)) == list(range(expected_seq, expected_seq + count))
+                                     and list(map(ids_of, events)).count(ids) == count
+                                     and (SERVED.keys().isdisjoint(map(type_of, events)) or all(
+                                         SERVED[event["type"]](event["data"]) is None for event in events
+                                         if event["type"] in SERVED))
+                                     and (shallow or not any(map(nests_too_deep, map(data_of, events), group))))
                         except unusual:
                             usual = False
                         if usual:
-                            expected_seq += 1
-                        else:  # anything else: the whole check, which names what is wrong
-                            event, expected_seq, found = self._unusual_line(line, lineno, expected_seq, check)
+                            expected_seq += count
+                            events_read += count
+                            if may_hold_blobs:
+                                for index, line in enumerate(group):
+                                    if BLOB_MARKER in line:
+                                        events[index] = self._with_blobs(events[index], lineno + index + 1)
+                            lineno += count
+                            yield from events
+                            continue
+                        for index, line in enumerate(group):  # one is not: each line is checked whole, in order
+                            lineno += 1
+                            event, expected_seq, found = self._unusual_line(
+                                line, lineno, expected_seq, check, events[index] if events else None)
                             if found and stop_at_first_problem:
                                 return
                             if event is None:
                                 continue
-                        if may_hold_blobs and BLOB_MARKER in line:
-                            event = self._with_blobs(event, lineno)
-                        events_read += 1
-                        yield event
+                            if may_hold_blobs and BLOB_MARKER in line:
+                                event = self._with_blobs(event, lineno)
+                            events_read += 1
+                            yield event
                 if tail:
                     lineno += 1
                     self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno,
@@ -162,15 +180,16 @@ class CaptureReader:
             self._check_manifest_blobs()
         self.complete = not self.problems
 
-    def _unusual_line(self, line: bytes, lineno: int, expected_seq: int,
-                      check: Callable[..., str | None]) -> tuple[dict[str, Any] | None, int, bool]:
-        """A line the usual case did not accept, read and checked whole: the event to yield (None: none), the seq
+    def _unusual_line(self, line: bytes, lineno: int, expected_seq: int, check: Callable[..., str | None],
+                      event: Any = None) -> tuple[dict[str, Any] | None, int, bool]:
+        """A line checked whole (event: what it reads as, when already read): the event to yield (None: none), the seq
         expected next, and whether a problem was found (a seq gap's event is still yielded)."""
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno, expected_seq)
-            return None, expected_seq + 1, True
+        if event is None:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno, expected_seq)
+                return None, expected_seq + 1, True
         problem = check(event, line)
         if problem is not None:
             self._problem("bad_event", problem, lineno, expected_seq)

@@ -5,9 +5,9 @@ A capture is data from a stranger. Whatever reads one (the reader, the replay so
 parses a line with orjson (the one parser) and hands the dict to `EventValidator.problem`, which converts it to the
 Struct of its type in C (`msgspec.convert`: every field wop reads has its type and range) and keeps the dict; a wrong
 value is reported once, as a damaged capture naming the seq and the field, never met later as a crash. (The capture
-reader checks the usual event inline with the same shapes and SERVED, and hands any other to `problem`.) Data fields
-wop does not read are left alone, so newer writers can add fields freely; envelope and origin fields it does not know
-are left out of a capture's events.
+reader checks a group of usual events at once with the same shapes (Group) and SERVED, and hands any other group to
+`problem`, line by line.) Data fields wop does not read are left alone, so newer writers can add fields freely;
+envelope and origin fields it does not know are left out of a capture's events.
 
 What orjson decides stays decided: a key written twice is read as its last value, a lone surrogate or invalid UTF-8
 makes the line no JSON, an integer beyond 64 bits is read as a float (wop itself writes such an integer as
@@ -21,6 +21,8 @@ milliseconds to load).
 import re
 import types
 from collections.abc import Callable
+from functools import reduce
+from operator import or_
 from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
 
 import msgspec
@@ -230,6 +232,21 @@ HTTP_CALL_PREFIX = "h"  # the call ids of the `http` tool calls the transport ad
 ENVELOPE_FIELDS = frozenset(field.encode_name for field in msgspec.structs.fields(Envelope))
 ORIGIN_FIELDS = frozenset(field.encode_name for field in msgspec.structs.fields(Origin))
 SITE_FIELDS = frozenset(field.encode_name for field in msgspec.structs.fields(Site))
+
+
+def _tagged(event_type: str, shape: type[Envelope]) -> type[Envelope]:
+    """shape with its type as a msgspec tag: a union of these is converted, event by event, by the shape its type
+    names (the fields and their types are the envelope's and the data's, the same Struct definitions)."""
+    fields = [(field.encode_name, field.type) if field.required else (field.encode_name, field.type, field.default)
+              for field in msgspec.structs.fields(shape) if field.encode_name != "type"]
+    return cast(type[Envelope], msgspec.defstruct(f"{shape.__name__}Tagged", fields, kw_only=True, gc=False,
+                                                  forbid_unknown_fields=True, tag_field="type", tag=event_type))
+
+
+# Events read at once, converted by one msgspec call (a call per event costs more than its checks): each by the Struct
+# its type names, as EVENTS converts it alone (tests/format/test_reader_verdict.py).
+Group = msgspec.defstruct("Group", [("events", list[reduce(or_, (_tagged(event_type, shape)  # type: ignore[misc]
+                                                                for event_type, shape in EVENTS.items()))])], gc=False)
 
 
 # ---- manifest ------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,13 +19,17 @@ from hypothesis import strategies as st
 
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT
-from openwop_cli.format.shape import EventValidator
+from openwop_cli.format.shape import EVENT_SHAPES, EVENTS, EventValidator, Group
 from openwop_cli.format.verify import verify_capture
-from tests.format.test_mutated_captures import ENVELOPE, EVENTS, FIELDS, JSON_VALUES, build, forge, replace_at
+from openwop_cli.wire.jsonable import json_form
+from tests.format.test_mutated_captures import ENVELOPE, FIELDS, JSON_VALUES, build, forge, replace_at
+from tests.format.test_mutated_captures import EVENTS as CAPTURE_EVENTS
+from tests.format.test_shape import CAPTURE, EVENT_DATA, PROGRAM_VALUES, RUN
 
 SETTINGS = settings(max_examples=int(os.environ.get("WOP_FUZZ_EXAMPLES", 300)), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 LINE_PROBLEMS = ("bad_json", "bad_event", "seq_gap")
+ENVELOPE_KEYS = ["version", "seq", "ts", "type", "captureId", "runId", "origin", "sourceSeq", "data", "later"]
 SERVED_EVENTS = [  # the values a replay hands back, which the validator checks beyond their type's shape
     ("nondeterministic", {"source": "uuid", "key": "id", "value": "0b5c1f0e-6c8e-4d8e-9b1a-3d2c1b0a9f8e"}),
     ("nondeterministic", {"source": "version", "key": "v", "value": 2, "min": 1, "max": 2}),
@@ -37,7 +42,7 @@ BRACKETS = [("tool_result", {"callId": "t9", "ok": True, "result": [{"i": index}
 
 @pytest.fixture(scope="module")
 def original(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("verdict") / "base", EVENTS + SERVED_EVENTS + BRACKETS)
+    return build(tmp_path_factory.mktemp("verdict") / "base", CAPTURE_EVENTS + SERVED_EVENTS + BRACKETS)
 
 
 def reference(capture: Path) -> tuple[list[tuple[int, dict]], list[tuple]]:
@@ -121,7 +126,7 @@ def splice(line: bytes, where: int, fragment: bytes) -> bytes:
 
 
 @SETTINGS
-@given(edits=st.lists(st.tuples(st.integers(0, len(EVENTS + SERVED_EVENTS + BRACKETS) - 1),
+@given(edits=st.lists(st.tuples(st.integers(0, len(CAPTURE_EVENTS + SERVED_EVENTS + BRACKETS) - 1),
                                 st.sampled_from(["envelope", "data", "deep", "unknown field", "anywhere"]),
                                 ENVELOPE, FIELDS, st.lists(st.integers(0, 20), max_size=5), JSON_VALUES,
                                 st.sampled_from([MAX_DEPTH - 3, MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH + 40])),
@@ -147,6 +152,45 @@ def test_the_reader_gives_each_line_the_verdict_the_validator_gives_it(original,
     assert [(p.kind, p.message, p.line, p.seq) for p in report.problems if p.kind in LINE_PROBLEMS] == expected_problems
     first_bad_line = expected_problems[0][2] if expected_problems else len(lines) + 1
     assert list(CaptureReader(capture)) == [event for lineno, event in expected_events if lineno < first_bad_line]
+
+
+def converts(value, shape) -> bool:
+    try:
+        msgspec.convert(value, shape)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+@SETTINGS
+@given(events=st.lists(st.tuples(EVENT_DATA, st.sampled_from([None, *ENVELOPE_KEYS]), PROGRAM_VALUES.map(json_form),
+                                 st.sampled_from(sorted(EVENT_SHAPES) + ["other"])), max_size=6))
+def test_events_read_at_once_are_accepted_exactly_when_each_is_alone(events):
+    """Group (one conversion for many events) accepts a list exactly when EVENTS accepts each of its events."""
+    read = []
+    for index, ((event_type, data), retyped, value, named_type) in enumerate(events):
+        event = {"version": 1, "captureId": CAPTURE, "runId": RUN, "seq": index, "ts": 1, "type": event_type,
+                 "data": data}
+        if retyped is not None:
+            event[retyped] = value if retyped != "type" else named_type
+        read.append(event)
+    alone = all(type(event["type"]) is str and event["type"] in EVENTS and converts(event, EVENTS[event["type"]])
+                for event in read)
+    assert converts({"events": read}, Group) == alone
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
+@pytest.mark.parametrize("where", [0, 1, 2])
+def test_one_thing_wrong_in_any_line_is_found_as_the_validator_finds_it(original, tmp_path, fragment, where):
+    """One line edited, the others intact: what the reader checks of many lines at once must catch it alone."""
+    lines = (original / "events.jsonl").read_bytes().splitlines(keepends=True)
+    for index in range(len(lines)):
+        capture = shutil.copytree(original, tmp_path / str(index))
+        (capture / "events.jsonl").write_bytes(b"".join([*lines[:index], splice(lines[index], where, fragment),
+                                                         *lines[index + 1:]]))
+        forge(capture)
+        expected_events, expected_problems = reference(capture)
+        assert read(capture) == ([event for _, event in expected_events], expected_problems), (index, fragment)
 
 
 def test_lines_that_straddle_chunks_are_read_whole(tmp_path):
