@@ -126,8 +126,12 @@ class CaptureReader:
                         self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
                                       lineno + count + 1, expected_seq + count)
                         return
-                    lines = BytesIO(data[:whole] if tail else data)  # its lines (each with its newline), found by memchr
+                    lines = BytesIO(data)  # its lines (each with its newline), found by memchr; then the tail
                     while group := lines.readlines(GROUP_BYTES):
+                        if tail and group[-1][-1:] != b"\n":
+                            del group[-1]  # the tail, read with the next chunk
+                            if not group:
+                                break
                         # The usual events, checked here at once as the validator checks each: their types' shapes
                         # (one msgspec call), this capture's ids, the values a replay serves, nesting, seqs in order.
                         events: list[Any] = []  # (left empty when a line is no JSON)
