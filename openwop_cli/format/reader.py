@@ -1,19 +1,24 @@
 """Streaming reader of a capture: events in seq order without loading the file, with integrity checks.
 
-It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each
-chunk as it goes, and stops at the first line that is torn (no newline: cut mid-write), longer than
-wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every field
-wop reads has its type — or out of seq order. What it found is kept in `problems`; the events before the first
-problem are the intact prefix. A changed line is found through the manifest's whole-file sha256 and
-named through the per-line crc32 checksums the sink wrote. A matching hash proves nothing about a
-line (anyone can recompute it), so every line is checked whatever the hash says.
+It reads events.jsonl (a regular file, never followed through a link) in 1 MiB chunks, hashing each chunk as it goes
+and taking its lines with memchr (io.BytesIO), and stops at the first line that is torn (no newline: cut mid-write),
+longer than wop reads, not JSON (orjson, the one parser), or not an event of this capture by format/shape.py — every
+field wop reads has its type — or out of seq order. Lines are checked in groups of about 32 KiB with
+the validator's shapes (one msgspec call for the group: a call per event would cost more than its checks); a group
+where one line is not the usual event goes line by line through the validator's whole check, which names the problem
+(tests/format/test_reader_verdict.py: the same verdict as the validator's, line by line). What it found is
+kept in `problems`; the events before the first problem are the intact prefix. A changed line is found through the
+manifest's whole-file sha256 and named through the per-line crc32 checksums the sink wrote. A matching hash proves
+nothing about a line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import BytesIO
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
@@ -23,9 +28,12 @@ from openwop_cli.format.digest import BackgroundHash
 from openwop_cli.format.files import MAX_LINE_BYTES, bounded_lines, open_regular, read_regular
 from openwop_cli.format.manifest import EVENTS_NAME, LINE_CHECKSUMS_NAME, STATUS_INCOMPLETE, read_manifest
 from openwop_cli.format.schema import MAX_INT, too_deep
-from openwop_cli.format.sink import checksums_from_bytes
+
+if TYPE_CHECKING:
+    from openwop_cli.format.shape import EventValidator
 
 CHUNK_BYTES = 1 << 20
+GROUP_BYTES = 32 << 10  # lines checked at once: their events are held meanwhile
 MAX_LISTED_CHANGES = 20
 
 
@@ -83,7 +91,9 @@ class CaptureReader:
             raise error(f"capture {self.manifest['captureId']} is damaged: {first}; run `wop verify` for details")
 
     def _events(self, stop_at_first_problem: bool) -> Iterator[dict[str, Any]]:
-        from openwop_cli.format.shape import shallow_lines  # msgspec: loaded when a read starts, not at import
+        from msgspec import ValidationError, convert  # loaded when a read starts, not at import
+
+        from openwop_cli.format.shape import SERVED, Group, nests_too_deep, shallow_lines
 
         self.problems = []
         self.events_read = 0
@@ -91,7 +101,11 @@ class CaptureReader:
         expected_seq = 0
         lineno = 0
         loads = orjson.loads
-        check = self._check()
+        validator = self._validator()
+        check, ids = validator.problem, (validator.capture_id, validator.run_id)
+        seq_of, type_of, data_of, ids_of = itemgetter("seq"), itemgetter("type"), itemgetter("data"), itemgetter(
+            "captureId", "runId")
+        unusual = (orjson.JSONDecodeError, ValidationError, KeyError, TypeError)
         handle = self._open_events()
         if handle is None:
             return
@@ -105,47 +119,56 @@ class CaptureReader:
                     data = tail + chunk if tail else chunk
                     may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
                     shallow = shallow_lines(data)  # no line here can nest too deep
-                    lines = data.split(b"\n")
-                    tail = lines.pop()
+                    whole = data.rfind(b"\n") + 1  # the lines end there; what follows goes with the next chunk
+                    tail = data[whole:]
                     if len(tail) > MAX_LINE_BYTES:
+                        count = data.count(b"\n")
                         self._problem("too_long", f"a line is longer than the {MAX_LINE_BYTES:,} bytes wop reads",
-                                      lineno + len(lines) + 1, expected_seq + len(lines))
+                                      lineno + count + 1, expected_seq + count)
                         return
-                    for lineno, line in enumerate(lines, lineno + 1):  # noqa: B020 (counts on from the last)
+                    lines = BytesIO(data)  # its lines (each with its newline), found by memchr; then the tail
+                    while group := lines.readlines(GROUP_BYTES):
+                        if tail and group[-1][-1:] != b"\n":
+                            del group[-1]  # the tail, read with the next chunk
+                            if not group:
+                                break
+                        # The usual events, checked here at once as the validator checks each: their types' shapes
+                        # (one msgspec call), this capture's ids, the values a replay serves, nesting, seqs in order.
+                        events: list[Any] = []  # (left empty when a line is no JSON)
                         try:
-                            event = loads(line)
-                        except orjson.JSONDecodeError:
-                            self._problem("bad_json", "not a JSON object (the line was damaged or edited)",
-                                          lineno, expected_seq)
-                            if stop_at_first_problem:
-                                return
-                            expected_seq += 1
+                            events = list(map(loads, group))
+                            convert({"events": events}, Group)
+                            count = len(events)
+                            usual = (list(map(seq_of, events)) == list(range(expected_seq, expected_seq + count))
+                                     and list(map(ids_of, events)).count(ids) == count
+                                     and (SERVED.keys().isdisjoint(map(type_of, events)) or all(
+                                         SERVED[event["type"]](event["data"]) is None for event in events
+                                         if event["type"] in SERVED))
+                                     and (shallow or not any(map(nests_too_deep, map(data_of, events), group))))
+                        except unusual:
+                            usual = False
+                        if usual:
+                            expected_seq += count
+                            events_read += count
+                            if may_hold_blobs:
+                                for index, line in enumerate(group):
+                                    if BLOB_MARKER in line:
+                                        events[index] = self._with_blobs(events[index], lineno + index + 1)
+                            lineno += count
+                            yield from events
                             continue
-                        problem = check(event, line, shallow)
-                        if problem is not None:
-                            self._problem("bad_event", problem, lineno, expected_seq)
-                            if stop_at_first_problem:
+                        for index, line in enumerate(group):  # one is not: each line is checked whole, in order
+                            lineno += 1
+                            event, expected_seq, found = self._unusual_line(
+                                line, lineno, expected_seq, check, events[index] if events else None)
+                            if found and stop_at_first_problem:
                                 return
-                            expected_seq += 1
-                            continue
-                        if event["seq"] != expected_seq:
-                            if not 0 <= event["seq"] <= MAX_INT:
-                                self._problem("bad_event", "field seq must be a non-negative integer", lineno,
-                                              expected_seq)
-                                if stop_at_first_problem:
-                                    return
-                                expected_seq += 1
+                            if event is None:
                                 continue
-                            self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {event['seq']} "
-                                          f"(expected {expected_seq})", lineno, event["seq"])
-                            if stop_at_first_problem:
-                                return
-                            expected_seq = event["seq"]
-                        expected_seq += 1
-                        if may_hold_blobs and BLOB_MARKER in line:
-                            event = self._with_blobs(event, lineno)
-                        events_read += 1
-                        yield event
+                            if may_hold_blobs and BLOB_MARKER in line:
+                                event = self._with_blobs(event, lineno)
+                            events_read += 1
+                            yield event
                 if tail:
                     lineno += 1
                     self._problem("torn_line", "torn: the last line has no newline (cut mid-write)", lineno,
@@ -161,12 +184,35 @@ class CaptureReader:
             self._check_manifest_blobs()
         self.complete = not self.problems
 
+    def _unusual_line(self, line: bytes, lineno: int, expected_seq: int, check: Callable[..., str | None],
+                      event: Any = None) -> tuple[dict[str, Any] | None, int, bool]:
+        """A line checked whole (event: what it reads as, when already read): the event to yield (None: none), the seq
+        expected next, and whether a problem was found (a seq gap's event is still yielded)."""
+        if event is None:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self._problem("bad_json", "not a JSON object (the line was damaged or edited)", lineno, expected_seq)
+                return None, expected_seq + 1, True
+        problem = check(event, line)
+        if problem is not None:
+            self._problem("bad_event", problem, lineno, expected_seq)
+            return None, expected_seq + 1, True
+        seq = event["seq"]
+        if seq == expected_seq:
+            return event, expected_seq + 1, False
+        if not 0 <= seq <= MAX_INT:
+            self._problem("bad_event", "field seq must be a non-negative integer", lineno, expected_seq)
+            return None, expected_seq + 1, True
+        self._problem("seq_gap", f"seq jumps from {expected_seq - 1} to {seq} (expected {expected_seq})", lineno, seq)
+        return event, seq + 1, True
+
     def line_event(self, line: bytes, lineno: int) -> dict[str, Any]:
         """The event one line of events.jsonl holds (1-based lineno), read and checked as a pass over the file reads
         it: for a caller that holds a line such a pass accepted, in another process (diff.forked). CorruptCapture
         when the line is not one it would accept (the file changed since)."""
         if self._line_check is None:
-            self._line_check = self._check()
+            self._line_check = self._validator().problem
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -179,11 +225,11 @@ class CaptureReader:
                                  f"line {lineno}: {problem}")
         return self._with_blobs(event, lineno) if BLOB_MARKER in line else event
 
-    def _check(self) -> Callable[..., str | None]:
+    def _validator(self) -> "EventValidator":
         """The one validator (format/shape.py) for this capture's events; msgspec is loaded here, when a read starts."""
         from openwop_cli.format.shape import EventValidator
 
-        return EventValidator(self.manifest["captureId"], self.manifest["runId"]).problem
+        return EventValidator(self.manifest["captureId"], self.manifest["runId"])
 
     def _open_events(self) -> BinaryIO | None:
         try:
@@ -238,6 +284,8 @@ class CaptureReader:
 
     def _locate_changed_lines(self, lines: int) -> None:
         """Second pass, only after a hash mismatch: name the lines whose crc32 changed."""
+        from openwop_cli.format.sink import checksums_from_bytes  # the sink and its imports: only when a hash differs
+
         try:
             checksums = checksums_from_bytes(read_regular(self.capture_dir / LINE_CHECKSUMS_NAME, 4 * lines + 4))
         except (OSError, CorruptCapture):

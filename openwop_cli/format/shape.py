@@ -4,9 +4,10 @@ event type, and the one validator every reader applies with them.
 A capture is data from a stranger. Whatever reads one (the reader, the replay source, diff, run logs, the store)
 parses a line with orjson (the one parser) and hands the dict to `EventValidator.problem`, which converts it to the
 Struct of its type in C (`msgspec.convert`: every field wop reads has its type and range) and keeps the dict; a wrong
-value is reported once, as a damaged capture naming the seq and the field, never met later as a crash. Data fields
-wop does not read are left alone, so newer writers can add fields freely; envelope and origin fields it does not know
-are left out of a capture's events.
+value is reported once, as a damaged capture naming the seq and the field, never met later as a crash. (The capture
+reader checks a group of usual events at once with the same shapes (Group) and SERVED, and hands any other group to
+`problem`, line by line.) Data fields wop does not read are left alone, so newer writers can add fields freely;
+envelope and origin fields it does not know are left out of a capture's events.
 
 What orjson decides stays decided: a key written twice is read as its last value, a lone surrogate or invalid UTF-8
 makes the line no JSON, an integer beyond 64 bits is read as a float (wop itself writes such an integer as
@@ -20,6 +21,8 @@ milliseconds to load).
 import re
 import types
 from collections.abc import Callable
+from functools import reduce
+from operator import or_
 from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
 
 import msgspec
@@ -50,8 +53,9 @@ NonEmpty = Annotated[str, Meta(min_length=1, description="a non-empty string")]
 HttpStatus = Annotated[int, Meta(ge=100, le=999, description="an HTTP status (100 to 999)")]
 
 
-class Shape(Struct, kw_only=True, forbid_unknown_fields=False):
-    """Every part of a capture: fields given as keyword, fields it does not name left alone."""
+class Shape(Struct, kw_only=True, forbid_unknown_fields=False, gc=False):
+    """Every part of a capture: fields given as keyword, fields it does not name left alone. Untracked by the garbage
+    collector (gc=False): a validator's Structs are dropped as soon as they are made, so none is ever in a cycle."""
 
 
 # ---- events --------------------------------------------------------------------------------------------------------
@@ -230,6 +234,21 @@ ORIGIN_FIELDS = frozenset(field.encode_name for field in msgspec.structs.fields(
 SITE_FIELDS = frozenset(field.encode_name for field in msgspec.structs.fields(Site))
 
 
+def _tagged(event_type: str, shape: type[Envelope]) -> type[Envelope]:
+    """shape with its type as a msgspec tag: a union of these is converted, event by event, by the shape its type
+    names (the fields and their types are the envelope's and the data's, the same Struct definitions)."""
+    fields = [(field.encode_name, field.type) if field.required else (field.encode_name, field.type, field.default)
+              for field in msgspec.structs.fields(shape) if field.encode_name != "type"]
+    return cast(type[Envelope], msgspec.defstruct(f"{shape.__name__}Tagged", fields, kw_only=True, gc=False,
+                                                  forbid_unknown_fields=True, tag_field="type", tag=event_type))
+
+
+# Events read at once, converted by one msgspec call (a call per event costs more than its checks): each by the Struct
+# its type names, as EVENTS converts it alone (tests/format/test_reader_verdict.py).
+Group = msgspec.defstruct("Group", [("events", list[reduce(or_, (_tagged(event_type, shape)  # type: ignore[misc]
+                                                                for event_type, shape in EVENTS.items()))])], gc=False)
+
+
 # ---- manifest ------------------------------------------------------------------------------------------------------
 
 class BlobRef(Shape):
@@ -383,7 +402,7 @@ class EventValidator:
     def _problem_function(self) -> Callable[..., str | None]:
         """`problem`, with everything it reads bound in its closure: it runs once per event of every read."""
         shapes, other, capture_id, run_id = self.shapes, self.other, self.capture_id, self.run_id
-        convert, invalid, shallow_bytes = msgspec.convert, msgspec.ValidationError, SHALLOW_BYTES
+        convert, invalid = msgspec.convert, msgspec.ValidationError
         explain_event, served = self._explain, SERVED
 
         def problem(event: Any, line: bytes | None = None, shallow: bool = False) -> str | None:
@@ -413,8 +432,7 @@ class EventValidator:
             data = event["data"]
             if event_type in served and (extra := served[event_type](data)) is not None:
                 return extra
-            if shallow or line is not None and (len(line) < shallow_bytes
-                                                or line.count(b"{") + line.count(b"[") <= MAX_DEPTH) or not too_deep(data):
+            if shallow or not nests_too_deep(data, line):
                 return None
             return f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
 
@@ -477,6 +495,14 @@ def shallow_lines(chunk: bytes) -> bool:
     """True when no line of chunk has more than MAX_DEPTH opening brackets, so none nests too deep: one pass that
     keeps only brackets and newlines, then the longest line of what is left."""
     return max(map(len, chunk.translate(None, _NOT_BRACKETS).split(b"\n"))) <= MAX_DEPTH
+
+
+def nests_too_deep(data: Any, line: bytes | None = None) -> bool:
+    """too_deep(data), for data read from line (when known): a line too short, or with too few brackets, to nest
+    that deep is not walked."""
+    if line is not None and (len(line) < SHALLOW_BYTES or line.count(b"{") + line.count(b"[") <= MAX_DEPTH):
+        return False
+    return too_deep(data)
 
 
 UNKNOWN_FIELD = "Object contains unknown field"
