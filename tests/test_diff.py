@@ -355,6 +355,41 @@ def test_runs_that_parted_fold_a_declaration_they_share_before_the_writes_they_s
     assert result["stateDiff"] == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
 
 
+def test_runs_that_parted_share_each_channel_until_it_differs_and_fold_it_apart_after():
+    """After a variable parts the runs: `log` (append, maxSize 3: its value depends on the order of its writes) is
+    written alike and then differs late; `fresh` (ttlMs 5) gets equal writes, one of them at two times, which parts it
+    from there on; `cost` gets 1 and 1.0 (one JCS number, two byte forms), then the same writes. Each channel ends as
+    folding that run alone leaves it; only what differs is listed."""
+    from openwop_cli.channels.fold import fold_events
+    from openwop_cli.diff import state_diff
+
+    def run(x, late, fresh_ts, first_cost):
+        writes = [{"kind": "variable", "key": "x", "value": x},
+                  _write("log", "p", "append"),
+                  _write("fresh", 1, "append"),
+                  _write("fresh", 2, "append"),
+                  _write("log", "q", "append"),
+                  _write("cost", first_cost, "counter"),
+                  _write("cost", 2, "counter"),
+                  {"kind": "declare", "channel": "other", "declaration": {"reducer": "append"}},
+                  _write("log", late, "append"),
+                  _write("log", "r", "append"),
+                  _write("fresh", 3, "append"),
+                  _write("cost", 4, "counter")]
+        return stamped(writes, [1, 1, 1, fresh_ts, 2, 2, 2, 2, 3, 3, 3, 3])
+
+    run_a, run_b = run(1, "late", 2, 1), run(2, "LATE", 4, 1.0)
+    result = diff_runs(run_a, run_b, a="a", b="b", status_a="ok", status_b="ok")
+    assert [item["seq"] for item in result["eventDiffs"]] == [1, 9]  # 1 and 1.0 are one number; times are not compared
+    state = result["stateDiff"]
+    assert state == state_diff(fold_events(run_a).snapshot(), fold_events(run_b).snapshot(), "ok", "ok")
+    assert state["channels"]["changed"] == {
+        "fresh": {"a": [{"value": 1, "_ts": 1}, {"value": 2, "_ts": 2}, {"value": 3, "_ts": 3}],
+                  "b": [{"value": 1, "_ts": 1}, {"value": 2, "_ts": 4}, {"value": 3, "_ts": 3}], "paths": ["$[1]._ts"]},
+        "log": {"a": ["q", "late", "r"], "b": ["q", "LATE", "r"], "paths": ["$[1]"]}}
+    assert state["variables"]["changed"] == {"x": {"a": 1, "b": 2, "paths": ["$"]}}
+
+
 def test_true_and_1_are_different_json_values_in_events_and_in_the_state(tmp_path):
     """Python says True == 1; JSON (and JCS) does not. A run that writes true where the other wrote 1 differs: the
     counter refuses true (validation_error), so only b's counter holds 1; each run's append channel keeps its own."""
