@@ -63,7 +63,7 @@ _numbering = threading.Lock()
 # the pool task submitting (None: none) → the line submitting (_numbered) → the thread pools' count
 _thread_executors: dict[str | None, dict[str | None, Iterator[int]]] = {}
 _thread_pool_jobs: Any = weakref.WeakValueDictionary()  # a ThreadPool's job → its result (named when submitted)
-_origin_calls: Any = weakref.WeakKeyDictionary()  # an asyncio task or thread submitting → its counts (_numbered)
+_origin_calls: Any = weakref.WeakKeyDictionary()  # an asyncio task or thread submitting → its pools' count
 _asyncio_tasks: dict[str, dict[str, int]] = {}  # a pool task → its top-level asyncio tasks, counted by coroutine
 # a pool task → the kind of child (fork, process, thread) → the count of those it made
 _task_children: dict[str, dict[str, Iterator[int]]] = {}
@@ -276,10 +276,8 @@ def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
             counts, key = pool.__dict__.setdefault("_wop_calls", {}), (within, submitter)
             pools = _thread_executors.setdefault(within, {})
         else:
-            counts = _origin_calls.get(submitting[0])
-            if counts is None:
-                counts = _origin_calls[submitting[0]] = {}
-            key, pools = (weakref.ref(pool), submitter), counts
+            counts, pools = _submitters_counts(pool, submitting[0])
+            key = (None, submitter)
         calls = counts.get(key)
         if calls is None:
             calls = counts[key] = (next(pools.setdefault(submitter, itertools.count(1))), itertools.count())
@@ -287,6 +285,22 @@ def _numbered(pool: Any, kind: str, depth: int = 2) -> str:
     if submitting is not None:
         return f"{name} by {submitting[1]}"
     return name if within is None else f"{within}/{name}"
+
+
+def _submitters_counts(pool: Any, owner: Any) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """(the calls pool has numbered for owner, an asyncio task or thread; owner's count of pools per submitting
+    function), each held weakly by the other side: gone with the task, or with the pool (a server makes tasks for
+    ever, and may make a pool per request)."""
+    pools = _origin_calls.get(owner)
+    if pools is None:
+        pools = _origin_calls[owner] = {}
+    origins = pool.__dict__.get("_wop_origins")
+    if origins is None:
+        origins = pool.__dict__["_wop_origins"] = weakref.WeakKeyDictionary()
+    counts = origins.get(owner)
+    if counts is None:
+        counts = origins[owner] = {}
+    return counts, pools
 
 
 def _submitting_origin() -> tuple[Any, str] | None:
