@@ -57,9 +57,14 @@ def when_started(callback: Callable[[list[int], Any], None]) -> None:
 
 def _note_mine(told: list[int]) -> None:
     _mine[0] = (os.getpid(), told)
-    for callback in _identified:
+    _tell(_identified)
+
+
+def _tell(callbacks: list[Callable[..., None]], *args: Any) -> None:
+    """Call each of callbacks with args; one that fails is passed over."""
+    for callback in callbacks:
         try:
-            callback()
+            callback(*args)
         except Exception:  # the program runs on, whatever wop could not say
             pass
 
@@ -124,11 +129,7 @@ def note_started_processes(module: Any) -> None:
             start(self)
         finally:
             _starting.identity = _starting.place = None
-        for callback in _started:
-            try:
-                callback(told, self.pid)
-            except Exception:  # the program runs on, whatever wop could not say
-                pass
+        _tell(_started, told, self.pid)
 
     @functools.wraps(bootstrap)
     def noting_bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -427,9 +427,7 @@ def _flush_before_hard_exit(sender: Any) -> None:
 
     def exit_after_flush(status: int) -> None:
         try:
-            if sender.silent:
-                sender.flush()
-            else:
+            if not sender.silent:  # a silent process has nothing queued and is not known to wop
                 sender.send_message({"ended": True})
         except Exception:  # the program asked to end now: it ends, recorded or not
             pass
