@@ -31,16 +31,16 @@ dependency, linear time), else `re`.
 """
 
 import functools
-import hashlib
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from openwop_cli.format.credentials import CREDENTIAL_QUERY_NAMES, REDACTED
+from openwop_cli.format.scan import HyperscanMatcher
 
 PROFILES = ("none", "default", "strict")
 DEFAULT_PROFILE = "default"
@@ -552,100 +552,6 @@ def _compiled_prefilter(secrets: tuple[str, ...], engine: str | None) -> Any:
                 raise
             continue
     return re.compile("|".join([*patterns, *literals]).encode())
-
-
-class HyperscanMatcher:
-    """Patterns in Hyperscan databases (the prefilter's, or any other bytes scan that must be fast); each
-    thread scans with its own scratch space. ImportError where Hyperscan is not installed.
-
-    Compiling `parts` takes tens of milliseconds, more than a small capture's whole run, so their database is
-    kept in the user's cache directory and loaded in microseconds by later runs; `secret_parts` (the values of
-    secret environment variables) are compiled in every run, in a database of their own that never reaches a disk.
-    every_match: report every match to `match_ends` (else each pattern's first only, which is all `search` needs)."""
-
-    def __init__(self, parts: list[str], secret_parts: Sequence[str] = (), *, every_match: bool = False) -> None:
-        import threading
-
-        import hyperscan
-
-        self._hyperscan = hyperscan
-        self._databases = [_cached_database(hyperscan, parts, every_match)]
-        if secret_parts:
-            self._databases.append(_compiled_database(hyperscan, list(secret_parts), every_match))
-        self._local = threading.local()
-
-    def search(self, data: bytes) -> bool:
-        """True when any pattern matches somewhere in data (the scan stops at the first match)."""
-        scratches = self._scratches()
-        try:
-            for database, scratch in zip(self._databases, scratches):
-                database.scan(data, match_event_handler=_stop, scratch=scratch)
-        except self._hyperscan.ScanTerminated:
-            return True
-        return False
-
-    def _scratches(self) -> list[Any]:
-        """This thread's scratch space for each database (Hyperscan's scans may not share one across threads)."""
-        scratches = getattr(self._local, "scratches", None)
-        if scratches is None:
-            scratches = self._local.scratches = [self._hyperscan.Scratch(database) for database in self._databases]
-        return scratches
-
-    def matched(self, data: bytes) -> set[int]:
-        """The indexes of the patterns that match somewhere in data."""
-        found: set[int] = set()
-        for database, scratch in zip(self._databases, self._scratches()):
-            database.scan(data, match_event_handler=_note, context=found, scratch=scratch)
-        return found
-
-    def match_ends(self, data: bytes) -> list[int]:
-        """Where in data each match of the patterns ends (offsets one past its last byte), in the order found."""
-        scratches = self._scratches()
-        ends: list[int] = []
-
-        def found(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
-            ends.append(end)
-
-        for database, scratch in zip(self._databases, scratches):
-            database.scan(data, match_event_handler=found, scratch=scratch)
-        return ends
-
-
-def _compiled_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
-    database = hyperscan.Database()
-    database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
-                     flags=[0 if every_match else hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
-    return database
-
-
-def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
-    """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
-    loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
-    identity = orjson.dumps([hyperscan.__version__, parts, *(["every match"] if every_match else [])])
-    key = hashlib.sha256(identity).hexdigest()[:32]
-    from platformdirs import user_cache_dir
-
-    path = os.path.join(user_cache_dir("wop", appauthor=False), f"hyperscan-{key}.db")
-    try:
-        with open(path, "rb") as handle:
-            database = hyperscan.loadb(handle.read(), hyperscan.HS_MODE_BLOCK)
-        hyperscan.Scratch(database)
-        return database
-    except (OSError, hyperscan.error):
-        pass
-    from openwop_cli.format.detectors import write_cache_file
-
-    database = _compiled_database(hyperscan, parts, every_match)
-    write_cache_file(path, hyperscan.dumpb(database))
-    return database
-
-
-def _note(pattern_id: int, _start: int, _end: int, _flags: int, found: set[int]) -> None:
-    found.add(pattern_id)
-
-
-def _stop(*_match: Any) -> bool:
-    return True
 
 
 def _hides_a_secret(label: str, value: str) -> bool:

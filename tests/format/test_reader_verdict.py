@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT
+from openwop_cli.format import shape
 from openwop_cli.format.shape import EVENT_SHAPES, EVENTS, EventValidator, Group
 from openwop_cli.format.verify import verify_capture
 from openwop_cli.wire.jsonable import json_form
@@ -204,3 +205,16 @@ def test_lines_that_straddle_chunks_are_read_whole(tmp_path):
     assert [event["data"]["callId"] for event in CaptureReader(capture) if event["type"] == "llm_request"] == [
         f"l{index}" for index in range(6_000)]
     assert verify_capture(capture).ok
+
+
+LINE_BYTES = st.sampled_from([b"{", b"[", b"\n", b"x", b'"', b"]", b"}"])
+
+
+@given(parts=st.lists(st.tuples(LINE_BYTES, st.integers(1, MAX_DEPTH + 2)), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_the_nesting_scan_finds_a_deep_line_exactly_as_counting_does(parts):
+    """Hyperscan's scan for a line with more than MAX_DEPTH opening brackets says what counting them says, around
+    the bound (the reader skips the walk of each event's data on its word)."""
+    pytest.importorskip("hyperscan")
+    chunk = b"".join(part * count for part, count in parts)
+    assert shape.shallow_lines(chunk) == shape.shallow_lines_counted(chunk), chunk

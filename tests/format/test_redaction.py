@@ -216,7 +216,7 @@ def test_the_hyperscan_database_is_cached_without_the_secret_values_and_a_damage
     pytest.importorskip("hyperscan")
     import re
 
-    from openwop_cli.format.redact import HyperscanMatcher
+    from openwop_cli.format.scan import HyperscanMatcher
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     secret = "cache-test-s3cr3t-value"
