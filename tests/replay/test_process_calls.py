@@ -182,7 +182,7 @@ def start():
     TAG = uuid.uuid4().hex  # each worker reads a value as it starts; terminate() kills some before it is sent
 
 def square(number):
-    time.sleep(0.05 * (number % 3))
+    time.sleep(0.05 * number if number < 3 else 60)  # the others are still running when the pool is terminated
     return number * number
 
 if __name__ == "__main__":
@@ -192,6 +192,9 @@ if __name__ == "__main__":
         results.append(value)
         if len(results) == 3:
             break
+    # A worker killed while it sends a result holds the result queue's lock for good, and terminate() then waits
+    # for ever (CPython issue 96995): none is sending by now.
+    time.sleep(0.5)
     pool.terminate()
     pool.join()
     print("got", len(results), random.randint(0, 100))
