@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from openwop_cli.format import shape
 from openwop_cli.format.reader import CaptureReader
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT
-from openwop_cli.format import shape
 from openwop_cli.format.shape import EVENT_SHAPES, EVENTS, EventValidator, Group
 from openwop_cli.format.verify import verify_capture
 from openwop_cli.wire.jsonable import json_form
