@@ -70,6 +70,7 @@ class StateFold:
         self._warned: set[tuple[str, str]] = set()
         self._validator: Any = None
         self._plans: dict[tuple[str, str | None], tuple[dict[str, Any], str, bool]] = {}
+        self._timed: set[str] = set()  # the declared channels with a ttlMs: their folds read a write's time
         self.declare_all(declarations or {})
 
     def declare_all(self, declarations: dict[str, Any]) -> None:
@@ -81,6 +82,10 @@ class StateFold:
                 self._find(refusal.code, str(name), f"{refusal.message} (declaration not used)")
                 continue
             self.declarations[str(name)] = declaration
+            if declaration.get("ttlMs"):
+                self._timed.add(str(name))
+            else:
+                self._timed.discard(str(name))
             if looks_sensitive(str(name), declaration):
                 self._find("sensitive_channel_unrestricted", str(name),
                            f"channel {name!r} looks sensitive but declares no access restriction")
@@ -120,6 +125,7 @@ class StateFold:
         twin._warned = set(self._warned)
         twin._validator = self._validator
         twin._plans = dict(self._plans)
+        twin._timed = set(self._timed)
         return twin
 
     def target(self, event: dict[str, Any]) -> tuple[str, str] | None:
@@ -146,9 +152,13 @@ class StateFold:
         entry (whose _ts is checked against it). Two runs' same other events fold the same whenever they happened."""
         data, event_type = event["data"], event["type"]
         if event_type == STATE_MUTATION and data.get("kind") == "channel" or event_type == CHANNEL_WRITTEN:
+            value = data.get("value")
+            if type(value) is dict and len(value) == 2 and is_entry(value):
+                return True
+            if not self._timed:  # (most runs declare no TTL channel)
+                return False
             name = data.get("channel")
-            declaration = self.declarations.get(name if type(name) is str else str(name))
-            return bool(declaration and declaration.get("ttlMs")) or is_entry(data.get("value"))
+            return (name if type(name) is str else str(name)) in self._timed
         return False
 
     def snapshot(self) -> dict[str, Any]:
@@ -207,12 +217,15 @@ class StateFold:
         name = data.get("key")
         if type(name) is not str:
             name = str(name)
-        refusal = variable_refusal(name, self.declarations)
-        if refusal is not None:
-            self._refuse(name, refusal)
-            return
+        if name in self.declarations:  # (the one test variable_refusal makes, without a call for every write)
+            refusal = variable_refusal(name, self.declarations)
+            if refusal is not None:
+                self._refuse(name, refusal)
+                return
+        recorded = data.get("reducer")
         try:
-            self.variables.write(name, data.get("value"), effective_reducer(data.get("reducer") or legacy_reducer(name)))
+            self.variables.write(name, data.get("value"), effective_reducer(recorded) if recorded else
+                                 legacy_reducer(name))
         except ReducerError as exc:
             self._find("validation_error", name, f"write to variable {name!r} not applied: {exc}")
 

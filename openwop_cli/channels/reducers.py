@@ -20,7 +20,7 @@ from openwop_cli.format.events import LARGEST_INT, SMALLEST_INT, big_int_digits
 CANONICAL = ("replace", "append", "merge", "counter", "votes", "feedback", "message")
 LIST_REDUCERS = frozenset({"append", "votes", "feedback", "message"})
 TTL_REDUCERS = frozenset({"append", "votes", "feedback"})
-CHECKED_INPUT = frozenset({"merge", "counter", "votes", "feedback", "message"})  # the reducers `validate` checks
+READS_CURRENT = LIST_REDUCERS | {"merge", "counter"}  # the reducers whose result depends on the channel's value
 UNDECLARED: dict[str, Any] = {}  # the declaration of a channel nobody declared (read, never changed)
 _NOTHING = object()  # a channel not written yet
 MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -109,21 +109,32 @@ class ChannelStore:
     def write(self, name: str, value: Any, reducer: str, ts: int = 0, declaration: dict[str, Any] | None = None) -> None:
         """Fold one write into the channel (reducer already resolved with effective_reducer)."""
         declaration = declaration or UNDECLARED
-        if reducer in CHECKED_INPUT:
-            validate(reducer, value)
+        if reducer not in READS_CURRENT:  # replace, the most written, first: no input to check, nothing to read
+            if declaration:  # (UNDECLARED sets no maxSize)
+                _check_size(name, value, declaration)
+            self._values[name] = value
+            return
         if reducer in LIST_REDUCERS:
+            if reducer != "append":  # (append takes anything)
+                validate(reducer, value)
             self._write_list(name, value, reducer, ts, declaration)
             return
         current = self._values.get(name, _NOTHING)
         if current is _NOTHING:
             current = declaration.get("default")
         if reducer == "merge":
+            if type(value) is not dict:  # (a dict, as every recorded object is, needs no call to validate)
+                validate(reducer, value)
             merged = {**(current if isinstance(current, dict) else {}), **value}
-            _check_size(name, merged, declaration)
+            if declaration:
+                _check_size(name, merged, declaration)
             self._values[name] = merged
-        elif reducer == "counter":
-            base, increment = _number(current), _number(value)
+        else:  # counter
+            increment = value if type(value) is int or type(value) is float else _number(value)
+            if increment is None:
+                validate(reducer, value)
             assert increment is not None  # validate refused anything else
+            base = current if type(current) is int or type(current) is float else _number(current)
             total = (0 if base is None else base) + increment
             if self.recorded and type(total) is int and not SMALLEST_INT <= total <= LARGEST_INT:
                 from openwop_cli.wire.jsonable import tag_big_int
@@ -131,9 +142,6 @@ class ChannelStore:
                 self._values[name] = tag_big_int(total)
             else:
                 self._values[name] = total
-        else:
-            _check_size(name, value, declaration)
-            self._values[name] = value
 
     def copy(self) -> "ChannelStore":
         """An independent copy: list reducers' entries and seen message ids copied (other values are never changed in

@@ -393,6 +393,26 @@ def test_a_write_uses_its_time_only_on_a_ttl_channel_or_as_a_ttl_entry():
     assert not fold.uses_time({"seq": 0, "type": "run_start", "data": {"channels": {}}})
 
 
+def test_a_channel_reads_time_while_its_declaration_in_force_has_a_ttl():
+    """uses_time follows the declaration in force: one declared later, one declared again without ttlMs, one the
+    spec refuses (the one before stays), each fold's own after a fork."""
+    def declare(seq, declaration):
+        return {"seq": seq, "ts": seq, "type": "state_mutation",
+                "data": {"kind": "declare", "channel": "recent", "declaration": declaration}}
+
+    fold, written = StateFold(), write(9, "recent", "x", "append")
+    assert not fold.uses_time(written)
+    fold.apply(declare(0, {"reducer": "append", "ttlMs": 100}))
+    assert fold.uses_time(written)
+    twin = fold.fork()
+    fold.apply(declare(1, {"reducer": "append"}))
+    assert not fold.uses_time(written) and twin.uses_time(written)
+    fold.apply(declare(2, {"reducer": "append", "ttlMs": -1}))  # refused: the declaration without ttlMs stays
+    twin.apply(declare(2, {"reducer": "append", "ttlMs": -1}))
+    assert not fold.uses_time(written) and twin.uses_time(written)
+    assert fold.uses_time(write(9, "recent", {"value": "x", "_ts": 4}, "append"))
+
+
 def test_a_forked_fold_goes_on_apart_and_adopts_one_channel_back():
     fold = fold_events([write(0, "log", "a", "append"), write(1, "n", 1, "counter"), variable(2, "v", 1),
                         write(3, "c", 1, "vendor.x")], declarations={"log": {"reducer": "append"}})
