@@ -280,9 +280,11 @@ class TwinFolds:
             self.b, self.parted = StateFold(declarations_b), None
 
     def same(self, left: dict[str, Any], right: dict[str, Any]) -> None:
-        """Fold two events equal in type and data."""
+        """Fold two events equal in type and data: once, in the shared fold, while what they write is shared and they
+        fold alike (the same seq, and the same time or a fold that does not read it)."""
+        alike = left["seq"] == right["seq"] and (left.get("ts") == right.get("ts") or not self.shared.uses_time(left))
         if self.a is self.b:
-            if self._alike(left, right):
+            if alike:
                 self.a.apply(left)
             else:
                 self.apart(left, right)
@@ -291,16 +293,12 @@ class TwinFolds:
         if parted is not None and target not in parted:
             if target is None:  # the run as a whole, alike: the shared fold takes it too
                 self.shared.apply(left)
-            elif self._alike(left, right):
+            elif alike:
                 self.shared.apply(left)
                 return
             else:
                 self._part(target)
         self._fold_apart(left, right)
-
-    def _alike(self, left: dict[str, Any], right: dict[str, Any]) -> bool:
-        """True when two equal events fold alike: the same seq, and the same time or a fold that does not read it."""
-        return left["seq"] == right["seq"] and (left.get("ts") == right.get("ts") or not self.shared.uses_time(left))
 
     def apart(self, left: dict[str, Any] | None, right: dict[str, Any] | None) -> None:
         """Fold each run's event into its own fold (None: that run has no event here)."""
