@@ -321,8 +321,12 @@ def test_a_variables_recorded_reducer_wins_over_its_prefix():
                "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 2, "reducer": "replace"}},
               {"seq": 1, "ts": 1, "type": "state_mutation",
                "data": {"kind": "variable", "key": "_loopbackCount:x", "value": 3, "reducer": "replace"}},
-              variable(2, "_loopbackCount:y", 2), variable(3, "_loopbackCount:y", 3)]
-    assert fold_events(events).snapshot()["variables"] == {"_loopbackCount:x": 3, "_loopbackCount:y": 5}
+              variable(2, "_loopbackCount:y", 2), variable(3, "_loopbackCount:y", 3),
+              *({"seq": seq, "ts": seq, "type": "state_mutation",
+                 "data": {"kind": "variable", "key": "log", "value": value, "reducer": "append"}}
+                for seq, value in ((4, "a"), (5, "b")))]
+    assert fold_events(events).snapshot()["variables"] == {"_loopbackCount:x": 3, "_loopbackCount:y": 5,
+                                                           "log": ["a", "b"]}
 
 
 def test_a_refused_declaration_is_a_finding_and_is_not_used():
@@ -391,6 +395,8 @@ def test_a_write_uses_its_time_only_on_a_ttl_channel_or_as_a_ttl_entry():
                                "data": {"kind": "declare", "channel": "recent", "declaration": {"ttlMs": 5}}})
     assert StateFold({"7": {"reducer": "append", "ttlMs": 100}}).uses_time(write(0, 7, "x", "append"))
     assert not fold.uses_time({"seq": 0, "type": "run_start", "data": {"channels": {}}})
+    for value in ({"value": "x", "ts": 4}, {"a": 1}, 5, None):  # not a TTL entry: two keys or not, or no object
+        assert not fold.uses_time(write(0, "plain", value, "merge")), value
 
 
 def test_a_channel_reads_time_while_its_declaration_in_force_has_a_ttl():

@@ -16,6 +16,7 @@ from openwop_cli.channels.reducers import (
     reduce_once,
     ttl_wrapped,
     unwrapped,
+    validate,
 )
 from openwop_cli.format.events import LARGEST_INT, SMALLEST_INT
 
@@ -235,6 +236,26 @@ def test_a_recorded_counter_keeps_a_total_beyond_64_bits_tagged_and_a_programs_s
         store.write("edge", SMALLEST_INT, "counter")
     assert recorded.value("low") == {"$bigint": str(SMALLEST_INT - 1)} and recorded.value("edge") == SMALLEST_INT
     assert programs.value("low") == SMALLEST_INT - 1
+
+
+def test_a_recorded_counter_adds_an_increment_recorded_beyond_64_bits():
+    big = {"$bigint": str(LARGEST_INT + 1)}
+    assert reduce_once("n", 1, big, "counter", ts=0, declaration={}) == {"$bigint": str(LARGEST_INT + 2)}
+    assert reduce_once("n", -2, big, "counter", ts=0, declaration={}) == LARGEST_INT - 1
+    assert reduce_once("n", None, big, "counter", ts=0, declaration={}) == big
+
+
+@pytest.mark.parametrize("reducer, value", [
+    ("replace", [1]), ("append", None), ("merge", {"a": 1}), ("counter", 2), ("counter", -0.5),
+    ("counter", {"$bigint": str(LARGEST_INT + 1)}), ("votes", {"userId": "u", "action": "approve"}),
+    ("feedback", {"feedback": "x"}), ("message", {"messageId": "m", "role": "user", "content": "x"}),
+])
+def test_an_input_its_reducer_takes_passes_the_check_a_programs_write_meets(reducer, value):
+    """validate is the check a program's write meets before it is recorded (runtime/state_api); the fold takes it."""
+    validate(reducer, value)
+    store = ChannelStore(recorded=True)
+    store.write("c", value, reducer)
+    assert "c" in store
 
 
 def test_a_legacy_variables_node_is_what_follows_its_prefix():
