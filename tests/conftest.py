@@ -130,12 +130,14 @@ def pytest_configure(config):
     SUITE_TEMP.append(Path(tempfile.mkdtemp(prefix="wopt-", dir="/tmp" if os.path.isdir("/tmp") else None)))
     if not hasattr(config, "workerinput"):
         _write_bytecode()
-        os.environ[WARM_CACHE] = str(_warmed_cache())
+        warm = _warmed_cache()
+        if warm is not None:
+            os.environ[WARM_CACHE] = str(warm)
 
 
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput") and os.environ.get(WARM_CACHE):
-        shutil.rmtree(Path(os.environ.pop(WARM_CACHE)).parent, ignore_errors=True)
+        shutil.rmtree(Path(os.environ.pop(WARM_CACHE)).parents[1], ignore_errors=True)
 
 
 # wop's cache directory as a first run leaves it (the compiled redaction patterns, Hyperscan databases), copied into
@@ -143,8 +145,9 @@ def pytest_unconfigure(config):
 WARM_CACHE = "WOP_TEST_WARM_CACHE"
 
 
-def _warmed_cache() -> Path:
-    """A cache directory filled by a capture, a replay and a verify of a small program, run isolated as a test is."""
+def _warmed_cache() -> Path | None:
+    """A cache directory filled by a capture, a replay and a verify of a small program, run isolated as a test is
+    (None if one failed: the tests then start cold, and the failure is theirs to show)."""
     base = Path(tempfile.mkdtemp(prefix="wopc-"))
     env = {**os.environ, "WOP_HOME": str(base / "home"), "TMPDIR": str(base)}
     for name in ISOLATED_VARIABLES:
@@ -153,8 +156,12 @@ def _warmed_cache() -> Path:
     program = "import random, time, uuid; print(uuid.uuid4(), random.random(), time.time())"
     for args in (["capture", "--out", str(base / "c"), "--", sys.executable, "-c", program],
                  ["replay", str(base / "c"), "--out", str(base / "r")], ["verify", str(base / "c")]):
-        subprocess.run([sys.executable, "-m", "openwop_cli", *args], env=env, cwd=base, capture_output=True,
-                       timeout=120, check=True)
+        try:
+            subprocess.run([sys.executable, "-m", "openwop_cli", *args], env=env, cwd=base, capture_output=True,
+                           timeout=120, check=True)
+        except (subprocess.SubprocessError, OSError):
+            shutil.rmtree(base, ignore_errors=True)
+            return None
     return base / "xdg_cache_home" / "wop"
 
 
