@@ -12,6 +12,7 @@ manifest's whole-file sha256 and named through the per-line crc32 checksums the 
 nothing about a line (anyone can recompute it), so every line is checked whatever the hash says.
 """
 
+import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ class CaptureReader:
     def _events(self, stop_at_first_problem: bool) -> Iterator[dict[str, Any]]:
         from msgspec import ValidationError, convert  # loaded when a read starts, not at import
 
-        from openwop_cli.format.shape import SERVED, Group, nests_too_deep, shallow_lines
+        from openwop_cli.format.shape import SCAN_BYTES, SERVED, Group, nests_too_deep, shallow_lines
 
         self.problems = []
         self.events_read = 0
@@ -110,6 +111,7 @@ class CaptureReader:
         if handle is None:
             return
         events_read = 0
+        scan = os.fstat(handle.fileno()).st_size >= SCAN_BYTES
         digest = BackgroundHash()  # (a small file is hashed on this thread: see INLINE_BYTES)
         try:
             with handle:
@@ -118,7 +120,7 @@ class CaptureReader:
                     digest.update(chunk)
                     data = tail + chunk if tail else chunk
                     may_hold_blobs = b"$" in data  # memchr-fast; "$blob" is checked per line only when needed
-                    shallow = shallow_lines(data)  # no line here can nest too deep
+                    shallow = shallow_lines(data, scan)  # no line here can nest too deep
                     whole = data.rfind(b"\n") + 1  # the lines end there; what follows goes with the next chunk
                     tail = data[whole:]
                     if len(tail) > MAX_LINE_BYTES:

@@ -184,6 +184,20 @@ def test_events_read_at_once_are_accepted_exactly_when_each_is_alone(events):
 @pytest.mark.parametrize("where", [0, 1, 2])
 def test_one_thing_wrong_in_any_line_is_found_as_the_validator_finds_it(original, tmp_path, fragment, where):
     """One line edited, the others intact: what the reader checks of many lines at once must catch it alone."""
+    each_line_edited_reads_as_the_validator_reads_it(original, tmp_path, fragment, where)
+
+
+@pytest.mark.parametrize("fragment", [fragment for fragment in FRAGMENTS if b'"deep"' in fragment])
+def test_a_large_files_nesting_scan_finds_what_counting_finds(original, tmp_path, fragment, monkeypatch):
+    """The Hyperscan scan a large file's chunks get (here every file's, its bound set to nothing) lets no line nest
+    too deep that counting would have caught."""
+    pytest.importorskip("hyperscan")
+    monkeypatch.setattr(shape, "SCAN_BYTES", 0)
+    each_line_edited_reads_as_the_validator_reads_it(original, tmp_path, fragment, 1)
+
+
+def each_line_edited_reads_as_the_validator_reads_it(original: Path, tmp_path: Path, fragment: bytes,
+                                                      where: int) -> None:
     lines = (original / "events.jsonl").read_bytes().splitlines(keepends=True)
     for index in range(len(lines)):
         capture = shutil.copytree(original, tmp_path / str(index))
@@ -217,4 +231,4 @@ def test_the_nesting_scan_finds_a_deep_line_exactly_as_counting_does(parts):
     the bound (the reader skips the walk of each event's data on its word)."""
     pytest.importorskip("hyperscan")
     chunk = b"".join(part * count for part, count in parts)
-    assert shape.shallow_lines(chunk) == shape.shallow_lines_counted(chunk), chunk
+    assert shape.shallow_lines(chunk, scan=True) == shape.shallow_lines_counted(chunk), chunk
