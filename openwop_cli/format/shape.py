@@ -18,11 +18,10 @@ Imported by the readers when they first read, never by the runtime inside a prog
 milliseconds to load).
 """
 
-import functools
 import re
 import types
 from collections.abc import Callable
-from functools import reduce
+from functools import cache, reduce
 from operator import or_
 from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
 
@@ -406,11 +405,10 @@ class EventValidator:
         convert, invalid = msgspec.convert, msgspec.ValidationError
         explain_event, served = self._explain, SERVED
 
-        def problem(event: Any, line: bytes | None = None, shallow: bool = False) -> str | None:
+        def problem(event: Any, line: bytes | None = None) -> str | None:
             """What is wrong with one event, naming the field, or None when wop can use it (then the event keeps
             only the envelope and origin fields wop knows). line: the bytes it was parsed from, when known (the
-            nesting check then runs only on a line with enough brackets to nest too deep); shallow: the line is
-            known not to have them (a reader counted its whole chunk's at once: shallow_lines)."""
+            nesting check then runs only on a line with enough brackets to nest too deep)."""
             try:
                 event_type = event["type"]
                 shape = shapes.get(event_type, other)
@@ -433,7 +431,7 @@ class EventValidator:
             data = event["data"]
             if event_type in served and (extra := served[event_type](data)) is not None:
                 return extra
-            if shallow or not nests_too_deep(data, line):
+            if not nests_too_deep(data, line):
                 return None
             return f"field data nests deeper than the {MAX_DEPTH} levels wop reads"
 
@@ -512,7 +510,7 @@ def shallow_lines_counted(chunk: bytes) -> bool:
     return max(map(len, chunk.translate(None, _NOT_BRACKETS).split(b"\n"))) <= MAX_DEPTH
 
 
-@functools.cache
+@cache
 def _deep_line_finder() -> Any:
     """DEEP_LINE's Hyperscan matcher (its database cached on disk), or None where Hyperscan is not installed."""
     from openwop_cli.format.scan import HyperscanMatcher
