@@ -226,13 +226,19 @@ class Redactor:
 
     def redact_flagged(self, value: Any) -> Any:
         """redact(value), without walking it when the prefilter finds nothing in its JSON (most manifests)."""
+        return self.redact_flagged_written(value)[0]
+
+    def redact_flagged_written(self, value: Any) -> tuple[Any, bytes | None]:
+        """redact_flagged(value), and value's JSON as the prefilter read it (orjson's compact form; None when it was not
+        written: no profile, or not JSON as it stands). A served call hands it on to the request comparison
+        (replay.compare), which would otherwise write the same request again."""
         if not self.active:
-            return value
+            return value, None
         try:
-            flagged = self.suspicious(orjson.dumps(value))
+            written = orjson.dumps(value)
         except TypeError:  # not JSON as it stands: walk it
-            flagged = True
-        return self._redact(value, False) if flagged else value
+            return self._redact(value, False), None
+        return (self._redact(value, False) if self.suspicious(written) else value), written
 
     def redact_event(self, event_type: str, data: dict[str, Any]) -> dict[str, Any]:
         """An event's data with the profile applied, and kept consistent with what was removed: every chunk of a stream

@@ -210,10 +210,12 @@ class Replayer:
     # ---- LLM calls --------------------------------------------------------------------------
 
     @_debuggable
-    def llm(self, context: dict[str, Any], request: dict[str, Any], keys: dict[str, Any]) -> Served:
+    def llm(self, context: dict[str, Any], request: dict[str, Any], keys: dict[str, Any],
+            sent: bytes | None = None) -> Served:
+        """A wop.llm_call: the recorded response (or live, in a fork). sent: the request's JSON, as keying it wrote it."""
         data = self._as_traced({**context, **keys, "request": request})
         with self._lock:
-            match = self._match(KIND_LLM, "llm_request", data)
+            match = self._match(KIND_LLM, "llm_request", data, sent=sent)
             if match.live:
                 return Served(finish=lambda response=None, error=None, awaited=False:
                               self._record_live_llm(data, response, error, awaited))

@@ -149,7 +149,16 @@ def with_token_counts(reported: dict[str, Any]) -> dict[str, Any]:
 def kept_request_keys(provider: str, model: str, request: Any, redactor: Any) -> dict[str, Any]:
     """request_keys of a request as a capture keeps it, after its redactor: a capture keys what it keeps (no key
     covers a secret), so a replay keys today's request so too (redactor: the replay source's)."""
-    return request_keys(provider, model, redactor.redact_flagged(request) if redactor is not None else request)
+    return keyed_request(provider, model, request, redactor)[0]
+
+
+def keyed_request(provider: str, model: str, request: Any, redactor: Any) -> tuple[dict[str, Any], bytes | None]:
+    """kept_request_keys, and the request's JSON the redactor wrote on the way (None when it wrote none): the bytes
+    a served call's request comparison looks for in the recorded event (replay.compare)."""
+    if redactor is None:
+        return request_keys(provider, model, request), None
+    kept, written = redactor.redact_flagged_written(request)
+    return request_keys(provider, model, kept), written
 
 
 def with_request_keys(data: dict[str, Any]) -> dict[str, Any]:

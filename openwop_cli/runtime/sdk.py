@@ -211,10 +211,10 @@ def llm_call(provider: str, model: str, request: dict[str, Any], call: Callable[
     call_id = session.new_call_id("llm")
     context = {"provider": provider, "model": model, "callId": call_id}
     if session.replayer is not None:
-        from openwop_cli.runtime.providers import kept_request_keys
+        from openwop_cli.runtime.providers import keyed_request
 
-        keys = kept_request_keys(provider, model, request, session.replayer.source.redactor)
-        served = session.replayer.llm(context, request, keys)
+        keys, written = keyed_request(provider, model, request, session.replayer.source.redactor)
+        served = session.replayer.llm(context, request, keys, sent=written)
         if not served.live:
             return served.value()
         return _call_live_llm(served, call)

@@ -112,6 +112,33 @@ def test_a_flipped_stream_flag_diverges_at_the_call_and_never_gets_an_answer_of_
         assert "AttributeError" not in done.stderr  # the SDK got wop's error, not an SSE body as a str
 
 
+LLM_CALL_WITH_A_DICT = """
+import os
+import openwop_cli as wop
+
+request = {"messages": [{"role": "user", "content": f"order A-{n}: where is it?"} for n in range(40)],
+           "max_tokens": int(os.environ.get("MAX", "300")), "user": os.environ["KEY"]}
+reply = wop.llm_call("openai", "gpt-4o-mini", request, lambda: {"choices": [{"message": {"content": "on its way"}}]})
+print(reply["choices"][0]["message"]["content"])
+"""
+
+
+@pytest.mark.parametrize("key", ["customer-7", "sk-proj-" + "Qz7" * 16], ids=["plain", "secret"])
+def test_a_dict_request_is_compared_whole_with_or_without_a_secret_in_it(tmp_path, key):
+    """wop.llm_call with a dict: the served call hands the JSON its keying wrote to the comparison (a secret makes
+    the recorded request differ from today's in clear, and both are then compared as the capture keeps them)."""
+    done, source = capture(tmp_path, LLM_CALL_WITH_A_DICT, {"KEY": key})
+    assert done.returncode == 0, done.stderr
+    done, report = replay(tmp_path, source, env={"KEY": key})
+    assert (done.returncode, report["divergences"]) == (0, []), done.stderr
+    done, report = replay(tmp_path, source, env={"KEY": key, "MAX": "5"}, name="changed")
+    assert done.returncode == 1, done.stderr
+    first = report["divergences"][0]
+    assert (first["code"], first["jsonPath"], first["expectedValue"], first["observedValue"]) == \
+        ("event_payload_mismatch", "$.max_tokens", 300, 5)
+    assert key.startswith("customer") or key not in done.stdout + done.stderr
+
+
 SECRET_IN_A_TOOL = """
 import os
 import openwop_cli as wop
