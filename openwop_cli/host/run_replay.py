@@ -46,6 +46,7 @@ EXCEPTION_NOT_REBUILT = "exception_not_rebuilt"
 TRACED_TOOL_NOT_CALLED = "traced_tool_not_called"
 PROGRAM_ENDED = "program_ended_after_stop"
 STOP_GRACE_SECONDS = 10.0  # after a strict stop, how long the program may take to end before wop ends it
+ENV_STOP_GRACE = "WOP_STOP_GRACE"  # seconds, instead of STOP_GRACE_SECONDS
 _REQUEST_TYPES = frozenset({TOOL_CALL, LLM_REQUEST, NONDETERMINISTIC, STATE_MUTATION})
 _WATCHED_MARKS = (b'"live":true', b'"errorRebuilt":false')  # data `watched` looks into (a false alarm only costs a parse)
 
@@ -182,6 +183,22 @@ def _checked_from_seq(from_seq: int | None, branch: bool, event_count: int, edit
     return from_seq
 
 
+def stop_grace_seconds() -> float:
+    """How long a program a strict replay stopped may take to end before wop ends it: WOP_STOP_GRACE seconds
+    (a CI job that knows its programs end quickly, or a test, may shorten it), else STOP_GRACE_SECONDS."""
+    text = os.environ.get(ENV_STOP_GRACE)
+    if text is None:
+        return STOP_GRACE_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86400:
+        raise UsageError(f"{ENV_STOP_GRACE}={text!r}: give the seconds (more than 0, e.g. 10) a program a strict "
+                         "replay stopped may take to end before wop ends it")
+    return seconds
+
+
 class ReplayAccount:
     """What a replay adds up to, in whichever process writes the replay capture: the recorded seqs
     served, the divergences, and at the end event_missing, a changed exit code and the score."""
@@ -207,6 +224,7 @@ class ReplayAccount:
         self._program: Any = None
         self._ender: threading.Timer | None = None
         self._ended_program = False
+        self.stop_grace = stop_grace_seconds()
         self.compare_output = True
         self.exact_output = False
         self.compared: dict[str, Any] = {}
@@ -219,10 +237,10 @@ class ReplayAccount:
         return self.policy == "strict" and (not self.branch or self.offline) and bool(self.divergences)
 
     def _end_program_if_it_stays(self) -> None:
-        """After a strict stop, give the program STOP_GRACE_SECONDS to end: one of its processes may wait for ever
+        """After a strict stop, give the program stop_grace seconds to end: one of its processes may wait for ever
         for another the replay stopped (a result on a queue), which in CI would hang the job."""
         if self._ender is None and self._program is not None and self.stops_program():
-            self._ender = threading.Timer(STOP_GRACE_SECONDS, self._end_program)
+            self._ender = threading.Timer(self.stop_grace, self._end_program)
             self._ender.daemon = True
             self._ender.start()
 
@@ -298,7 +316,7 @@ class ReplayAccount:
         if self._ender is not None:
             self._ender.cancel()
         if self._ended_program:
-            self.notes.append({"code": PROGRAM_ENDED, "detail": f"the program was still running {STOP_GRACE_SECONDS:g} s "
+            self.notes.append({"code": PROGRAM_ENDED, "detail": f"the program was still running {self.stop_grace:g} s "
                                "after the replay stopped it (waiting for a process the replay stopped?): wop ended it",
                                "eventSeq": None, "recorded": None, "observed": None})
         late: list[Divergence] = []

@@ -123,15 +123,21 @@ def test_each_multiprocessing_process_is_served_its_own_recorded_calls(tmp_path,
 
 def test_a_program_waiting_for_a_process_the_strict_replay_stopped_is_ended(tmp_path):
     """The children's calls changed since the capture: the replay stops them, and their parent would wait for their
-    results for ever; wop ends it STOP_GRACE_SECONDS after the stop and says so."""
+    results for ever; wop ends it WOP_STOP_GRACE seconds after the stop (10 unless said) and says so."""
     program = PROCESSES.replace("queue.get(timeout=60)", "queue.get()")
     env = {"START_METHOD": "spawn"}
     source = capture(tmp_path, program, env=env)
     (tmp_path / "agent.py").write_text(textwrap.dedent(program.replace('lookup(f"A-{number}")', 'lookup(f"B-{number}")')))
-    done, report = replay(tmp_path, source, "--strict", env=env)
+    done, report = replay(tmp_path, source, "--strict", env={**env, "WOP_STOP_GRACE": "1.5"})
     assert done.returncode == 1, done.stderr
     assert report["diverged"] is True and report["divergences"][0]["code"] == "event_payload_mismatch"
     assert [note["code"] for note in report["notes"]] == ["program_ended_after_stop"]
+    assert "still running 1.5 s after the replay stopped it" in report["notes"][0]["detail"]
+    for wrong in ("soon", "0", "-3"):
+        done, report = replay(tmp_path, source, "--strict", env={**env, "WOP_STOP_GRACE": wrong}, name=f"bad{wrong}")
+        assert (done.returncode, report) == (2, None), done.stderr
+        assert done.stderr.strip().startswith(f"wop: error: WOP_STOP_GRACE='{wrong}': give the seconds") and \
+            len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 
@@ -773,7 +779,7 @@ def test_the_processes_of_a_program_the_strict_replay_ended_are_ended_too(tmp_pa
     main process alone left `second` running after the replay had finished (a stray process in CI)."""
     source = capture(tmp_path, WAITING_CHILD)
     (tmp_path / "agent.py").write_text(textwrap.dedent(WAITING_CHILD.replace('work("A-1")', 'work("A-2")')))
-    done, report = replay(tmp_path, source, "--strict")
+    done, report = replay(tmp_path, source, "--strict", env={"WOP_STOP_GRACE": "1"})
     assert done.returncode == 1, done.stderr
     assert [note["code"] for note in report["notes"]] == ["program_ended_after_stop"]
     second = int((tmp_path / "second.pid").read_text())
