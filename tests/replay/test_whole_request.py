@@ -5,6 +5,9 @@ the "changed" replay is today's code with one option changed.
 """
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import pytest
@@ -12,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.replay.compare import request_difference
+from tests.conftest import adopt_signing_key, keep_signing_key
 from tests.fake_provider import FakeProvider
 from tests.programs import capture, events, replay
 
@@ -53,34 +57,56 @@ else:
 """
 
 
-def _captured(tmp_path, script):
-    with FakeProvider() as provider:
-        done, source = capture(tmp_path, script, {"BASE": provider.url})
-        assert done.returncode == 0, done.stderr
-        return source, provider.url
+SCRIPTS = {"anthropic": ANTHROPIC, "responses": RESPONSES, "chat": STREAM_FLIP}
 
 
-@pytest.mark.parametrize("script", [ANTHROPIC, RESPONSES, STREAM_FLIP], ids=["anthropic", "responses", "chat"])
-def test_an_sdks_request_body_is_recorded_as_the_bytes_it_sent(tmp_path, script):
+class Recording(NamedTuple):
+    source: Path
+    url: str  # the fake provider's, gone since: a replay that reached it would fail
+    raw_requests: list[bytes]  # the request bodies as the provider received them
+    key: Path  # the recorder's signing key
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory, isolation) -> Callable[[str], Recording]:
+    """Each script of SCRIPTS captured once, when a test first asks for it, for the module's tests that read it and
+    replay it (a replay writes a capture of its own under its test's tmp_path, never into its source): an SDK's
+    capture costs seconds. The capture reads as the asking test's user's own (adopt_signing_key)."""
+    made: dict[str, Recording] = {}
+
+    def recorded(name: str) -> Recording:
+        if name not in made:
+            directory = tmp_path_factory.mktemp(name)
+            with isolation(), FakeProvider() as provider:
+                done, source = capture(directory, SCRIPTS[name], {"BASE": provider.url})
+                assert done.returncode == 0, done.stderr
+                made[name] = Recording(source, provider.url, list(provider.raw_requests),
+                                       keep_signing_key(directory / "key"))
+        adopt_signing_key(made[name].key)
+        return made[name]
+
+    return recorded
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_an_sdks_request_body_is_recorded_as_the_bytes_it_sent(recordings, name):
     """The openai and anthropic SDKs send `json=` through httpx, compactly: the capture writes the very bytes they
     sent, so a replay finds today's request in the recorded line as sent, without writing it again
     (replay.compare; bench/bench_compare.py times both ways)."""
-    with FakeProvider() as provider:
-        done, source = capture(tmp_path, script, {"BASE": provider.url})
-        assert done.returncode == 0, done.stderr
+    source, _, raw_requests, _ = recordings(name)
     line = next(line for line in (source / "events.jsonl").read_bytes().splitlines() if b'"llm_request"' in line)
-    assert provider.raw_requests and b'"request":' + provider.raw_requests[0] + b',"http":' in line
+    assert raw_requests and b'"request":' + raw_requests[0] + b',"http":' in line
 
 
-def test_an_unchanged_request_replays_exactly(tmp_path):
-    source, url = _captured(tmp_path, ANTHROPIC)
+def test_an_unchanged_request_replays_exactly(tmp_path, recordings):
+    source, url, _, _ = recordings("anthropic")
     done, report = replay(tmp_path, source, env={"BASE": url})
     assert done.returncode == 0, done.stderr
     assert report["divergences"] == []
 
 
-def test_a_changed_max_tokens_diverges_at_its_path(tmp_path):
-    source, url = _captured(tmp_path, ANTHROPIC)
+def test_a_changed_max_tokens_diverges_at_its_path(tmp_path, recordings):
+    source, url, _, _ = recordings("anthropic")
     done, report = replay(tmp_path, source, env={"BASE": url, "MAX": "5"})
     assert done.returncode == 1, done.stderr
     first = report["divergences"][0]
@@ -89,8 +115,8 @@ def test_a_changed_max_tokens_diverges_at_its_path(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_added_responses_options_diverge_at_their_paths(tmp_path):
-    source, url = _captured(tmp_path, RESPONSES)
+def test_added_responses_options_diverge_at_their_paths(tmp_path, recordings):
+    source, url, _, _ = recordings("responses")
     for extra, path in (('{"max_output_tokens": 50}', "$.max_output_tokens"),
                         ('{"tool_choice": "none"}', "$.tool_choice"),
                         ('{"reasoning": {"effort": "low"}}', "$.reasoning")):
@@ -100,8 +126,8 @@ def test_added_responses_options_diverge_at_their_paths(tmp_path):
         assert (first["code"], first["jsonPath"], first["expectedValue"]) == ("event_payload_mismatch", path, None)
 
 
-def test_a_flipped_stream_flag_diverges_at_the_call_and_never_gets_an_answer_of_the_wrong_shape(tmp_path):
-    source, url = _captured(tmp_path, STREAM_FLIP)
+def test_a_flipped_stream_flag_diverges_at_the_call_and_never_gets_an_answer_of_the_wrong_shape(tmp_path, recordings):
+    source, url, _, _ = recordings("chat")
     [request] = events(source, "llm_request")
     for policy in ("--strict", "--lenient"):
         done, report = replay(tmp_path, source, policy, env={"BASE": url, "STREAM": "0"}, name=policy[2:])
