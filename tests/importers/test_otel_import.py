@@ -8,7 +8,9 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import pytest
@@ -129,13 +131,37 @@ def assert_replays_offline(capture: Path, env: dict[str, str], tmp_path: Path) -
     assert (first["expectedValue"], first["observedValue"]) == ("Be brief.", "Be warm.")
 
 
+class TracedRun(NamedTuple):
+    program: Path
+    env: dict[str, str]  # the provider's URL in it is gone since
+    collector: OtlpFileReceiver  # its files: the spans in OTLP JSON and in protobuf
+    provider_requests: int
+
+
+@pytest.fixture(scope="module")
+def traced_runs(tmp_path_factory, isolation) -> Callable[[str], TracedRun]:
+    """The agent run traced once per instrument, when a test first asks for it, its spans sent over OTLP to a
+    receiver that writes them both as JSON and as protobuf: the tests of either encoding import the same run (each
+    import and replay writes under its own test's tmp_path). A traced run costs seconds."""
+    made: dict[str, TracedRun] = {}
+
+    def traced(instrument: str) -> TracedRun:
+        if instrument not in made:
+            directory = tmp_path_factory.mktemp(instrument)
+            with isolation(), FakeProvider() as provider, OtlpFileReceiver(directory / "collector") as collector:
+                program, env = run_agent(directory, instrument, provider.url, OTLP=collector.url)
+            made[instrument] = TracedRun(program, env, collector, len(provider.requests))
+        return made[instrument]
+
+    return traced
+
+
 @pytest.mark.parametrize("instrument", ["openinference", "genai"])
 @pytest.mark.parametrize("encoding", ["json", "proto"])
-def test_a_traced_program_imported_from_an_otlp_file_replays_offline(tmp_path, instrument, encoding):
+def test_a_traced_program_imported_from_an_otlp_file_replays_offline(tmp_path, traced_runs, instrument, encoding):
     instrumented(instrument)
-    with FakeProvider() as provider, OtlpFileReceiver(tmp_path / "collector") as collector:
-        program, env = run_agent(tmp_path, instrument, provider.url, OTLP=collector.url)
-    assert len(provider.requests) == 3
+    program, env, collector, provider_requests = traced_runs(instrument)
+    assert provider_requests == 3
     source = collector.traces if encoding == "json" else collector.proto
     summary = import_trace(str(source), out=tmp_path / "imported", program=program)
     assert (summary["llmCalls"], summary["toolCalls"], summary["hidden"]) == (3, 0, [])
