@@ -444,7 +444,7 @@ for _ in range(300):  # until the call is under way (the file stays: a replay's 
     if os.path.exists(os.environ["ASKED"]):
         break
     time.sleep(0.05)
-done.wait(3)
+done.wait(float(os.environ["WAIT"]))  # for an answer to a call that is under way
 print("> gave up waiting", flush=True)
 """
 
@@ -472,8 +472,9 @@ def test_a_recorded_call_that_never_returned_is_a_reported_divergence(tmp_path, 
     env = {"BASE": f"http://127.0.0.1:{server.server_address[1]}", "ASKED": str(tmp_path / "asked")}
     try:
         program = write_program(tmp_path, NEVER_RETURNED)
+        # the server or the tool has the call, which never returns: the capture need not wait for its answer long
         done = run_wop("capture", "--out", str(tmp_path / "source"), "--", sys.executable, str(program), call,
-                       env=env, cwd=tmp_path)
+                       env={**env, "WAIT": "0.1"}, cwd=tmp_path)
     finally:
         release.set()
         server.shutdown()
@@ -483,7 +484,8 @@ def test_a_recorded_call_that_never_returned_is_a_reported_divergence(tmp_path, 
     request_type = "llm_request" if call == "llm" else "tool_call"
     assert request_type in recorded and ("llm_response" if call == "llm" else "tool_result") not in recorded
     seq = recorded.index(request_type)
-    replayed, report = replay(tmp_path, tmp_path / "source", "--strict", env=env)
+    # time for a replay that answered the call at once, with wop's error, to print that
+    replayed, report = replay(tmp_path, tmp_path / "source", "--strict", env={**env, "WAIT": "3"})
     assert replayed.returncode == 1, replayed.stderr
     assert report["diverged"] is True and report["score"]["score"] < 1.0
     first = report["divergences"][0]
