@@ -145,15 +145,22 @@ KILLED_BEFORE_READING = """
 import multiprocessing, os, time, uuid
 
 def worker():
+    open("waiting", "w").close()
     while not os.path.exists("go"):  # there only in the replay: the recorded worker was killed waiting
         time.sleep(0.01)
     uuid.uuid4()
+    open("read", "w").close()
     time.sleep(60)
 
 if __name__ == "__main__":
     child = multiprocessing.get_context("fork").Process(target=worker)
     child.start()
-    time.sleep(1.5)
+    for _ in range(3000):  # until the worker waits (the capture) or has read its value (the replay)
+        if os.path.exists("read" if os.path.exists("go") else "waiting"):
+            break
+        time.sleep(0.01)
+    if os.path.exists("go"):
+        time.sleep(1)  # and its sender has sent the read (at the latest 0.2 s after it, format/flusher.py)
     child.terminate()  # as a pool's terminate() ends its workers, wherever they are
     child.join()
     forked = multiprocessing.get_context("fork").Process(target=print, args=("ended on its own",))
@@ -211,11 +218,18 @@ KILLED_AS_IT_STARTS = """
 import multiprocessing, os, time, uuid
 
 TAG = uuid.uuid4()  # read by every process, the spawned child too, as it imports this module
+if __name__ == "__mp_main__" and os.path.exists("go"):
+    open("read", "w").close()  # today's child has read its value
 
 if __name__ == "__main__":
     child = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
     child.start()
-    time.sleep(3 if os.path.exists("go") else 0)  # there only in the replay
+    if os.path.exists("go"):  # there only in the replay: today's child lives until it has read its value
+        for _ in range(3000):
+            if os.path.exists("read"):
+                break
+            time.sleep(0.01)
+        time.sleep(1)  # and its sender has sent the read (at the latest 0.2 s after it, format/flusher.py)
     child.kill()
     child.join()
     print("done", child.exitcode)
