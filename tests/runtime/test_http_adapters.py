@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import requires, run_wop
+from tests.conftest import adopt_signing_key, keep_signing_key, requires, run_wop
 from tests.fake_provider import FakeProvider
 
 requires("openai")
@@ -68,11 +68,30 @@ def replay(tmp_path: Path, source: Path, *options: str, env: dict, name: str = "
     return done, orjson.loads(done.stdout)
 
 
-def test_openai_and_anthropic_sdks_replay_offline_and_print_the_same(tmp_path):
-    with FakeProvider() as provider:
-        env = {"BASE": provider.url}
-        captured, source = capture(tmp_path, SDK_AGENT, env)
-        assert len(provider.requests) == 6
+@pytest.fixture(scope="module")
+def recorded_sdk_agent(tmp_path_factory, isolation) -> tuple:
+    """SDK_AGENT captured once against the fake provider (gone afterwards) for the module's tests, which read it and
+    replay it (each replay writes under its own test's tmp_path): its capture process, the capture, the provider's
+    URL, how many requests the provider saw, and the recorder's signing key."""
+    directory = tmp_path_factory.mktemp("sdk-agent")
+    with isolation(), FakeProvider() as provider:
+        captured, source = capture(directory, SDK_AGENT, {"BASE": provider.url})
+        return captured, source, provider.url, len(provider.requests), keep_signing_key(directory / "key")
+
+
+@pytest.fixture
+def sdk_agent(recorded_sdk_agent) -> tuple:
+    """recorded_sdk_agent, its capture recorded by this test's user: (capture process, capture, provider URL,
+    requests the provider saw)."""
+    *recorded, key = recorded_sdk_agent
+    adopt_signing_key(key)
+    return tuple(recorded)
+
+
+def test_openai_and_anthropic_sdks_replay_offline_and_print_the_same(tmp_path, sdk_agent):
+    captured, source, url, provider_requests = sdk_agent
+    env = {"BASE": url}
+    assert provider_requests == 6
     types = [e["type"] for e in CaptureReader(source)]
     assert types.count("llm_request") == 6 and types.count("llm_response") == 6
     requests = [e["data"] for e in CaptureReader(source) if e["type"] == "llm_request"]
@@ -85,15 +104,14 @@ def test_openai_and_anthropic_sdks_replay_offline_and_print_the_same(tmp_path):
     assert replayed.returncode == 0, replayed.stderr
     assert report["score"]["score"] == 1.0
     assert replayed.stderr.splitlines()[:7] == captured.stdout.splitlines()
-    everything = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "source" in p.parts)
+    everything = b"".join(p.read_bytes() for p in source.rglob("*") if p.is_file())
     for key in (OPENAI_KEY, ANTHROPIC_KEY):
         assert key.encode() not in everything
 
 
-def test_a_changed_message_is_located_in_the_request(tmp_path):
-    with FakeProvider() as provider:
-        env = {"BASE": provider.url}
-        _, source = capture(tmp_path, SDK_AGENT, env)
+def test_a_changed_message_is_located_in_the_request(tmp_path, sdk_agent):
+    _, source, url, _ = sdk_agent
+    env = {"BASE": url}
     done, report = replay(tmp_path, source, env={**env, "QUESTION": "where is order B-2?"})
     assert done.returncode == 1
     divergence = report["divergences"][0]
