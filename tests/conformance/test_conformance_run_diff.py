@@ -1,11 +1,14 @@
 """run-diff-rfc0054.md, requirement by requirement: the response schema, determinism, the four conformance
 scenarios, in-flight runs, the pinned exclusion list. Every `wop diff --json` here is schema-checked (run_wop)."""
 
+from pathlib import Path
+
 import orjson
+import pytest
 
 from tests.conformance.runs import capture, diff, events, run_log
 from tests.conformance.spec import requirement
-from tests.conftest import assert_run_diff_schema, run_wop
+from tests.conftest import adopt_signing_key, assert_run_diff_schema, keep_signing_key, run_wop
 
 SPEC = "run-diff-rfc0054.md"
 
@@ -22,6 +25,25 @@ PROGRAM = """
     wop.state.write("ticket", {"status": lookup("A-2")["status"]}, "merge")
     wop.state.set("_loopbackCount:review", 1)
 """
+
+
+@pytest.fixture(scope="module")
+def recorded_runs(tmp_path_factory, isolation) -> tuple[Path, Path, Path]:
+    """PROGRAM captured once as it is (a) and once with a lost order (b), for the module's tests, which diff, replay
+    and fork them (into their own tmp_path, never into a or b); and the recorder's signing key."""
+    directory = tmp_path_factory.mktemp("runs")
+    with isolation():
+        a = capture(directory, PROGRAM, out="a")
+        b = capture(directory, PROGRAM, out="b", env={"STATUS": "lost"})
+        return a, b, keep_signing_key(directory / "key")
+
+
+@pytest.fixture
+def runs(recorded_runs) -> tuple[Path, Path]:
+    """recorded_runs' a and b, recorded by this test's user."""
+    a, b, key = recorded_runs
+    adopt_signing_key(key)
+    return a, b
 
 
 def record(run_id: str, sequence: int, event_type: str, payload: dict, **envelope) -> dict:
@@ -41,9 +63,8 @@ def host_log(tmp_path, name: str, run_id: str, terminal: str | None, vote: str =
 
 @requirement(SPEC, "§B run-diff-response.schema.json",
              "the response validates against run-diff-response.schema.json as published (additionalProperties: false)")
-def test_run_diff_schema_validates(tmp_path):
-    a = capture(tmp_path, PROGRAM, out="a")
-    b = capture(tmp_path, PROGRAM, out="b", env={"STATUS": "lost"})
+def test_run_diff_schema_validates(tmp_path, runs):
+    a, b = runs
     for left, right in ((a, a), (a, b), (host_log(tmp_path, "x.jsonl", "r1", "run.completed"),
                                           host_log(tmp_path, "y.jsonl", "r2", None, "reject"))):
         for extra in ((), ("--align", "content"), ("--max-diffs", "1")):
@@ -61,9 +82,8 @@ def test_run_diff_schema_validates(tmp_path):
 @requirement(SPEC, "§C Determinism",
              "the diff is a pure function of the two event logs: the same logs give the same divergedAtSeq and the "
              "same ordered eventDiffs")
-def test_run_diff_determinism_pure_function(tmp_path):
-    a = capture(tmp_path, PROGRAM, out="a")
-    b = capture(tmp_path, PROGRAM, out="b", env={"STATUS": "lost"})
+def test_run_diff_determinism_pure_function(tmp_path, runs):
+    a, b = runs
     first = run_wop("diff", str(a), str(b), "--json")
     second = run_wop("diff", str(a), str(b), "--json")
     assert first.returncode == second.returncode == 1 and first.stdout == second.stdout
@@ -82,8 +102,8 @@ def test_run_diff_determinism_pure_function(tmp_path):
 @requirement(SPEC, "Conformance",
              "run-diff-identical: a run against itself, or against an identical replay, has divergedAtSeq null and "
              "empty eventDiffs")
-def test_run_diff_conformance_identical(tmp_path):
-    source = capture(tmp_path, PROGRAM)
+def test_run_diff_conformance_identical(tmp_path, runs):
+    source, _ = runs
     code, result = diff(source, source)
     assert code == 0 and result["divergedAtSeq"] is None and result["eventDiffs"] == []
     assert run_wop("replay", str(source), "--out", str(tmp_path / "replay"), cwd=tmp_path).returncode == 0
@@ -94,8 +114,8 @@ def test_run_diff_conformance_identical(tmp_path):
 @requirement(SPEC, "Conformance",
              "run-diff-fork-divergence: fork a run and force divergence after seq N: divergedAtSeq === N and "
              "eventDiffs start at N")
-def test_run_diff_conformance_fork_divergence(tmp_path):
-    source = capture(tmp_path, PROGRAM)
+def test_run_diff_conformance_fork_divergence(tmp_path, runs):
+    source, _ = runs
     pick = next(e["seq"] for e in events(source) if e["type"] == "nondeterministic")
     forked = run_wop("fork", str(source), "--from-seq", str(pick), "--set", "pick=-1", "--out", str(tmp_path / "fork"),
                      cwd=tmp_path)
@@ -147,9 +167,8 @@ def test_run_diff_endpoint_in_flight_prefix_is_truncated(tmp_path):
 
 @requirement(SPEC, "§B run-diff-response.schema.json",
              "truncated means an in-flight run whose prefix was compared — never a shortened list of diffs")
-def test_run_diff_schema_truncated_only_for_in_flight_runs(tmp_path):
-    a = capture(tmp_path, PROGRAM, out="a")
-    b = capture(tmp_path, PROGRAM, out="b", env={"STATUS": "lost"})
+def test_run_diff_schema_truncated_only_for_in_flight_runs(runs):
+    a, b = runs
     code, full = diff(a, b)
     code, cut = diff(a, b, "--max-diffs", "1")
     assert len(full["eventDiffs"]) > 1 and len(cut["eventDiffs"]) == 1 and cut["truncated"] is False
@@ -184,8 +203,8 @@ def test_run_diff_resolution_excluded_fields(tmp_path):
 
 @requirement(SPEC, "Conformance",
              "run-diff-authz (access boundary): a missing `against` run is refused, an unknown run is not found")
-def test_run_diff_conformance_access_boundary(tmp_path):
-    source = capture(tmp_path, PROGRAM)
+def test_run_diff_conformance_access_boundary(runs):
+    source, _ = runs
     missing = run_wop("diff", str(source))
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     unknown = run_wop("diff", str(source), "no-such-run")
