@@ -3,6 +3,7 @@ the LLM cache-key recipe, refusal divergence, observable-state determinism, the 
 
 import hashlib
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -11,7 +12,7 @@ import rfc8785
 from openwop_cli.channels.fold import fold_events
 from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, replay
 from tests.conformance.spec import requirement
-from tests.conftest import ROOT, run_wop
+from tests.conftest import ROOT, adopt_signing_key, keep_signing_key, run_wop
 from tests.fake_provider import FakeProvider
 
 SPEC = "openwop-replay-and-fork.md"
@@ -35,6 +36,23 @@ STEPS = """
 """
 
 
+@pytest.fixture(scope="module")
+def recorded_steps(tmp_path_factory, isolation) -> tuple[Path, Path]:
+    """STEPS captured once as it is, for the module's tests that replay, fork or show it into their own tmp_path
+    (never changing its program or its capture), and the recorder's signing key."""
+    directory = tmp_path_factory.mktemp("steps")
+    with isolation():
+        return capture(directory, STEPS), keep_signing_key(directory / "key")
+
+
+@pytest.fixture
+def steps(recorded_steps) -> Path:
+    """recorded_steps' capture, recorded by this test's user."""
+    source, key = recorded_steps
+    adopt_signing_key(key)
+    return source
+
+
 def seq_of(capture_dir, event_type, **data):
     return next(e["seq"] for e in events(capture_dir)
                 if e["type"] == event_type and all(e["data"].get(k) == v for k, v in data.items()))
@@ -43,8 +61,8 @@ def seq_of(capture_dir, event_type, **data):
 @requirement(SPEC, "Two modes",
              "replay: events < fromSeq are fixed history; events >= fromSeq are re-executed and checked, a divergence "
              "pinpoints the regression")
-def test_replay_fork_two_modes_replay_from_seq(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_two_modes_replay_from_seq(tmp_path, steps):
+    source = steps
     second = seq_of(source, "tool_call", name="step", args={"name": "two"})
     done, report = replay(tmp_path, source, "--from-seq", str(second + 1), env={"SECOND": "changed"}, out="later")
     assert done.returncode == 0 and report["fromSeq"] == second + 1, "a change before fromSeq is fixed history"
@@ -75,8 +93,8 @@ def test_replay_fork_two_modes_branch(tmp_path):
 
 @requirement(SPEC, "Replay-mode defaults",
              "replay: fromSeq is optional and defaults to 0; branch: fromSeq MUST be supplied")
-def test_replay_fork_replay_mode_defaults(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_replay_mode_defaults(tmp_path, steps):
+    source = steps
     done, report = replay(tmp_path, source)
     assert done.returncode == 0 and report["fromSeq"] == 0 and report["score"]["fromSeq"] == 0
     assert (report["mode"], report["runId"], report["sourceRunId"]) == (
@@ -86,8 +104,8 @@ def test_replay_fork_replay_mode_defaults(tmp_path):
 
 
 @requirement(SPEC, "Response", "invalid fromSeq (out of range) is refused (the 400/422 of the endpoint)")
-def test_replay_fork_response_invalid_from_seq_is_refused(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_response_invalid_from_seq_is_refused(tmp_path, steps):
+    source = steps
     count = manifest(source)["eventCount"]
     for command in (("replay", str(source), "--from-seq", str(count)), ("fork", str(source), "--from-seq", "-1")):
         done = run_wop(*command, cwd=tmp_path)
@@ -133,8 +151,8 @@ def test_replay_fork_determinism_guarantees_get_version_out_of_range(tmp_path):
 
 @requirement(SPEC, "Determinism guarantees", "time is consumed through the engine's logical clock (ctx.now()): "
                                              "a replay gets the recorded time")
-def test_replay_fork_determinism_guarantees_clock(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_determinism_guarantees_clock(tmp_path, steps):
+    source = steps
     recorded = next(e["data"]["value"] for e in events(source) if e["data"].get("source") == "clock")
     done, _ = replay(tmp_path, source)
     assert done.stderr.split()[-1] == recorded
@@ -142,8 +160,8 @@ def test_replay_fork_determinism_guarantees_clock(tmp_path):
 
 @requirement(SPEC, "Failure surfaces",
              "a diverging replay continues and emits replay.diverged {originalEventId, replayEventId, divergencePoint}")
-def test_replay_fork_failure_surfaces_replay_diverged_event(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_failure_surfaces_replay_diverged_event(tmp_path, steps):
+    source = steps
     done, report = replay(tmp_path, source, "--lenient", env={"SECOND": "changed"})
     assert done.returncode == 1 and report["replay"]["exitCode"] == 0, "the replay continued to completion"
     diverged = [e["data"] for e in events(tmp_path / "replay") if e["type"] == "replay_diverged"]
@@ -318,8 +336,8 @@ def test_replay_fork_nondeterministic_models_observable_state_at_each_index(tmp_
 
 @requirement(SPEC, "Run Timeline View",
              "payload inspection as a JSON tree, filters by event type, the state at each event")
-def test_replay_fork_run_timeline_view(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_run_timeline_view(steps):
+    source = steps
     timeline = run_wop("show", str(source), "--type", "tool")
     assert timeline.returncode == 0 and "step" in timeline.stdout and "nondeterministic" not in timeline.stdout
     write = seq_of(source, "state_mutation", channel="log")
@@ -353,8 +371,8 @@ def test_replay_fork_privacy_and_replay(tmp_path):
 @requirement(SPEC, "Determinism scoring",
              "a report has sourceRunId, replayRunId, fromSeq, matchedEvents, comparedEvents, firstDivergenceSeq and "
              "score = matchedEvents / comparedEvents in 0..1")
-def test_replay_fork_determinism_scoring_fields(tmp_path):
-    source = capture(tmp_path, STEPS)
+def test_replay_fork_determinism_scoring_fields(tmp_path, steps):
+    source = steps
     done, report = replay(tmp_path, source, "--lenient", env={"SECOND": "changed"})
     score = report["score"]
     assert set(score) == {"sourceRunId", "replayRunId", "fromSeq", "matchedEvents", "comparedEvents",
