@@ -8,15 +8,17 @@ import resource
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
+import pytest
 
 from openwop_cli.format.redact import Redactor
 from openwop_cli.format.sink import CaptureSink
 from openwop_cli.replay.source import ReplaySource
 from tests.conformance.runs import AGENT, assert_not_on_disk, capture, events, manifest, program, replay
 from tests.conformance.spec import requirement
-from tests.conftest import ROOT, run_wop, write_capture
+from tests.conftest import ROOT, adopt_signing_key, keep_signing_key, run_wop, write_capture
 from tests.fake_provider import FakeProvider
 
 SPEC = "capture-replay-design.md"
@@ -49,16 +51,38 @@ TOOLS_AND_VALUES = """
 """
 
 
-def recorded(tmp_path):
-    source = capture(tmp_path, TOOLS_AND_VALUES)
-    return source, events(source)
+@pytest.fixture(scope="module")
+def recorded_runs(tmp_path_factory, isolation) -> dict[str, Path]:
+    """TOOLS_AND_VALUES and AGENT (against a fake provider, gone afterwards) captured once each for the module's
+    tests that read them or replay them into their own tmp_path, never changing a program or a capture; and the
+    recorder's signing key."""
+    directory = tmp_path_factory.mktemp("runs")
+    with isolation():
+        tools_and_values = capture(tmp_path_factory.mktemp("tools"), TOOLS_AND_VALUES)
+        with FakeProvider() as provider:
+            agent = capture(tmp_path_factory.mktemp("agent"), AGENT, env={"PROVIDER_URL": provider.url})
+        return {"tools_and_values": tools_and_values, "agent": agent, "key": keep_signing_key(directory / "key")}
+
+
+@pytest.fixture
+def recorded(recorded_runs) -> tuple[Path, list[dict]]:
+    """The capture of TOOLS_AND_VALUES, recorded by this test's user, and its events."""
+    adopt_signing_key(recorded_runs["key"])
+    return recorded_runs["tools_and_values"], events(recorded_runs["tools_and_values"])
+
+
+@pytest.fixture
+def recorded_agent(recorded_runs) -> Path:
+    """The capture of AGENT, recorded by this test's user."""
+    adopt_signing_key(recorded_runs["key"])
+    return recorded_runs["agent"]
 
 
 @requirement(SPEC, "Capture event envelope",
              "every event is {version: 1, captureId, runId, seq, ts, type, data} with type one of the eight "
              "CaptureEventTypes; seq is monotonic per run")
-def test_capture_replay_capture_event_envelope(tmp_path):
-    source, recorded_events = recorded(tmp_path)
+def test_capture_replay_capture_event_envelope(recorded):
+    source, recorded_events = recorded
     ids = manifest(source)
     for seq, event in enumerate(recorded_events):
         assert event["version"] == 1 and event["seq"] == seq
@@ -69,10 +93,10 @@ def test_capture_replay_capture_event_envelope(tmp_path):
 
 @requirement(SPEC, "Event payload requirements",
              "llm_request: provider, model, normalized input hash, tool schema hash (if tools present)")
-def test_capture_replay_event_payload_requirements_llm_request(tmp_path):
+def test_capture_replay_event_payload_requirements_llm_request(recorded):
     import rfc8785
 
-    _, recorded_events = recorded(tmp_path)
+    _, recorded_events = recorded
     request = next(e["data"] for e in recorded_events if e["type"] == "llm_request")
     assert (request["provider"], request["model"]) == ("openai", "gpt-4o")
     assert len(request["cacheKey"]) == 64
@@ -81,8 +105,8 @@ def test_capture_replay_event_payload_requirements_llm_request(tmp_path):
 
 
 @requirement(SPEC, "Event payload requirements", "llm_response: provider, model, stopReason, usage, response payload")
-def test_capture_replay_event_payload_requirements_llm_response(tmp_path):
-    _, recorded_events = recorded(tmp_path)
+def test_capture_replay_event_payload_requirements_llm_response(recorded):
+    _, recorded_events = recorded
     response = next(e["data"] for e in recorded_events if e["type"] == "llm_response")
     assert (response["provider"], response["model"], response["stopReason"]) == ("openai", "gpt-4o", "stop")
     assert response["usage"] and response["response"]["choices"][0]["message"]["content"] == "hello"
@@ -90,8 +114,8 @@ def test_capture_replay_event_payload_requirements_llm_response(tmp_path):
 
 @requirement(SPEC, "Event payload requirements",
              "tool_call: tool name, normalized args, call id; tool_result: call id, success/error, normalized result")
-def test_capture_replay_event_payload_requirements_tool_call_and_result(tmp_path):
-    _, recorded_events = recorded(tmp_path)
+def test_capture_replay_event_payload_requirements_tool_call_and_result(recorded):
+    _, recorded_events = recorded
     calls = [e["data"] for e in recorded_events if e["type"] == "tool_call"]
     results = {e["data"]["callId"]: e["data"] for e in recorded_events if e["type"] == "tool_result"}
     assert calls[0]["name"] == "lookup" and calls[0]["args"] == {"order_id": "A-1", "verbose": False}
@@ -102,8 +126,8 @@ def test_capture_replay_event_payload_requirements_tool_call_and_result(tmp_path
 
 
 @requirement(SPEC, "Event payload requirements", "nondeterministic: source, key, value hash + optional inline value")
-def test_capture_replay_event_payload_requirements_nondeterministic(tmp_path):
-    _, recorded_events = recorded(tmp_path)
+def test_capture_replay_event_payload_requirements_nondeterministic(tmp_path, recorded):
+    _, recorded_events = recorded
     value = next(e["data"] for e in recorded_events if e["type"] == "nondeterministic")
     assert (value["source"], value["key"]) == ("rng", "pick") and 0 <= value["value"] <= 10
     assert len(value["valueHash"]) == 64
@@ -123,8 +147,8 @@ def test_capture_replay_event_payload_requirements_nondeterministic(tmp_path):
 
 
 @requirement(SPEC, "Event payload requirements", "state_mutation: type (file_write/env_read/…) and normalized details")
-def test_capture_replay_event_payload_requirements_state_mutation(tmp_path):
-    _, recorded_events = recorded(tmp_path)
+def test_capture_replay_event_payload_requirements_state_mutation(recorded):
+    _, recorded_events = recorded
     write = next(e["data"] for e in recorded_events if e["type"] == "state_mutation")
     assert write["kind"] == "channel" and write["channel"] == "ticket" and write["value"] == {"topic": "shipping"}
 
@@ -132,8 +156,8 @@ def test_capture_replay_event_payload_requirements_state_mutation(tmp_path):
 @requirement(SPEC, "Capture manifest",
              "manifest.json: version, captureId, runId, createdAt, completedAt, mode, model, eventCount, eventLogPath, "
              "redaction {enabled, profile}, integrity {algorithm: sha256, eventsHash}, status")
-def test_capture_replay_capture_manifest(tmp_path):
-    source, recorded_events = recorded(tmp_path)
+def test_capture_replay_capture_manifest(recorded):
+    source, recorded_events = recorded
     found = manifest(source)
     assert found["version"] == 1 and found["mode"] == "capture" and found["status"] == "ok"
     assert found["createdAt"] <= found["completedAt"] and found["eventCount"] == len(recorded_events)
@@ -146,8 +170,8 @@ def test_capture_replay_capture_manifest(tmp_path):
 @requirement(SPEC, "CaptureSink",
              "append writes events line by line in order; finalize writes the manifest with event count and hash, "
              "atomically (temp file + rename)")
-def test_capture_replay_capturesink_append_and_finalize(tmp_path):
-    source = capture(tmp_path, TOOLS_AND_VALUES)
+def test_capture_replay_capturesink_append_and_finalize(tmp_path, recorded):
+    source, _ = recorded
     lines = (source / "events.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["seq"] for line in lines] == list(range(len(lines)))
     assert manifest(source)["eventCount"] == len(lines)
@@ -165,8 +189,8 @@ def test_capture_replay_capturesink_append_and_finalize(tmp_path):
 
 @requirement(SPEC, "ReplaySource",
              "strict cursor order by seq; no implicit skipping of unmatched types; remaining events surfaced")
-def test_capture_replay_replaysource_cursor(tmp_path):
-    source = ReplaySource(capture(tmp_path, TOOLS_AND_VALUES))
+def test_capture_replay_replaysource_cursor(recorded):
+    source = ReplaySource(recorded[0])
     cursor = source.cursor()
     total = cursor.remaining()
     assert cursor.peek()["type"] == "tool_call"
@@ -217,9 +241,8 @@ def test_capture_replay_replayengine_key_order_is_normalized(tmp_path):
 @requirement(SPEC, "Divergence report",
              "{code, expected?: CaptureEvent, observed?: {type, data}, eventSeq?, jsonPath?, detail}, with the "
              "JSON-path values beside the events")
-def test_capture_replay_divergence_report_shape(tmp_path):
-    with FakeProvider() as provider:
-        source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
+def test_capture_replay_divergence_report_shape(tmp_path, recorded_agent):
+    source = recorded_agent
     done, report = replay(tmp_path, source, env={"ORDER": "B-2"})
     divergence = report["divergences"][0]
     assert divergence["code"] == "event_payload_mismatch" and divergence["jsonPath"] == "$.args.order_id"
@@ -390,9 +413,8 @@ def test_capture_replay_failure_modes_lenient_runs_the_changed_example_to_the_en
 @requirement(SPEC, "Given/When/Then acceptance tests",
              "scenario 1: a run with one model response and one tool call is captured as manifest.json and "
              "events.jsonl with ordered llm_request, llm_response, tool_call, tool_result")
-def test_capture_replay_acceptance_scenario_1_capture_baseline(tmp_path):
-    with FakeProvider() as provider:
-        source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
+def test_capture_replay_acceptance_scenario_1_capture_baseline(recorded_agent):
+    source = recorded_agent
     kinds = [e["type"] for e in events(source) if e["type"].startswith(("llm", "tool"))]
     assert kinds == ["llm_request", "llm_response", "tool_call", "tool_result"]
 
@@ -572,9 +594,8 @@ def test_capture_replay_acceptance_scenario_2_unrebuildable_errors_are_reported(
 
 @requirement(SPEC, "Given/When/Then acceptance tests",
              "scenario 3: with tool args changed, strict replay fails with event_payload_mismatch and the JSON path")
-def test_capture_replay_acceptance_scenario_3_strict_divergence(tmp_path):
-    with FakeProvider() as provider:
-        source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
+def test_capture_replay_acceptance_scenario_3_strict_divergence(tmp_path, recorded_agent):
+    source = recorded_agent
     done, report = replay(tmp_path, source, "--strict", env={"ORDER": "B-2"})
     assert done.returncode == 1 and "ReplayDivergenceError" in done.stderr
     assert [(d["code"], d["eventSeq"], d["jsonPath"]) for d in report["divergences"]] == [
@@ -583,9 +604,8 @@ def test_capture_replay_acceptance_scenario_3_strict_divergence(tmp_path):
 
 @requirement(SPEC, "Given/When/Then acceptance tests",
              "scenario 4: with the same mismatch, lenient replay completes and aggregates the divergences")
-def test_capture_replay_acceptance_scenario_4_lenient_divergence(tmp_path):
-    with FakeProvider() as provider:
-        source = capture(tmp_path, AGENT, env={"PROVIDER_URL": provider.url})
+def test_capture_replay_acceptance_scenario_4_lenient_divergence(tmp_path, recorded_agent):
+    source = recorded_agent
     done, report = replay(tmp_path, source, "--lenient", env={"ORDER": "B-2", "EXTRA_PICKS": "1"})
     assert done.returncode == 1 and report["replay"]["exitCode"] == 0
     assert [d["code"] for d in report["divergences"]] == ["event_payload_mismatch", "nondeterministic_underflow"]
