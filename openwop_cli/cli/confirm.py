@@ -2,8 +2,6 @@
 
 import sys
 
-import typer
-
 from openwop_cli.errors import UsageError
 
 
@@ -13,4 +11,18 @@ def confirm_or_refuse(question: str, assume_yes: bool) -> bool:
         return True
     if not sys.stdin.isatty():
         raise UsageError(f"{question} — refusing without --yes because standard input is not a terminal")
-    return typer.confirm(question, default=False)
+    return _ask(question)
+
+
+def _ask(question: str) -> bool:
+    """`question [y/N]: ` until the answer is yes, no or empty (no), as click's confirm asks; Ctrl-C or end of input
+    ends wop as click's Abort does: "Aborted!" and exit 1."""
+    while True:
+        try:
+            answer = input(f"{question} [y/N]: ").strip().lower()
+        except (KeyboardInterrupt, EOFError):
+            print("Aborted!", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+        if answer in ("y", "yes", "n", "no", ""):
+            return answer in ("y", "yes")
+        print("Error: invalid input", flush=True)

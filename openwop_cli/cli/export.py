@@ -1,6 +1,5 @@
 """`wop export otel CAPTURE…`: captures as OpenTelemetry traces, sent over OTLP/HTTP (Phoenix, Jaeger, collectors)."""
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -38,29 +37,7 @@ def otel(
       OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 wop export otel support --json
       wop export otel last --file run.jsonl && wop import otel run.jsonl
     """
-    from openwop_cli.errors import UsageError
-    from openwop_cli.export.otel import endpoint_url, export_captures, shown_url
-    from openwop_cli.store import resolve_capture
+    from openwop_cli.cli.export_action import export_otel
 
-    if file is not None and endpoint:
-        raise UsageError("--file and --endpoint do not go together: write the traces to a file or send them")
-    url = endpoint_url(endpoint, dict(os.environ)) if file is None else str(file)
-    shown = shown_url(url) if file is None else url
-    traces = export_captures([resolve_capture(capture) for capture in captures], None if file else url, project,
-                             file=file)
-    if json_output:
-        from openwop_cli.cli.output import print_json
-
-        print_json([{"capture": str(trace.capture), "captureId": trace.capture_id, "traceId": trace.trace_id,
-                     "spans": trace.spans, "endpoint": shown} for trace in traces])
-        return
-    from rich.text import Text
-
-    from openwop_cli.report.console import make_console
-    from openwop_cli.report.summary import plural
-
-    console = make_console()
-    for trace in traces:
-        console.print(Text.assemble(("exported ", "muted"), (trace.capture_id, "bold"), "  ", (str(trace.capture), "path"),
-                                    f"  as trace {trace.trace_id} ({plural(trace.spans, 'span')}) to {shown}"),
-                      soft_wrap=True)
+    raise typer.Exit(export_otel(captures=captures, endpoint=endpoint, project=project, file=file,
+                                 json_output=json_output))

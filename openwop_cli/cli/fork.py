@@ -1,12 +1,9 @@
 """`wop fork CAPTURE (--from-seq N | --edit SEQ PATH=JSON…) [--set KEY=VALUE…] [-- CMD…]`: what if."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
-
-if TYPE_CHECKING:
-    from openwop_cli.replay.edits import Edit
 
 
 def command(
@@ -53,26 +50,7 @@ def command(
       wop fork last --edit 7 '$.response.choices[0].message.content="I cannot help with that."'
       wop fork last --edit 3 '$.result.status="lost"' --offline
     """
-    from openwop_cli.cli.replay_action import finish, run, split_overrides
-    from openwop_cli.errors import UsageError
-    from openwop_cli.replay.controls import ReplayControls
+    from openwop_cli.cli.fork_action import fork
 
-    if offline and not edits:
-        raise UsageError("--offline goes with --edit: a --from-seq fork runs live after its branch point by design")
-    controls = ReplayControls(edits=tuple(_edit(value) for value in edits or []), offline=offline, verbose=verbose,
-                              trust=trust)
-    outcome = run(capture, argv, policy="strict" if offline else "lenient", from_seq=from_seq, branch=True,
-                  overrides=split_overrides(set_values or []), allow_tools=[], out=out, name=name,
-                  json_output=json_output, proxy=False, controls=controls)
-    finish(outcome, json_output)
-
-
-def _edit(value: str) -> "Edit":
-    from openwop_cli.cli.help import split_pair
-    from openwop_cli.errors import UsageError
-    from openwop_cli.replay.edits import parse_edit
-
-    seq, text = split_pair(value, "--edit", "SEQ PATH=JSON, e.g. --edit 7 '$.response.text=\"no\"'")
-    if not seq.isdigit():
-        raise UsageError(f"--edit {seq!r}: SEQ must be the seq of a recorded result (a number; `wop show` lists them)")
-    return parse_edit(int(seq), text)
+    fork(capture=capture, argv=argv, from_seq=from_seq, edits=edits, offline=offline, set_values=set_values, out=out,
+         name=name, json_output=json_output, verbose=verbose, trust=trust)

@@ -1,7 +1,7 @@
 """`wop import vcr CASSETTE [-- CMD…]`: a VCR.py / pytest-recording cassette as a capture `wop replay` serves."""
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -34,27 +34,10 @@ def vcr(
       wop replay --strict tests/runs/agent
       wop import vcr cassette.json --name checkout --json
     """
-    from openwop_cli.home import captures_root
-    from openwop_cli.importers.vcr import import_cassette
+    from openwop_cli.cli.importing_action import import_vcr
 
-    imported = import_cassette(cassette, out=out, store_root=captures_root(), name=name, argv=list(argv or []),
-                               redact=_profile(redact))
-    summary = {"captureId": imported.manifest["captureId"], "name": imported.manifest.get("name"),
-               "path": str(imported.path), "events": imported.manifest.get("eventCount"),
-               "llmCalls": imported.llm_calls, "httpCalls": imported.http_calls}
-    if json_output:
-        from openwop_cli.cli.output import print_json
-
-        print_json(summary)
-        return
-    from rich.text import Text
-
-    from openwop_cli.report.console import make_console
-    from openwop_cli.report.summary import plural
-
-    calls = f"{plural(imported.llm_calls, 'LLM call')} and {plural(imported.http_calls, 'other request')}"
-    make_console().print(Text.assemble(("imported ", "muted"), f"{calls} as capture ", (summary["captureId"], "bold"),
-                                       "  ", (summary["path"], "path"), f"  {summary['events']} events"), soft_wrap=True)
+    raise typer.Exit(import_vcr(cassette=cassette, argv=argv, name=name, out=out,
+                                redact=redact.value if redact is not None else None, json_output=json_output))
 
 
 def otel(
@@ -96,61 +79,8 @@ def otel(
       wop replay runs/incident
       wop import otel --phoenix http://127.0.0.1:6006 --project agent --trace-id 4bf92f35 --json
     """
-    from openwop_cli.errors import UsageError
-    from openwop_cli.home import captures_root
-    from openwop_cli.importers.otel import import_traces
-    from openwop_cli.importers.otlp import PhoenixSource, TraceSource
+    from openwop_cli.cli.importing_action import import_otel
 
-    if phoenix is not None and source is not None:  # with --phoenix there is no SOURCE: the words are the command
-        argv, source = [str(source), *(argv or [])], None
-    if (source is None) == (phoenix is None):
-        raise UsageError("give a trace file or directory, or --phoenix URL --project NAME (one of them)")
-    if phoenix is not None and not project:
-        raise UsageError("--phoenix needs --project NAME: the Phoenix project the traces are in")
-    if project and phoenix is None:
-        raise UsageError("--project goes with --phoenix URL")
-    traces = TraceSource(source) if source is not None else PhoenixSource(phoenix, project)
-    imported = import_traces(traces, trace_ids=list(trace_ids or []), out=out, store_root=captures_root(), name=name,
-                             argv=list(argv or []), redact=_profile(redact))
-    summaries = (_trace_summary(trace) for trace in imported)
-    if json_output:
-        from openwop_cli.cli.output import print_json
-
-        print_json(list(summaries))
-        return
-    from rich.text import Text
-
-    from openwop_cli.report.console import make_console
-    from openwop_cli.report.summary import plural
-
-    console = make_console()
-    for trace in summaries:
-        calls = f"{plural(trace['llmCalls'], 'LLM call')} and {plural(trace['toolCalls'], 'tool call')}"
-        console.print(Text.assemble(("imported trace ", "muted"), trace["traceId"], f" ({calls}) as capture ",
-                                    (trace["captureId"], "bold"), "  ", (trace["path"], "path")), soft_wrap=True)
-        for span in trace["hidden"]:
-            console.print(Text.assemble(("  hidden in the trace: ", "warning"), f"{span['kind']} span {span['spanId']} "
-                                        f"{span['name']!r}: {', '.join(span['hidden'])}"), soft_wrap=True)
-
-
-def _profile(redact: Optional[RedactProfile]) -> str:
-    """--redact, else [tool.wop] redact (with its warning when that turns redaction off), else default."""
-    if redact is not None:
-        return redact.value
-    from openwop_cli.config import load_settings, redaction_off_warning
-
-    settings = load_settings()
-    warning = redaction_off_warning(settings)
-    if warning is not None:
-        from openwop_cli.report.console import print_warning
-
-        print_warning(warning)
-    return settings.redact
-
-
-def _trace_summary(trace: Any) -> dict[str, Any]:
-    """What `wop import otel --json` says of one imported trace."""
-    return {"captureId": trace.manifest["captureId"], "name": trace.manifest.get("name"), "path": str(trace.path),
-            "traceId": trace.trace_id, "spans": trace.spans, "events": trace.manifest.get("eventCount"),
-            "llmCalls": trace.llm_calls, "toolCalls": trace.tool_calls, "hidden": trace.hidden,
-            "notInTrace": trace.manifest["imported"].get("notInTrace", [])}
+    raise typer.Exit(import_otel(source=source, argv=argv, phoenix=phoenix, project=project, trace_ids=trace_ids,
+                                 name=name, out=out, redact=redact.value if redact is not None else None,
+                                 json_output=json_output))

@@ -1,12 +1,11 @@
 """`wop report CAPTURE [--against OTHER] -o report.html`: a self-contained HTML report of a run."""
 
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import Optional
 
 import typer
 
 from openwop_cli.cli.diff import AlignBy
-from openwop_cli.cli.output import human_size
 
 
 def command(
@@ -28,32 +27,6 @@ def command(
       wop report support --against support-replay -o diff.html
       wop report support --against support-replay --align content -o diff.html
     """
-    from openwop_cli.cli.sources import open_run
-    from openwop_cli.errors import UsageError
-    from openwop_cli.report.html import write_report
+    from openwop_cli.cli.report_action import report
 
-    reader = open_run(capture, resolve_blobs=True)
-    diff = other = None
-    if against is not None:
-        from openwop_cli.cli.sources import diff_readers
-
-        reader_b = open_run(against, resolve_blobs=True)
-        diff = diff_readers(reader, reader_b, align=align.value)
-        other = reader_b.manifest
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory: give a file name such as {output / 'report.html'}")
-    try:
-        with _open_private(output) as handle:
-            write_report(handle.write, reader.manifest, reader, diff=diff, against=other)
-            size = handle.tell()
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output} ({human_size(size)})", err=True)
-
-
-def _open_private(path: Path) -> TextIO:
-    """path opened for writing text; a new file is readable by its owner only (0600), like the capture it shows."""
-    import os
-
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    return os.fdopen(fd, "w", encoding="utf-8")
+    raise typer.Exit(report(capture=capture, against=against, output=output, align=align.value))

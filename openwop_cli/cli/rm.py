@@ -1,7 +1,5 @@
 """`wop rm`: delete captures."""
 
-from pathlib import Path
-
 import typer
 
 
@@ -21,39 +19,6 @@ def command(
       wop rm 3f2a9c
       wop rm last --yes
     """
-    from openwop_cli.cli.confirm import confirm_or_refuse
-    from openwop_cli.store import delete_capture
+    from openwop_cli.cli.rm_action import delete_captures
 
-    targets = list(dict.fromkeys(_checked(reference) for reference in captures))
-    listing = ", ".join(str(path) for path in targets)
-    if not confirm_or_refuse(f"delete {len(targets)} capture(s): {listing}?", yes):
-        typer.echo("nothing deleted")
-        raise typer.Exit(0)
-    for path in targets:
-        if path.is_symlink():
-            target = path.resolve()
-            path.unlink()
-            typer.echo(f"removed the link {path} (the capture it points to, {target}, was kept)")
-            continue
-        deletion = delete_capture(path)
-        if deletion.removed:
-            typer.echo(f"deleted {path}")
-        else:
-            typer.echo(f"deleted the capture files in {path}; kept what wop did not write: {', '.join(deletion.kept)}")
-
-
-def _checked(reference: str) -> Path:
-    """The capture (or link to one) a reference names, or NotACapture saying why wop will not delete it."""
-    from openwop_cli.errors import NotACapture
-    from openwop_cli.store import deletable_problem, resolve_capture
-
-    path = resolve_capture(reference)
-    if path.is_symlink():
-        problem = deletable_problem(path.resolve())
-        if problem is not None:
-            raise NotACapture(f"not deleting {path}: it is a link to {path.resolve()}, and {problem}")
-        return path
-    problem = deletable_problem(path)
-    if problem is not None:
-        raise NotACapture(f"not deleting {path}: {problem}; nothing was deleted")
-    return path
+    raise typer.Exit(delete_captures(captures=captures, yes=yes))

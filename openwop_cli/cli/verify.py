@@ -22,19 +22,6 @@ def command(
       wop verify last
       wop verify ./tests/captures/checkout --json
     """
-    from openwop_cli.errors import EXIT_BAD_CAPTURE
-    from openwop_cli.format.verify import verify_capture
-    from openwop_cli.store import resolve_capture
+    from openwop_cli.cli.verify_action import verify
 
-    report = verify_capture(resolve_capture(capture))
-    if json_output:
-        from openwop_cli.cli.output import print_json
-
-        print_json(report.to_json())
-    else:
-        from openwop_cli.report.console import make_console
-        from openwop_cli.report.verify import render_verify
-
-        render_verify(make_console(), report)
-    if not report.ok:
-        raise typer.Exit(EXIT_BAD_CAPTURE)
+    raise typer.Exit(verify(capture=capture, json_output=json_output))
