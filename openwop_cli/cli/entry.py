@@ -1,9 +1,9 @@
-"""The `wop` entry point: `wop capture`, `wop replay` and `wop diff` in their everyday shapes start without the Typer app.
+"""The `wop` entry point: every command in its everyday shapes starts without the Typer app.
 
 Building the app and its parameters imports Typer and Pydantic, which cost more than a small capture
-takes: a CI suite of many short captures paid it on every run. So a command line made only of words
-this parser knows (the commands' options, `--`, captures and the program) runs the command's action
-directly; anything else — help, a misspelt option, `--name=VALUE`, a value that does not parse,
+takes, or `wop show` itself: a CI suite of many short captures paid it on every run. So a command line
+made only of words this parser knows (the command's options, `--`, captures and the program) runs the
+command's action directly; anything else — help, a misspelt option, `--name=VALUE`, a value that does not parse,
 WOP_DEBUG — goes to the Typer app (cli.app), so every help text and usage error stays Typer's. The
 options it knows are cli.fast_options, generated from the Typer declarations (scripts/make_fast_options.py).
 """
@@ -17,6 +17,9 @@ from typing import Any
 from openwop_cli.cli.fast_options import COMMANDS, DECLINE_IF_SET
 
 EXIT_INTERNAL = 70
+# Commands whose actions load orjson (with Ctrl-C held) once their program is starting: the others' fast path loads
+# it first, as _typer_app does.
+LOAD_ORJSON_THEMSELVES = ("capture", "replay")
 
 
 def main() -> None:
@@ -86,6 +89,10 @@ def fast_command(args: list[str]) -> Callable[[], None] | None:
     def run() -> None:
         import importlib
 
+        if name not in LOAD_ORJSON_THEMSELVES:
+            from openwop_cli.heldsignals import imported_held
+
+            imported_held("orjson")  # as _typer_app does
         module, _, function = COMMANDS[name]["action"].partition(":")
         try:
             code = getattr(importlib.import_module(module), function)(**arguments)
@@ -114,21 +121,25 @@ def leave(code: Any) -> None:
 
 
 def fast_arguments(args: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """(the command, the keyword arguments its action takes: the parameters Typer would pass, enums as their
-    values) for a command line this parser reads exactly as Typer would; None for any other."""
+    """(the command, "group command" for a sub-app's, and the keyword arguments its action takes: the parameters
+    Typer would pass, enums as their values) for a command line this parser reads exactly as Typer would; None for
+    any other."""
     if not args or any(name in os.environ for name in DECLINE_IF_SET):
         return None
-    shape = COMMANDS.get(args[0])
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS and rest:
+        name, rest = f"{name} {rest[0]}", rest[1:]
+    shape = COMMANDS.get(name)
     if shape is None:
         return None
-    parsed = _parse(args[1:], shape["options"], shape["interspersed"])
+    parsed = _parse(rest, shape["options"], shape["interspersed"])
     if parsed is None:
         return None
     options, words = parsed
     positional = _positional(words, shape["arguments"])
-    if positional is None:
+    if positional is None or any(parameter not in options for parameter in shape["required"]):
         return None
-    return args[0], {**shape["defaults"], **options, **positional}
+    return name, {**shape["defaults"], **options, **positional}
 
 
 def _parse(args: list[str], known: dict[str, tuple[str, str, bool, Any]],
@@ -171,9 +182,9 @@ def _value(word: str, kind: str, detail: Any) -> Any:
         return None
     if kind == "choice":
         return word if word in detail else None
-    if kind == "int":
+    if kind in ("int", "float"):
         low, high = detail
-        number = int(word) if word.isascii() and word.isdigit() else None
+        number = _number(word, kind)
         if number is None or (low is not None and number < low) or (high is not None and number > high):
             return None
         return number
@@ -182,15 +193,25 @@ def _value(word: str, kind: str, detail: Any) -> Any:
     return word if kind == "text" else None
 
 
-def _positional(words: list[str], arguments: tuple[tuple[str, int, bool], ...]) -> dict[str, Any] | None:
-    """The positional words as Typer assigns them to its arguments (one word each, the last may take the rest);
-    None for too few or too many words."""
+def _number(word: str, kind: str) -> int | float | None:
+    """Plain decimal digits (with one inner `.` for a float) as a number; None for any other spelling (a sign, an
+    exponent, `_`, `inf`), which Typer judges."""
+    whole, point, fraction = word.partition(".") if kind == "float" else (word, "", "")
+    if not (whole.isascii() and whole.isdigit()) or point and not (fraction.isascii() and fraction.isdigit()):
+        return None
+    return float(word) if kind == "float" else int(word)
+
+
+def _positional(words: list[str], arguments: tuple[tuple[str, int, bool, str], ...]) -> dict[str, Any] | None:
+    """The positional words as Typer assigns them to its arguments (one word each, the last may take the rest; a
+    path as a Path); None for too few or too many words."""
     values: dict[str, Any] = {}
-    for name, nargs, required in arguments:
+    for name, nargs, required, kind in arguments:
         taken, words = (words, []) if nargs == -1 else (words[:1], words[1:])
         if not taken:
             if required:
                 return None
             continue
-        values[name] = list(taken) if nargs == -1 else taken[0]
+        converted = [Path(word) for word in taken] if kind == "path" else list(taken)
+        values[name] = converted if nargs == -1 else converted[0]
     return None if words else values

@@ -2,6 +2,7 @@
 cannot read exactly as Typer does left to Typer."""
 
 import importlib.util
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
@@ -40,6 +41,7 @@ def everything(
     existing: Optional[Path] = typer.Option(None, "--existing", exists=True),
     resolved: Optional[Path] = typer.Option(None, "--resolved", resolve_path=True),
     ratio: Optional[float] = typer.Option(None, "--ratio"),
+    when: Optional[datetime] = typer.Option(None, "--when"),
     loud: int = typer.Option(0, "--loud", count=True),
     token: Optional[str] = typer.Option(None, "--token", envvar="SAMPLE_TOKEN"),
     checked: Optional[str] = typer.Option(None, "--checked", callback=lambda value: value),
@@ -52,28 +54,39 @@ def two_words(pair: tuple[str, str] = typer.Option(("a", "b"), "--pair")) -> Non
     """An option taking two words."""
 
 
+def needs(source: Optional[Path] = typer.Argument(None), rest: Optional[list[str]] = typer.Argument(None),
+          days: float = typer.Option(..., "--days", min=0), report: Path = typer.Option(Path("out.html"), "--report")
+          ) -> None:
+    """A sub-app's command with a required option, an optional path argument followed by the rest of the words, and a
+    path default."""
+
+
 def sample_app() -> typer.Typer:
     sample = typer.Typer()
     sample.command("everything")(everything)
     sample.command("two-words")(two_words)
     sample.command("loose", context_settings={"ignore_unknown_options": True})(two_words)
+    group = typer.Typer()
+    group.command("needs")(needs)
+    group.command("unread")(two_words)
+    sample.add_typer(group, name="group")
     return sample
 
 
 def test_an_option_the_fast_path_cannot_read_exactly_goes_to_typer() -> None:
     here = "tests.cli.test_fast_options"
     text = generator().source(sample_app(), {"everything": f"{here}:everything", "two-words": f"{here}:two_words",
-                                             "loose": f"{here}:two_words"})
+                                             "loose": f"{here}:two_words", "group needs": f"{here}:needs"})
     tables: dict[str, Any] = {}
     exec(compile(text, "fast_options.py", "exec"), tables)
     options = tables["COMMANDS"]["everything"]["options"]
     kinds = {word: entry[1] for word, entry in options.items()}
     assert kinds == {
         "--label": "text", "-l": "text", "--mode": "choice", "--size": "int", "--keep": "flag", "--drop": "flag",
-        "--tag": "text",
-        # Typer would read these otherwise (any case, a missing file, an absolute path, a float, a count, the
+        "--tag": "text", "--ratio": "float",
+        # Typer would read these otherwise (any case, a missing file, an absolute path, a date, a count, the
         # environment, a callback, a value that may be left out: cli.help.OPTIONAL_VALUES)
-        "--any-case-mode": "decline", "--existing": "decline", "--resolved": "decline", "--ratio": "decline",
+        "--any-case-mode": "decline", "--existing": "decline", "--resolved": "decline", "--when": "decline",
         "--loud": "decline", "--token": "decline", "--checked": "decline", "--repeat": "decline",
     }
     assert options["--size"][3] == (0, 9) and options["--mode"][3] == ("fast", "slow")
@@ -82,6 +95,11 @@ def test_an_option_the_fast_path_cannot_read_exactly_goes_to_typer() -> None:
     assert "SAMPLE_TOKEN" in tables["DECLINE_IF_SET"] and "WOP_DEBUG" not in tables["DECLINE_IF_SET"]
     assert tables["COMMANDS"]["two-words"]["options"]["--pair"][1] == "decline"
     assert "loose" not in tables["COMMANDS"] and "# loose: read by Typer (it takes words it does not declare)" in text
+    needs = tables["COMMANDS"]["group needs"]
+    assert needs["arguments"] == (("source", 1, False, "path"), ("rest", -1, False, "text"))
+    assert needs["required"] == ("days",) and needs["options"]["--days"] == ("days", "float", False, (0, None))
+    assert needs["defaults"]["report"] == Path("out.html")
+    assert "# group unread: read by Typer (no action in ACTIONS)" in text
 
 
 def test_a_declined_option_sends_the_command_line_to_typer() -> None:

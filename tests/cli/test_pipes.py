@@ -62,7 +62,7 @@ def two_runs(recorded_runs):
     return a, b
 
 
-COMMANDS = [  # the entry point's fast path (diff, replay) and the Typer app's
+COMMANDS = [  # the entry point's fast path and the Typer app's (--version, --help)
     ("diff", "{a}", "{b}"), ("diff", "{a}", "{b}", "--json"), ("replay", "{a}"), ("replay", "{a}", "--json"),
     ("replay", "{a}", "{a}"),
     ("show", "{a}"), ("show", "{a}", "--json"), ("show", "{a}", "--seq", "1"), ("ls",), ("ls", "--json"),
