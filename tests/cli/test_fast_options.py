@@ -115,3 +115,14 @@ def test_an_action_that_does_not_take_the_commands_parameters_stops_the_generato
         assert "make them agree" in str(exc)
     else:
         raise AssertionError("the generator wrote tables for an action that cannot take them")
+
+
+def test_every_action_is_under_the_contract_that_keeps_typer_out() -> None:
+    import tomllib
+
+    from openwop_cli.cli.fast_options import COMMANDS
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    kept_out = next(contract for contract in contracts if contract.get("forbidden_modules") == ["typer", "click", "pydantic"])
+    modules = {shape["action"].partition(":")[0] for shape in COMMANDS.values()}
+    assert modules | {"openwop_cli.cli.entry", "openwop_cli.cli.fast_options"} == set(kept_out["source_modules"])
