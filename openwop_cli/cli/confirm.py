@@ -15,11 +15,13 @@ def confirm_or_refuse(question: str, assume_yes: bool) -> bool:
 
 
 def _ask(question: str) -> bool:
-    """`question [y/N]: ` until the answer is yes, no or empty (no), as click's confirm asks; Ctrl-C or end of input
-    ends wop as click's Abort does: "Aborted!" and exit 1."""
+    """`question [y/N]: ` until the answer is yes, no or empty (no), as click's confirm asks (the prompt on stdout but
+    its last space, which input() writes); Ctrl-C or end of input ends wop as click's Abort does: "Aborted!" and exit
+    1."""
     while True:
         try:
-            answer = input(f"{question} [y/N]: ").strip().lower()
+            print(f"{question} [y/N]:", end="", flush=True)
+            answer = input(" ").strip().lower()
         except (KeyboardInterrupt, EOFError):
             print("Aborted!", file=sys.stderr, flush=True)
             raise SystemExit(1) from None

@@ -136,3 +136,62 @@ def test_a_failing_command_line_fails_as_the_typer_app_fails(line, inputs, tmp_p
     assert fast.returncode in (2, 3) and fast.returncode == typer.returncode, (fast.stderr, typer.stderr)
     assert fast.stderr == "" or fast.stderr.startswith("wop: error: ") and fast.stderr.count("\n") == 1, fast.stderr
     assert same_output(fast.stdout + fast.stderr, tmp_path) == same_output(typer.stdout + typer.stderr, tmp_path)
+
+
+CLICK_CONFIRM = """
+import os, typer
+
+app = typer.Typer(rich_markup_mode=None)  # as cli.app's
+
+@app.command()
+def main() -> None:
+    if not typer.confirm(os.environ["QUESTION"], default=False):
+        typer.echo("nothing deleted")
+
+app()
+"""
+
+
+def answered(command: list[str], answers: bytes, **env: str) -> tuple[int, bytes, str]:
+    """command run on a terminal where answers were typed: its exit code, what the terminal shows, its stderr."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    os.write(controller, answers)
+    paths = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    process = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=subprocess.PIPE,
+                               env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": paths, **env})
+    os.close(terminal)
+    shown = b""
+    while chunk := _read(controller):
+        shown += chunk
+    os.close(controller)
+    code = process.wait(timeout=120)
+    return code, shown, process.stderr.read().decode()
+
+
+def _read(controller: int) -> bytes:
+    try:
+        return os.read(controller, 65536)
+    except OSError:  # the terminal's other end is closed: the process has ended
+        return b""
+
+
+@pytest.mark.parametrize("answers", [b"maybe\nn\n", b"\n", b"\x04", b"no\n"])
+def test_rm_asks_on_a_terminal_as_clicks_confirm_asked(answers, inputs, tmp_path):
+    """The prompt, an answer that is neither yes nor no, and Ctrl-D (exit 1) as Typer's confirm had them; and a no
+    deletes nothing."""
+    where, _ = inputs
+    line = filled(["rm", "{copy}"], where, tmp_path, "fast")
+    wop = answered([sys.executable, "-m", "openwop_cli", *line], answers)
+    click = answered([sys.executable, "-c", CLICK_CONFIRM], answers, QUESTION=f"delete 1 capture(s): {line[1]}?")
+    assert wop == click
+    assert (tmp_path / "copy-fast").is_dir()
+
+
+def test_rm_deletes_when_told_yes_on_a_terminal(inputs, tmp_path):
+    where, _ = inputs
+    line = filled(["rm", "{copy}"], where, tmp_path, "fast")
+    code, shown, _ = answered([sys.executable, "-m", "openwop_cli", *line], b"y\n")
+    assert code == 0 and f"deleted {line[1]}" in shown.decode()
+    assert not (tmp_path / "copy-fast").exists()
