@@ -119,7 +119,7 @@ def test_an_everyday_command_line_loads_neither_typer_nor_pydantic(name, inputs,
         assert fast.returncode == 0, (line, fast.stderr)
         assert not loaded & set(NOT_LOADED), (line, "the Typer app read it")
         typer, loaded = run_importing(filled(line, where, tmp_path, "typer"), tmp_path, through_typer=True)
-        assert {"typer", "pydantic"} <= loaded  # what the fast path saves
+        assert "typer" in loaded  # what the fast path saves (with typer 0.29, Pydantic too)
         assert typer.returncode == 0, (line, typer.stderr)
         if repeatable:
             assert same_output(fast.stdout, tmp_path) == same_output(typer.stdout, tmp_path), line
