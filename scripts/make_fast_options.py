@@ -76,16 +76,18 @@ def source(typer_app: typer.Typer = app, actions: dict[str, str] = ACTIONS) -> s
     decline_if_set = sorted({name for param in root.params for name in _envvars(param)})
     commands: dict[str, Any] = {}
     left_out: list[str] = []
-    for name, command, context, problem in _commands(root, root_context):
+    every = _commands(root, root_context)
+    for name, command, context, problem in every:
         action = actions.get(name)
-        shape, reason = (None, problem or "no action in ACTIONS") if problem or action is None else \
-            _command_shape(command, context, action)
+        shape, reason = None, problem or ("" if action else "no action in ACTIONS")
+        if not reason and action:
+            shape, reason = _command_shape(command, context, action)
         if shape is None or root_context.auto_envvar_prefix is not None:
             left_out.append(f"# {name}: read by Typer ({reason or 'the app reads options from the environment'})")
             continue
         commands[name] = shape
         decline_if_set += sorted({env for param in command.params for env in _envvars(param)} - set(decline_if_set))
-    unknown = sorted(set(actions) - {name for name, *_ in _commands(root, root_context)})
+    unknown = sorted(set(actions) - {name for name, *_ in every})
     if unknown:
         raise SystemExit(f"ACTIONS names {unknown}, which the Typer app does not have")
     defaults = [value for shape in commands.values() for value in shape["defaults"].values()]
@@ -118,7 +120,8 @@ def _commands(group: Any, context: Any, prefix: str = "") -> list[tuple[str, Any
         if not hasattr(command, "commands"):
             found.append((full, command, child, ""))
             continue
-        problem = "its group takes options of its own" if command.params or command.callback is not None else ""
+        problem = ("its group takes options of its own" if command.params or command.callback is not None
+                   else "cli.entry reads a command's name in two words at most" if prefix else "")
         found += [(sub, *rest, problem or reason) for sub, *rest, reason in _commands(command, child, f"{full} ")]
     return found
 

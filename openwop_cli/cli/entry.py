@@ -195,11 +195,14 @@ def _value(word: str, kind: str, detail: Any) -> Any:
 
 def _number(word: str, kind: str) -> int | float | None:
     """Plain decimal digits (with one inner `.` for a float) as a number; None for any other spelling (a sign, an
-    exponent, `_`, `inf`), which Typer judges."""
+    exponent, `_`, `inf`) and for more digits than int() reads, which Typer judges."""
     whole, point, fraction = word.partition(".") if kind == "float" else (word, "", "")
     if not (whole.isascii() and whole.isdigit()) or point and not (fraction.isascii() and fraction.isdigit()):
         return None
-    return float(word) if kind == "float" else int(word)
+    try:
+        return float(word) if kind == "float" else int(word)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return None
 
 
 def _positional(words: list[str], arguments: tuple[tuple[str, int, bool, str], ...]) -> dict[str, Any] | None:

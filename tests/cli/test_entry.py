@@ -26,7 +26,7 @@ WORDS = ["--", "-", "python", "agent.py", "last", "run-1", "x=1", "--json", "--p
          "--older-than", "30", "1.5", "1e3", "inf", "--dry-run", "--edit", "--offline", "--set", "--endpoint",
          "--project", "--file", "--phoenix", "--trace-id", "otel", "vcr", "export"]
 VALUES = ["x", "some/dir", "on", "off", "none", "default", "strict", "seq", "content", "0", "1", "2", "007", "+4",
-          "-1", "1.5", "1.", ".5", "1e3", "1_0", "inf", "nan", " 2", "２", "", "--json"]  # a value for every option's
+          "-1", "1.5", "1.", ".5", "1e3", "1_0", "inf", "nan", " 2", "２", "9" * 5000, "", "--json"]  # a value for every option's
 # type, and values Typer refuses or reads otherwise
 EVERYDAY = {"capture": ["--", "python", "agent.py"], "replay": ["last"], "fork": ["last"], "diff": ["run-a", "run-b"],
             "state": ["last"], "report": ["last"], "ls": [], "show": ["last"], "verify": ["last"],
