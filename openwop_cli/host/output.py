@@ -25,7 +25,7 @@ MAX_KEPT_BYTES = 32 * 1024 * 1024  # of each stream; past it the rest is passed 
 TAIL_LINES = 12  # the last stderr lines a replay report shows of a crash
 BATCH_SECONDS = 0.002  # a pipe written to without pause is read this often (the first write after a pause at once)
 PIPE_BYTES = 1 << 20  # what a pipe holds (where the system lets us) while the copier waits out BATCH_SECONDS
-READ_BYTES = 1 << 18
+READ_BYTES = PIPE_BYTES  # a whole pipe at once: a program writing fast never finds it full
 STREAMS = ("stdout", "stderr")
 
 
