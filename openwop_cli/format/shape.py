@@ -19,6 +19,7 @@ milliseconds to load).
 """
 
 import re
+import threading
 import types
 from collections.abc import Callable
 from functools import cache, reduce
@@ -376,6 +377,7 @@ def manifest_problem(manifest: Any) -> str | None:
     (another directory, a device) is damaged, never followed."""
     if type(manifest) is not dict:
         return "the manifest must be a JSON object"
+    shapes_ready()
     try:
         msgspec.convert(manifest, Manifest)
     except msgspec.ValidationError as error:
@@ -387,6 +389,40 @@ def manifest_problem(manifest: Any) -> str | None:
 
 # ---- the validator -------------------------------------------------------------------------------------------------
 
+_readiness = threading.Lock()
+_ready: list[bool] = []
+
+
+def shapes_ready() -> None:
+    """Have msgspec build what it knows of every shape once, on one thread, before any conversion (the validator and
+    manifest_problem call this first). msgspec builds a type's information on its first conversion, and two threads
+    doing that at once for the same types crash the process (SIGSEGV in msgspec 0.22: parallel batch replays, each
+    reading its source capture on a thread of its own; tests/format/test_shapes_threads.py)."""
+    if _ready:
+        return
+    with _readiness:
+        if _ready:
+            return
+        for shape in _every_shape():
+            try:
+                msgspec.convert({}, shape)
+            except msgspec.ValidationError:
+                pass
+        _ready.append(True)
+
+
+def _every_shape() -> list[type[Struct]]:
+    """Every Struct the validator converts to: the shapes (Shape's subclasses), and Group with the tagged events of
+    its union."""
+    found: list[type[Struct]] = [Group, *get_args(get_args(msgspec.structs.fields(Group)[0].type)[0])]
+    pending = [Shape]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            found.append(subclass)
+            pending.append(subclass)
+    return found
+
+
 class EventValidator:
     """Checks events of one capture: envelope, data of the event's type, nesting.
 
@@ -394,6 +430,7 @@ class EventValidator:
     run_log: events of an OpenWOP run log, whose other event types are accepted as they are (their data an object)."""
 
     def __init__(self, capture_id: str | None = None, run_id: str | None = None, *, run_log: bool = False) -> None:
+        shapes_ready()
         self.capture_id, self.run_id = capture_id, run_id
         self.shapes = RUN_LOG_EVENTS if run_log else EVENTS
         self.other: type[Envelope] | None = LogEnvelope if run_log else None
