@@ -32,11 +32,14 @@ def delete_old_captures(*, older_than: float, dry_run: bool, yes: bool, json_out
         print_json({"root": str(root), "dryRun": dry_run, "captures": [str(p) for p in doomed] if dry_run else deleted,
                     "kept": kept, "skipped": skipped})
         return 0
+    from openwop_cli.report.escape import clean_inline as shown
+
     verb = "would delete" if dry_run else "deleted"
     listed = [str(path) for path in doomed] if dry_run else deleted
     for name in listed:
-        print(f"{verb} {name}" + (f" (kept what wop did not write: {', '.join(kept[name])})" if name in kept else ""))
+        left = f" (kept what wop did not write: {', '.join(map(shown, kept[name]))})" if name in kept else ""
+        print(f"{verb} {shown(name)}{left}")
     for name, problem in skipped.items():
-        print(f"kept {name}: {problem}")
-    print(f"{verb} {len(listed)} capture(s) older than {older_than:g} days in {root}")
+        print(f"kept {shown(name)}: {shown(problem)}")
+    print(f"{verb} {len(listed)} capture(s) older than {older_than:g} days in {shown(root)}")
     return 0

@@ -9,10 +9,11 @@ from pathlib import Path
 def delete_captures(*, captures: list[str], yes: bool) -> int:
     """Resolve and check every reference, ask (unless yes), delete; returns wop's exit code."""
     from openwop_cli.cli.confirm import confirm_or_refuse
+    from openwop_cli.report.escape import clean_inline as shown
     from openwop_cli.store import delete_capture
 
     targets = list(dict.fromkeys(_checked(reference) for reference in captures))
-    listing = ", ".join(str(path) for path in targets)
+    listing = ", ".join(shown(path) for path in targets)
     if not confirm_or_refuse(f"delete {len(targets)} capture(s): {listing}?", yes):
         print("nothing deleted", flush=True)
         return 0
@@ -20,14 +21,14 @@ def delete_captures(*, captures: list[str], yes: bool) -> int:
         if path.is_symlink():
             target = path.resolve()
             path.unlink()
-            print(f"removed the link {path} (the capture it points to, {target}, was kept)", flush=True)
+            print(f"removed the link {shown(path)} (the capture it points to, {shown(target)}, was kept)", flush=True)
             continue
         deletion = delete_capture(path)
         if deletion.removed:
-            print(f"deleted {path}", flush=True)
+            print(f"deleted {shown(path)}", flush=True)
         else:
-            print(f"deleted the capture files in {path}; kept what wop did not write: {', '.join(deletion.kept)}",
-                  flush=True)
+            print(f"deleted the capture files in {shown(path)}; kept what wop did not write: "
+                  f"{', '.join(map(shown, deletion.kept))}", flush=True)
     return 0
 
 

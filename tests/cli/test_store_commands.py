@@ -146,6 +146,18 @@ def test_rm_keeps_files_that_are_not_part_of_the_capture(tmp_path, wop_home):
     assert [p.name for p in capture.iterdir()] == ["notes.txt"]
 
 
+def test_rm_shows_a_stranger_files_name_escaped_never_as_terminal_controls(tmp_path, wop_home):
+    """A received capture may hold a file named to set the window title or clear the screen: rm keeps it and names it
+    with its controls as visible escapes (report.escape), on a terminal or a pipe alike."""
+    capture = tmp_path / "received"
+    shutil.copytree(FIXTURES / "support-agent", capture)
+    (capture / "\x1b]0;pwned\x07\x1b[2J").write_text("keep me")
+    done = run_wop("rm", str(capture), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "kept what wop did not write: \\x1b]0;pwned\\x07\\x1b[2J" in done.stdout
+
+
 def test_gc_deletes_only_old_captures_inside_the_store(wop_home, tmp_path):
     day = 86_400_000
     now = int(time.time() * 1000)
@@ -156,9 +168,12 @@ def test_gc_deletes_only_old_captures_inside_the_store(wop_home, tmp_path):
     (wop_home / "captures" / "link").symlink_to(outside)
     dry = run_wop("gc", "--older-than", "30", "--dry-run", "--json")
     assert orjson.loads(dry.stdout)["captures"] == [str(old)] and old.exists()
+    (old / "\x1b]0;pwned\x07").write_text("a stranger's file: kept, and named with its controls escaped")
     done = run_wop("gc", "--older-than", "30", "--yes")
     assert done.returncode == 0
-    assert not old.exists() and new.exists() and (outside / "events.jsonl").exists()
+    assert new.exists() and (outside / "events.jsonl").exists()
+    assert [path.name for path in old.iterdir()] == ["\x1b]0;pwned\x07"]
+    assert "\x1b" not in done.stdout and "kept what wop did not write: \\x1b]0;pwned\\x07" in done.stdout
 
 
 def test_rm_refuses_a_web_app_that_merely_has_a_manifest_and_blobs(tmp_path):
