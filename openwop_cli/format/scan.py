@@ -16,17 +16,17 @@ class HyperscanMatcher:
     Compiling `parts` takes tens of milliseconds, more than a small capture's whole run, so their database is
     kept in the user's cache directory and loaded in microseconds by later runs; `secret_parts` (the values of
     secret environment variables) are compiled in every run, in a database of their own that never reaches a disk.
-    every_match: report every match to `match_ends` (else each pattern's first only, which is all `search` needs)."""
+    Each pattern reports its first match only, which is all `search` and `matched` need."""
 
-    def __init__(self, parts: list[str], secret_parts: Sequence[str] = (), *, every_match: bool = False) -> None:
+    def __init__(self, parts: list[str], secret_parts: Sequence[str] = ()) -> None:
         import threading
 
         import hyperscan
 
         self._hyperscan = hyperscan
-        self._databases = [_cached_database(hyperscan, parts, every_match)]
+        self._databases = [_cached_database(hyperscan, parts)]
         if secret_parts:
-            self._databases.append(_compiled_database(hyperscan, list(secret_parts), every_match))
+            self._databases.append(_compiled_database(hyperscan, list(secret_parts)))
         self._local = threading.local()
 
     def search(self, data: bytes) -> bool:
@@ -53,30 +53,18 @@ class HyperscanMatcher:
             database.scan(data, match_event_handler=_note, context=found, scratch=scratch)
         return found
 
-    def match_ends(self, data: bytes) -> list[int]:
-        """Where in data each match of the patterns ends (offsets one past its last byte), in the order found."""
-        scratches = self._scratches()
-        ends: list[int] = []
 
-        def found(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
-            ends.append(end)
-
-        for database, scratch in zip(self._databases, scratches):
-            database.scan(data, match_event_handler=found, scratch=scratch)
-        return ends
-
-
-def _compiled_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
+def _compiled_database(hyperscan: Any, parts: list[str]) -> Any:
     database = hyperscan.Database()
     database.compile(expressions=[part.encode() for part in parts], ids=list(range(len(parts))),
-                     flags=[0 if every_match else hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
+                     flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(parts))
     return database
 
 
-def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False) -> Any:
+def _cached_database(hyperscan: Any, parts: list[str]) -> Any:
     """parts compiled, from the cache when an earlier run of this Hyperscan compiled them (Hyperscan checks a
     loaded database's checksum and platform; anything it refuses is compiled and cached again)."""
-    identity = orjson.dumps([hyperscan.__version__, parts, *(["every match"] if every_match else [])])
+    identity = orjson.dumps([hyperscan.__version__, parts])
     key = hashlib.sha256(identity).hexdigest()[:32]
     from platformdirs import user_cache_dir
 
@@ -90,7 +78,7 @@ def _cached_database(hyperscan: Any, parts: list[str], every_match: bool = False
         pass
     from openwop_cli.format.detectors import write_cache_file
 
-    database = _compiled_database(hyperscan, parts, every_match)
+    database = _compiled_database(hyperscan, parts)
     write_cache_file(path, hyperscan.dumpb(database))
     return database
 
