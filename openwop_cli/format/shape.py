@@ -246,8 +246,8 @@ def _tagged(event_type: str, shape: type[Envelope]) -> type[Envelope]:
 
 # Events read at once, converted by one msgspec call (a call per event costs more than its checks): each by the Struct
 # its type names, as EVENTS converts it alone (tests/format/test_reader_verdict.py).
-Group = msgspec.defstruct("Group", [("events", list[reduce(or_, (_tagged(event_type, shape)  # type: ignore[misc]
-                                                                for event_type, shape in EVENTS.items()))])], gc=False)
+TAGGED_EVENTS = tuple(_tagged(event_type, shape) for event_type, shape in EVENTS.items())
+Group = msgspec.defstruct("Group", [("events", list[reduce(or_, TAGGED_EVENTS)])], gc=False)  # type: ignore[misc]
 
 
 # ---- manifest ------------------------------------------------------------------------------------------------------
@@ -414,7 +414,7 @@ def shapes_ready() -> None:
 def _every_shape() -> list[type[Struct]]:
     """Every Struct the validator converts to: the shapes (Shape's subclasses), and Group with the tagged events of
     its union."""
-    found: list[type[Struct]] = [Group, *get_args(get_args(msgspec.structs.fields(Group)[0].type)[0])]
+    found: list[type[Struct]] = [Group, *TAGGED_EVENTS]
     pending = [Shape]
     while pending:
         for subclass in pending.pop().__subclasses__():
