@@ -7,13 +7,15 @@ prompt diverges at the prompt, a changed tool argument at the tool call. Every a
 Python) and mcp 1.x (.ci/mcp1-venv)."""
 
 import json
+import shutil
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import requires, run_wop
+from tests.conftest import adopt_signing_key, keep_signing_key, requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.mcp_agents import (
     LANGCHAIN,
@@ -40,6 +42,34 @@ def captured(tmp_path: Path, python: str, env: dict[str, str]) -> Path:
                        env=environment(BASE=provider.url, **env), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert provider.requests, "the agent asked the model nothing"
+    return tmp_path / "source"
+
+
+@pytest.fixture(scope="module")
+def stdio_captures(tmp_path_factory, isolation) -> Callable[[str], tuple[Path, Path]]:
+    """SDK_STDIO captured once per Python, when a test first asks for it, in a directory of its own (the agent, its
+    server, the orders file, the server's marks, the capture in source/); that directory and the recorder's signing
+    key. The official SDK's test and the fork's test share one capture, each on a copy (stdio_capture)."""
+    made: dict[str, tuple[Path, Path]] = {}
+
+    def recorded(python: str) -> tuple[Path, Path]:
+        if python not in made:
+            directory = tmp_path_factory.mktemp("stdio")
+            with isolation():
+                write_agent(directory, SDK_STDIO)
+                captured(directory, python, {})
+                made[python] = directory, keep_signing_key(directory.with_suffix(".key"))
+        return made[python]
+
+    return recorded
+
+
+def stdio_capture(stdio_captures: Callable[[str], tuple[Path, Path]], python: str, tmp_path: Path) -> Path:
+    """python's shared SDK_STDIO directory copied into tmp_path, its capture recorded by this test's user (a test
+    changes the orders and removes the server in its copy); the capture."""
+    directory, key = stdio_captures(python)
+    shutil.copytree(directory, tmp_path, dirs_exist_ok=True)
+    adopt_signing_key(key)
     return tmp_path / "source"
 
 
@@ -78,9 +108,8 @@ def assert_replays_offline(tmp_path: Path, source: Path, env: dict[str, str], *,
 
 
 @pytest.mark.parametrize("python", pythons())
-def test_official_sdk_over_stdio_replays_with_the_server_gone(tmp_path, python):
-    write_agent(tmp_path, SDK_STDIO)
-    source = captured(tmp_path, python, {})
+def test_official_sdk_over_stdio_replays_with_the_server_gone(tmp_path, stdio_captures, python):
+    source = stdio_capture(stdio_captures, python, tmp_path)
     calls = mcp_calls(source)
     assert [call["args"]["method"] for call in calls] == ["initialize", "tools/list", "tools/call", "tools/call"]
     assert calls[2]["args"]["server"] == {"command": python, "args": ["server.py"]}
@@ -164,9 +193,8 @@ def test_langchain_mcp_adapters_replay(tmp_path, python):
     assert not (tmp_path / "server-starts.txt").exists(), "the stdio server started during the replay"
 
 
-def test_a_fork_runs_the_calls_past_its_branch_point_on_the_real_server(tmp_path):
-    write_agent(tmp_path, SDK_STDIO)
-    source = captured(tmp_path, sys.executable, {})
+def test_a_fork_runs_the_calls_past_its_branch_point_on_the_real_server(tmp_path, stdio_captures):
+    source = stdio_capture(stdio_captures, sys.executable, tmp_path)
     lookup = next(event["seq"] for event in events(source, "tool_call")
                   if event["data"]["args"]["params"].get("name") == "lookup_order")
     (tmp_path / "orders.json").write_text(json.dumps({"A-1": {"item": "sofa", "status": "lost"}}))
