@@ -10,9 +10,10 @@ import uuid
 from pathlib import Path
 
 import orjson
+import pytest
 
 from openwop_cli.format.reader import CaptureReader
-from tests.conftest import requires, run_wop
+from tests.conftest import adopt_signing_key, keep_signing_key, requires, run_wop
 from tests.fake_provider import FakeProvider
 from tests.importers.agents import LANGGRAPH_AGENT
 
@@ -23,18 +24,29 @@ requires("opentelemetry.exporter.otlp.proto.http")
 EXPECTED = 'human: Where is order A-1? | ai:  | tool: {"id": "A-1", "status": "shipped"} | ai: answer to Where is order A-1?'
 
 
-def captured_agent(tmp_path: Path) -> tuple[Path, str]:
-    """The LangGraph agent captured by wop against the fake provider (stopped afterwards); the capture, the base URL."""
-    program = tmp_path / "agent.py"
+@pytest.fixture(scope="module")
+def recorded_agent(tmp_path_factory, isolation) -> tuple[Path, str, Path]:
+    """The LangGraph agent captured by wop once for the module's tests, against the fake provider (stopped
+    afterwards), in a directory of its own: that directory (agent.py, the capture in captured/), the base URL and the
+    recorder's signing key. A LangGraph capture costs seconds; the tests only read it, and write under their tmp_path."""
+    directory = tmp_path_factory.mktemp("langgraph")
+    program = directory / "agent.py"
     program.write_text(textwrap.dedent(LANGGRAPH_AGENT))
-    with FakeProvider() as provider:
-        done = run_wop("capture", "--name", "langgraph", "--out", str(tmp_path / "captured"), "--", sys.executable,
-                       str(program), env={"BASE": provider.url}, cwd=tmp_path)
-        base = provider.url
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == EXPECTED
-    assert len(provider.requests) == 2
-    return tmp_path / "captured", base
+    with isolation(), FakeProvider() as provider:
+        done = run_wop("capture", "--name", "langgraph", "--out", str(directory / "captured"), "--", sys.executable,
+                       str(program), env={"BASE": provider.url}, cwd=directory)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0] == EXPECTED
+        assert len(provider.requests) == 2
+        return directory, provider.url, keep_signing_key(directory.with_suffix(".key"))
+
+
+def captured_agent(recorded_agent: tuple[Path, str, Path]) -> tuple[Path, str, Path]:
+    """The shared LangGraph capture, recorded by this test's user (tests only read it and its agent); the capture, the
+    base URL (its provider gone since) and the agent."""
+    directory, base, key = recorded_agent
+    adopt_signing_key(key)
+    return directory / "captured", base, directory / "agent.py"
 
 
 def assert_same_events(original: Path, imported: Path) -> None:
@@ -60,12 +72,12 @@ def assert_replays_exactly(imported: Path, base: str, tmp_path: Path) -> None:
     assert first["jsonPath"] == "$.messages[0].content" and first["observedValue"] == "Where is order B-2?"
 
 
-def test_a_langgraph_capture_exported_to_a_file_and_imported_replays_exactly(tmp_path):
-    captured, base = captured_agent(tmp_path)
+def test_a_langgraph_capture_exported_to_a_file_and_imported_replays_exactly(tmp_path, recorded_agent):
+    captured, base, agent = captured_agent(recorded_agent)
     trace = tmp_path / "trace.jsonl"
     exported = run_wop("export", "otel", str(captured), "--file", str(trace), "--json")
     assert exported.returncode == 0, exported.stderr
-    program = [sys.executable, str(tmp_path / "agent.py")]
+    program = [sys.executable, str(agent)]
     done = run_wop("import", "otel", str(trace), "--out", str(tmp_path / "imported"), "--json", "--", *program)
     assert done.returncode == 0, done.stderr
     [summary] = orjson.loads(done.stdout)
@@ -84,8 +96,8 @@ def test_a_langgraph_capture_exported_to_a_file_and_imported_replays_exactly(tmp
     assert refused.returncode == 2 and "give it after --" in refused.stderr
 
 
-def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tmp_path, phoenix):
-    captured, base = captured_agent(tmp_path)
+def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tmp_path, recorded_agent, phoenix):
+    captured, base, agent = captured_agent(recorded_agent)
     project = f"wop-round-{uuid.uuid4().hex[:8]}"
     exported = run_wop("export", "otel", str(captured), "--endpoint", phoenix, "--project", project, "--json")
     assert exported.returncode == 0, exported.stderr
@@ -93,7 +105,7 @@ def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tm
     deadline = time.monotonic() + 60
     while True:
         done = run_wop("import", "otel", "--phoenix", phoenix, "--project", project, "--out",
-                       str(tmp_path / "imported"), "--json", "--", sys.executable, str(tmp_path / "agent.py"))
+                       str(tmp_path / "imported"), "--json", "--", sys.executable, str(agent))
         if done.returncode == 0 and orjson.loads(done.stdout)[0]["spans"] == spans:
             break
         assert time.monotonic() < deadline, done.stdout + done.stderr
@@ -103,8 +115,8 @@ def test_a_langgraph_capture_exported_to_phoenix_and_imported_replays_exactly(tm
     assert_replays_exactly(tmp_path / "imported", base, tmp_path)
 
 
-def test_a_wop_trace_whose_events_were_cut_short_is_refused(tmp_path):
-    captured, _ = captured_agent(tmp_path)
+def test_a_wop_trace_whose_events_were_cut_short_is_refused(tmp_path, recorded_agent):
+    captured, _, _ = captured_agent(recorded_agent)
     trace = tmp_path / "trace.jsonl"
     assert run_wop("export", "otel", str(captured), "--file", str(trace)).returncode == 0
     document = orjson.loads(trace.read_bytes())
