@@ -18,18 +18,21 @@ from openwop_cli.format.reader import CaptureReader
 from tests.conftest import requires, run_wop
 from tests.fake_provider import FakeProvider
 
+# The agent asks with httpx, the transport the openai SDK sends through (the same llm_request): the SDK would cost each
+# process of a capture and its replays 0.9 s of CPU to import, and its own reads of the clock or random, made outside
+# the program's code, are not recorded (test_every_source_replays_exactly_and_library_internal_reads_are_not_recorded).
 PROMPT_AGENT = """
 import os, random, uuid
 from datetime import datetime
-import openai
+import httpx
 
-client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
+client = httpx.Client(base_url=os.environ["BASE"] + "/v1", timeout=60)
 tone = random.choice(["friendly", "formal", "brief"])
 system = f"Today is {datetime.now().isoformat()}. Request {uuid.uuid4()}. Be {tone}."
-reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
-    {"role": "system", "content": system}, {"role": "user", "content": "where is my order?"}])
+reply = client.post("/chat/completions", json={"model": "gpt-4o-mini", "messages": [
+    {"role": "system", "content": system}, {"role": "user", "content": "where is my order?"}]})
 print(system)
-print(reply.choices[0].message.content)
+print(reply.json()["choices"][0]["message"]["content"])
 """
 
 
@@ -62,7 +65,7 @@ def program_output(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("wop")]
 
 
-requires("openai")
+requires("httpx")
 
 
 def test_an_agent_with_the_date_a_uuid_and_a_random_tone_in_its_prompt_replays_unchanged(tmp_path):
@@ -539,11 +542,11 @@ def test_show_folds_a_call_sites_ambient_values_into_one_row(tmp_path):
 
 GETPID_AGENT = """
 import os
-import openai
-client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
-reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
-    {"role": "system", "content": f"You are worker {os.getpid()}."}, {"role": "user", "content": "hi"}])
-print(reply.choices[0].message.content)
+import httpx  # as PROMPT_AGENT: 7 processes run this program
+client = httpx.Client(base_url=os.environ["BASE"] + "/v1", timeout=60)
+reply = client.post("/chat/completions", json={"model": "gpt-4o-mini", "messages": [
+    {"role": "system", "content": f"You are worker {os.getpid()}."}, {"role": "user", "content": "hi"}]})
+print(reply.json()["choices"][0]["message"]["content"])
 """
 
 
