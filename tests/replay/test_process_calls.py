@@ -26,7 +26,7 @@ def assert_replays_exactly(tmp_path, source, captured: list[str], env: dict | No
 
 POOL_CALLS = """
 import concurrent.futures, multiprocessing, multiprocessing.pool, os, random, time
-import openai
+import httpx  # what the openai SDK calls through: each spawned worker imports this module, and the SDK costs 1 s
 import openwop_cli as wop
 
 @wop.tool
@@ -37,10 +37,9 @@ def lookup(order):
 def task(number):
     shared = lookup("shared")  # the same call in every task, a different recorded result in each
     own = lookup(f"A-{number}")
-    client = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key="sk-test-0123456789abcdef", max_retries=0)
-    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[
-        {"role": "user", "content": f"{shared} {own}"}])
-    return f"{number} {reply.choices[0].message.content}"
+    reply = httpx.post(os.environ["BASE"] + "/v1/chat/completions", timeout=60, json={"model": "gpt-4o-mini",
+                       "messages": [{"role": "user", "content": f"{shared} {own}"}]}).json()
+    return f"{number} {reply['choices'][0]['message']['content']}"
 
 if __name__ == "__main__":
     kind, method = os.environ["POOL"], os.environ["START_METHOD"]
