@@ -1,5 +1,7 @@
 """The pytest plugin, driven by pytester: record a real openai-SDK test, replay it offline, catch a prompt change."""
 
+import subprocess
+import sys
 
 import pytest
 
@@ -42,16 +44,36 @@ def write_test(pytester, prompt):
     pytester.makepyfile(test_agent=TEST_FILE.format(prompt=prompt))
 
 
-def test_record_then_replay_offline_then_catch_a_change_then_rerecord(project, monkeypatch):
+def test_record_once_then_replay_offline_then_catch_a_change_then_rerecord(project, monkeypatch):
+    """The plugin's life cycle on one test file: none names the missing capture, once records it (and only once),
+    `wop replay` points its capture back to pytest, none replays it offline and catches a prompt change, all records
+    it again. (One test: each step is a pytest run that imports the openai SDK, and each needs the one before.)"""
     write_test(project, "Be brief.")
+    missing = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
+    missing.assert_outcomes(passed=0, failed=2)
+    text = missing.stdout.str()
+    assert "no wop capture for this test at" in text and "--wop-record=once" in text
+    assert "tests/captures/test_agent/test_agent_answers" in text
+
     with FakeProvider() as provider:
         monkeypatch.setenv("BASE", provider.url)
         recorded = project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider")
         recorded.assert_outcomes(passed=2)
         assert len(provider.requests) == 1
+        manifest = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers" / "manifest.json"
+        first = manifest.read_bytes()
+        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+        assert manifest.read_bytes() == first, "once must not record again when the capture exists"
+        assert len(provider.requests) == 1
     capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers"
     assert (capture / "manifest.json").is_file()
     assert b"sk-test-plugin-0123456789" not in b"".join(p.read_bytes() for p in capture.rglob("*") if p.is_file())
+
+    single = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(capture)], capture_output=True, text=True)
+    assert single.returncode == 2 and "--wop-record=none" in single.stderr and "test_agent_answers" in single.stderr
+    folder = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(project.path / "tests" / "captures")],
+                            capture_output=True, text=True)
+    assert folder.returncode == 2 and "recorded by the pytest plugin" in folder.stderr
 
     offline = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
     offline.assert_outcomes(passed=2)
@@ -67,23 +89,6 @@ def test_record_then_replay_offline_then_catch_a_change_then_rerecord(project, m
         monkeypatch.setenv("BASE", provider.url)
         project.runpytest_subprocess("--wop-record=all", "-p", "no:cacheprovider").assert_outcomes(passed=2)
     project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-
-
-def test_once_records_only_missing_captures_and_none_names_the_path_and_flag(project, monkeypatch):
-    write_test(project, "Be brief.")
-    missing = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
-    missing.assert_outcomes(passed=0, failed=2)
-    text = missing.stdout.str()
-    assert "no wop capture for this test at" in text and "--wop-record=once" in text
-    assert "tests/captures/test_agent/test_agent_answers" in text
-    with FakeProvider() as provider:
-        monkeypatch.setenv("BASE", provider.url)
-        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-        capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers" / "manifest.json"
-        first = capture.read_bytes()
-        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-        assert capture.read_bytes() == first, "once must not record again when the capture exists"
-        assert len(provider.requests) == 1
 
 
 def test_ci_forces_replay_only(project, monkeypatch):
@@ -118,22 +123,6 @@ def test_new_mode_keeps_what_was_recorded_and_adds_the_new_calls(project, monkey
         assert [r["messages"][0]["content"] for r in provider.requests] == ["one", "two"]
     offline = project.runpytest_subprocess("--wop-record=none", "-p", "no:cacheprovider")
     offline.assert_outcomes(passed=1)
-
-
-def test_wop_replay_points_plugin_captures_back_to_pytest(project, monkeypatch):
-    import subprocess
-    import sys
-
-    write_test(project, "Be brief.")
-    with FakeProvider() as provider:
-        monkeypatch.setenv("BASE", provider.url)
-        project.runpytest_subprocess("--wop-record=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-    capture = project.path / "tests" / "captures" / "test_agent" / "test_agent_answers"
-    single = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(capture)], capture_output=True, text=True)
-    assert single.returncode == 2 and "--wop-record=none" in single.stderr and "test_agent_answers" in single.stderr
-    folder = subprocess.run([sys.executable, "-m", "openwop_cli", "replay", str(project.path / "tests" / "captures")],
-                            capture_output=True, text=True)
-    assert folder.returncode == 2 and "recorded by the pytest plugin" in folder.stderr
 
 
 README_TEST = """
