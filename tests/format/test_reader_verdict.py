@@ -27,7 +27,7 @@ from tests.format.test_mutated_captures import ENVELOPE, FIELDS, JSON_VALUES, bu
 from tests.format.test_mutated_captures import EVENTS as CAPTURE_EVENTS
 from tests.format.test_shape import CAPTURE, EVENT_DATA, PROGRAM_VALUES, RUN
 
-SETTINGS = settings(max_examples=int(os.environ.get("WOP_FUZZ_EXAMPLES", 300)), deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("WOP_FUZZ_EXAMPLES", 150)), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 LINE_PROBLEMS = ("bad_json", "bad_event", "seq_gap")
 ENVELOPE_KEYS = ["version", "seq", "ts", "type", "captureId", "runId", "origin", "sourceSeq", "data", "later"]

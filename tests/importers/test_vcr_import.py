@@ -202,7 +202,7 @@ interaction_like = st.fixed_dictionaries({
                                        "headers": json_values, "body": json_values})})
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(document=st.one_of(json_values, st.fixed_dictionaries({"interactions": st.lists(interaction_like, max_size=3)})))
 def test_any_json_document_reads_or_is_a_bad_cassette(tmp_path, document):
     path = tmp_path / "cassette.json"
