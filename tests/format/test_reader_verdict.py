@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openwop_cli.format import shape
-from openwop_cli.format.reader import CaptureReader
+from openwop_cli.format.reader import CHUNK_BYTES, CaptureReader
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT
 from openwop_cli.format.shape import EVENT_SHAPES, EVENTS, EventValidator, Group
 from openwop_cli.format.verify import verify_capture
@@ -229,6 +229,69 @@ def test_lines_that_straddle_chunks_are_read_whole(tmp_path):
     assert [event["data"]["callId"] for event in CaptureReader(capture) if event["type"] == "llm_request"] == [
         f"l{index}" for index in range(6_000)]
     assert verify_capture(capture).ok
+
+
+def straddling(path: Path, marker: bytes, line: bytes | None = None) -> tuple[Path, int]:
+    """A capture whose line 301 holds marker (or is line, marker inside it) with the marker's first byte on the last
+    byte of the file's first chunk (an earlier line padded to put it there): the capture and that line's number."""
+    events = [("llm_request", {"provider": "openai", "callId": f"l{index}", "request": {"text": "x" * 900}})
+              for index in range(1_200)]
+    events[300] = ("tool_result", {"callId": "h1", "ok": True, "result": {"body": "y" * 4_000}})  # a blob's ref
+    capture = build(path, events)
+    lines = (capture / "events.jsonl").read_bytes().splitlines(keepends=True)
+    if line is not None:
+        event = orjson.loads(lines[300])
+        lines[300] = line.replace(b"CAPTURE", event["captureId"].encode()).replace(b"RUN", event["runId"].encode())
+    before = sum(map(len, lines[:300])) + lines[300].index(marker)
+    lines[200] = lines[200].replace(b'"text":"', b'"text":"' + b"x" * (CHUNK_BYTES - 1 - before), 1)
+    (capture / "events.jsonl").write_bytes(b"".join(lines))
+    forge(capture)
+    assert (capture / "events.jsonl").read_bytes()[CHUNK_BYTES - 1:].startswith(marker)
+    return capture, 301
+
+
+def test_a_line_cut_by_a_chunks_end_is_checked_whole(tmp_path):
+    """What the reader checks of a chunk at once (nesting, blobs) it checks of the line the chunk's end cuts, joined:
+    a line nesting too deep, no half deep enough alone; a blob's ref whose "$" ends the first chunk; a line spanning
+    three chunks; a damaged line. Each reads as the validator reads it, line by line."""
+    half = MAX_DEPTH // 2 + 2
+    deep = ENVELOPE_LINE + b'{"deep":' + b"[" * half + b" " + b"[" * half + b"1" + b"]" * 2 * half + b"}}\n"
+    capture, lineno = straddling(tmp_path / "deep", b" [", deep)  # half the brackets in each chunk
+    assert found(capture) == [("bad_event", lineno)] and read(capture) == as_read(reference(capture))
+
+    capture, lineno = straddling(tmp_path / "blob", b"$blob")
+    served = [event for event in CaptureReader(capture, resolve_blobs=True) if event["type"] == "tool_result"]
+    assert served[0]["data"]["result"]["body"] == "y" * 4_000
+    for blob in (capture / "blobs").rglob("*"):
+        if blob.is_file() and blob.stat().st_size > 1_000:
+            blob.unlink()
+    assert found(capture) == [("blob", lineno)]
+
+    long = ENVELOPE_LINE + b'{"text":"' + b"z" * (2 * CHUNK_BYTES + 10) + b'"}}\n'
+    capture, lineno = straddling(tmp_path / "long", b"z" * 10, long)
+    events = list(CaptureReader(capture))
+    assert found(capture) == [] and len(events) == 1_200
+    assert events[lineno - 1]["data"] == {"text": "z" * (2 * CHUNK_BYTES + 10)}
+
+    capture, lineno = straddling(tmp_path / "damaged", b'"callId"')
+    data = (capture / "events.jsonl").read_bytes()
+    (capture / "events.jsonl").write_bytes(data[:CHUNK_BYTES] + b"\x00" + data[CHUNK_BYTES + 1:])
+    forge(capture)
+    assert found(capture) == [("bad_json", lineno)] and read(capture) == as_read(reference(capture))
+
+
+ENVELOPE_LINE = b'{"version":1,"captureId":"CAPTURE","runId":"RUN","seq":300,"ts":1,"type":"tool_call","data":'
+
+
+def found(capture: Path) -> list[tuple[str, int | None]]:
+    """What verify finds in a capture (a forged one's signature aside), by kind and line."""
+    return [(problem.kind, problem.line) for problem in verify_capture(capture).problems
+            if problem.kind != "bad_signature"]
+
+
+def as_read(reference_read: tuple[list, list]) -> tuple[list, list]:
+    events, problems = reference_read
+    return [event for _, event in events], problems
 
 
 LINE_BYTES = st.sampled_from([b"{", b"[", b"\n", b"x", b'"', b"]", b"}"])
