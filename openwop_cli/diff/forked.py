@@ -25,11 +25,14 @@ from openwop_cli.errors import CorruptCapture
 from openwop_cli.format import digest, flusher
 from openwop_cli.format.files import MAX_LINE_BYTES, open_regular
 from openwop_cli.format.manifest import EVENTS_NAME
-from openwop_cli.format.reader import CHUNK_BYTES, CaptureReader
+from openwop_cli.format.reader import CaptureReader
 
 MIN_BYTES = 4 << 20  # smaller captures are read in the caller's process: a fork would cost more than it saves
 BATCH_BYTES = 1 << 18  # keys sent down the pipe at once
 PIPE_BYTES = 1 << 20  # the pipe's capacity asked for (Linux), so the child seldom waits for the caller
+# What the caller reads at once, of the pipe or of B's file: buffers this small come and go from the same memory; a
+# fresh megabyte a read fragmented the heap (the caller's peak RSS 34 -> 39 MiB from 100k to 1M events).
+READ_BYTES = 64 << 10
 FORK_SAFE_THREADS = frozenset({digest.THREAD_NAME, flusher.THREAD_NAME})
 _F_SETPIPE_SZ = 1031
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -123,7 +126,7 @@ class ForkedRead:
         """The key the child sent for each event it read, in seq order."""
         assert self._keys_fd is not None, "iterated after close"
         tail: list[bytes] = []  # the start of a key whose newline has not come (a blob's key spans many reads)
-        while chunk := os.read(self._keys_fd, PIPE_BYTES):
+        while chunk := os.read(self._keys_fd, READ_BYTES):
             if b"\n" not in chunk:
                 tail.append(chunk)
                 continue
@@ -198,7 +201,7 @@ class _LineCursor:
                 return b""
 
     def _refill(self) -> bool:
-        chunk = self.handle.read(CHUNK_BYTES)
+        chunk = self.handle.read(READ_BYTES)
         rest = self._data[self._start:]
         if not chunk or len(rest) > MAX_LINE_BYTES:
             return False
