@@ -14,7 +14,6 @@ same loop inside this process is printed beside it. `wop diff` reads B in a seco
 Run: python bench/bench_diff.py [EVENTS] [RUNS] [plain|state-late|state-early|all]   (defaults: 1000000 3 all)
 """
 
-import resource
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_spread, realistic_data, user_environment  # noqa: E402
+from common import median_spread, realistic_data, run_with_usage, user_environment  # noqa: E402
 
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
@@ -98,30 +97,27 @@ def bare_read_process(paths: tuple[Path, Path]) -> float:
 
 def diffed(paths: tuple[Path, Path]) -> tuple[float, float, float]:
     """Wall and CPU seconds of `wop diff --json` (start-up included), and its peak RSS in MiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "openwop_cli", "diff", *map(str, paths), "--json"], capture_output=True,
-                          env=user_environment())
-    seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = orjson.loads(done.stdout)
+    output, _, seconds, cpu, rss = run_with_usage([sys.executable, "-m", "openwop_cli", "diff", *map(str, paths),
+                                                   "--json"], env=user_environment())
+    result = orjson.loads(output)
     assert len(result["eventDiffs"]) == 10, result["eventDiffs"][:3]
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return seconds, cpu, max(before.ru_maxrss, after.ru_maxrss) / 1024
+    return seconds, cpu, rss
 
 
-def run(count: int, kind: str, root: Path, runs: int) -> None:
+def run(count: int, kind: str, root: Path, runs: int) -> float:
+    """Print the figures of one kind of pair at one size; return the median peak RSS (MiB)."""
     make = plain_event if kind == "plain" else state_event
     paths = root / f"{kind}-a{count}", root / f"{kind}-b{count}"
     write_capture(paths[0], count, set(), make, 4242)
     late = kind == "state-late"
     changed = {count - count // 100 * k if late else count // 11 * k for k in range(1, 11)}
     write_capture(paths[1], count, changed, make, 4343)
-    bare, bare_process, diff, ratio, process_ratio, cpu_ratio, rss = [], [], [], [], [], [], 0.0
+    bare, bare_process, diff, ratio, process_ratio, cpu_ratio, rss = [], [], [], [], [], [], []
     for _ in range(runs):
         bare_wall, bare_cpu = bare_read(paths)
         bare_process_wall = bare_read_process(paths)
-        seconds, cpu, rss = diffed(paths)
+        seconds, cpu, peak = diffed(paths)
+        rss.append(peak)
         bare.append(bare_wall)
         bare_process.append(bare_process_wall)
         diff.append(seconds)
@@ -131,24 +127,31 @@ def run(count: int, kind: str, root: Path, runs: int) -> None:
     ratio_median, ratio_spread = median_spread(ratio, ".2f")
     process_median, process_spread = median_spread(process_ratio, ".2f")
     cpu_median, cpu_spread = median_spread(cpu_ratio, ".2f")
+    rss_median, rss_spread = median_spread(rss, ".0f")
     print(f"{count:>9,} events each, {kind:<11}: wop diff --json {median_spread(diff)[0]:.2f} s; bare read of both "
           f"{median_spread(bare_process)[0]:.2f} s as a process: ratio {process_median:.2f}x ({process_spread}), "
           f"target <= 2; in this process {median_spread(bare)[0]:.2f} s: ratio {ratio_median:.2f}x ({ratio_spread}); "
-          f"CPU-time ratio {cpu_median:.2f}x ({cpu_spread}); peak RSS {rss:.0f} MiB (the diff's own process)")
+          f"CPU-time ratio {cpu_median:.2f}x ({cpu_spread}); peak RSS {rss_median:.0f} MiB ({rss_spread}; the diff's "
+          f"process or its child, whichever is larger)")
     for path in paths:
         for file in path.iterdir():
             file.unlink()
         path.rmdir()
+    return rss_median
 
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     kinds = KINDS if len(sys.argv) <= 3 or sys.argv[3] == "all" else (sys.argv[3],)
+    peaks: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory() as temp:
         for size in (count // 10, count):
             for kind in kinds:
-                run(size, kind, Path(temp), runs)
+                peaks[kind, size] = run(size, kind, Path(temp), runs)
+    for kind in kinds:
+        print(f"peak RSS, {kind}: {count:,} vs {count // 10:,} events {peaks[kind, count] / peaks[kind, count // 10]:.2f}x "
+              f"(target: within 10%)")
 
 
 if __name__ == "__main__":
