@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from openwop_cli.format import reader as reader_module
 from openwop_cli.format import shape
 from openwop_cli.format.reader import CHUNK_BYTES, CaptureReader
 from openwop_cli.format.schema import MAX_DEPTH, MAX_INT
@@ -203,6 +204,16 @@ def test_a_large_files_nesting_scan_finds_what_counting_finds(original, tmp_path
     too deep that counting would have caught."""
     pytest.importorskip("hyperscan")
     monkeypatch.setattr(shape, "SCAN_BYTES", 0)
+    each_line_edited_reads_as_the_validator_reads_it(original, tmp_path, fragment, 1)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 100, 4_096])
+@pytest.mark.parametrize("fragment", [b'"x":{', b'"deep":' + nested(MAX_DEPTH), b'"callId":"h2","result":{"status":"x"}'])
+def test_lines_read_in_chunks_of_any_size_read_as_the_validator_reads_them(original, tmp_path, fragment, chunk_bytes,
+                                                                         monkeypatch):
+    """However the file's chunks cut its lines (a byte at a time, a few lines at once), each line edited reads as the
+    validator reads it alone: the reader joins a line from its pieces before checking it."""
+    monkeypatch.setattr(reader_module, "CHUNK_BYTES", chunk_bytes)
     each_line_edited_reads_as_the_validator_reads_it(original, tmp_path, fragment, 1)
 
 
