@@ -197,6 +197,8 @@ class _MarkedStream:
         from openwop_cli.runtime.outputmarks import BEGIN, END, MARK_PREFIX
 
         data, self._held = self._held + chunk, b""
+        if MARK_PREFIX[:1] not in data:  # memchr: no mark, nor the start of one (the usual case)
+            return [(self.in_call, data)]
         pieces: list[tuple[bool, bytes]] = []
         while True:
             at = data.find(MARK_PREFIX)
