@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_spread  # noqa: E402
+from common import median_spread, waited  # noqa: E402
 
 from openwop_cli.format.redact import Redactor  # noqa: E402
 from openwop_cli.format.sink import CaptureSink  # noqa: E402
@@ -42,9 +42,7 @@ def piped(command: list[str]) -> tuple[float, int, float]:
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, env=ENV)
     lines = sum(1 for _ in process.stdout)
-    process.stdout.close()
-    _, status, usage = os.wait4(process.pid, 0)  # its own peak (RUSAGE_CHILDREN keeps every earlier run's largest)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    usage = waited(process)
     seconds = time.perf_counter() - start
     return seconds, lines, usage.ru_maxrss / 1024
 

@@ -4,6 +4,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 CAPTURE_ID = "f1a2b3c4d5e6f7a8"
 
@@ -44,18 +45,24 @@ def median_spread(values: list[float], spec: str = ",.0f") -> tuple[float, str]:
 
 def run_with_usage(command: list[str], **popen) -> tuple[bytes, int, float, float, float]:
     """Run command to its end with its standard output read: that output, its exit code, wall and CPU seconds (user +
-    system, its reaped children's included) and peak RSS in MiB (its own or a reaped child's, whichever is larger),
-    taken from its own wait4 (getrusage(RUSAGE_CHILDREN) would keep the largest of every earlier run)."""
+    system, its reaped children's included) and peak RSS in MiB (its own or a reaped child's, whichever is larger)."""
     import subprocess
 
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, **popen)
     output = process.stdout.read()
+    usage = waited(process)
+    seconds = time.perf_counter() - start
+    return output, process.returncode, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def waited(process) -> Any:
+    """Close a process's stdout, wait for it to end and return its own resource usage, from its wait4
+    (getrusage(RUSAGE_CHILDREN) would keep the largest peak of every child reaped earlier)."""
     process.stdout.close()
     _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
-    return output, process.returncode, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return usage
 
 
 def user_environment() -> dict[str, str]:
